@@ -1,0 +1,235 @@
+// Package acceptance is Accord's domain without I/O: the metric catalog,
+// profile and gate specs, statistics, gate evaluation, stop-loss rules and
+// the rollout state machine. Both the server and the probe use it, so that
+// the vendor and the customer read every number the same way.
+package acceptance
+
+import "sort"
+
+// Unit is a canonical unit. Every stored value is in the canonical unit of
+// its metric; thresholds in other units of the same dimension are converted.
+type Unit string
+
+const (
+	UnitMillisecond    Unit = "ms"    // request latencies
+	UnitMicrosecond    Unit = "us"    // I/O latencies
+	UnitRequestsPerSec Unit = "req/s" // request throughput
+	UnitTokensPerSec   Unit = "tok/s" // token throughput
+	UnitIOPS           Unit = "IOPS"  // I/O operations per second
+	UnitBytesPerSec    Unit = "B/s"   // bandwidth
+	UnitRatio          Unit = "ratio" // 0..1
+	UnitPercent        Unit = "%"     // 0..100, utilisation
+)
+
+// Kind says what a metric's samples are.
+type Kind string
+
+const (
+	// KindDistribution metrics have one sample per request, I/O or telemetry
+	// tick, so percentiles are meaningful.
+	KindDistribution Kind = "distribution"
+	// KindRate metrics have one value per repetition (a throughput, a ratio).
+	KindRate Kind = "rate"
+)
+
+// Direction says which way is better, for explanations and relative gates.
+type Direction string
+
+const (
+	LowerIsBetter  Direction = "lower"
+	HigherIsBetter Direction = "higher"
+)
+
+// Group is used to lay metrics out on pages.
+type Group string
+
+const (
+	GroupInference Group = "inference"
+	GroupIO        Group = "io"
+	GroupSystem    Group = "system"
+)
+
+// Metric describes one canonical metric.
+type Metric struct {
+	ID        string
+	Name      string
+	Unit      Unit
+	Kind      Kind
+	Direction Direction
+	Group     Group
+	Help      string
+}
+
+// Metric ids. Request latencies are in milliseconds, I/O latencies in
+// microseconds, bandwidth in bytes per second.
+const (
+	MetricTTFT         = "ttft"          // send → first chunk with content, reasoning or a tool call
+	MetricTTFTContent  = "ttft_content"  // send → first chunk with visible content (reasoning excluded)
+	MetricTPOT         = "tpot"          // (e2el − ttft) / (output tokens − 1), per request
+	MetricITL          = "itl"           // gap between consecutive token-carrying chunks
+	MetricE2EL         = "e2el"          // send → last byte of the response
+	MetricTTFTIntended = "ttft_intended" // intended send time → first token (open-loop, no coordinated omission)
+	MetricE2ELIntended = "e2el_intended" // intended send time → done
+	MetricSendDelay    = "send_delay"    // intended send time → actual send (client queueing)
+
+	MetricRequestThroughput     = "request_throughput"      // completed requests per second
+	MetricOutputTokenThroughput = "output_token_throughput" // output tokens per second
+	MetricTotalTokenThroughput  = "total_token_throughput"  // prompt + output tokens per second
+	MetricGoodput               = "goodput"                 // requests per second meeting every SLO
+	MetricErrorRate             = "error_rate"              // failed / all requests
+	MetricCacheHitRatio         = "cache_hit_ratio"         // prefix/KV cache hits / queries (server counters)
+
+	MetricReadIOPS   = "read_iops"
+	MetricWriteIOPS  = "write_iops"
+	MetricReadBW     = "read_bw"
+	MetricWriteBW    = "write_bw"
+	MetricReadCLat   = "read_clat"
+	MetricWriteCLat  = "write_clat"
+	MetricReadSLat   = "read_slat"
+	MetricWriteSLat  = "write_slat"
+	MetricReadLat    = "read_lat"
+	MetricWriteLat   = "write_lat"
+	MetricCPUUtil    = "cpu_util"
+	MetricGPUUtil    = "gpu_util"
+	MetricDiskUtil   = "disk_util"
+	MetricNICRxBytes = "nic_rx_bw"
+	MetricNICTxBytes = "nic_tx_bw"
+)
+
+var catalog = []Metric{
+	{MetricTTFT, "Time to first token", UnitMillisecond, KindDistribution, LowerIsBetter, GroupInference,
+		"From sending the request to the first streamed chunk that carries content, reasoning or a tool call. The role-only first chunk does not count."},
+	{MetricTTFTContent, "Time to first content token", UnitMillisecond, KindDistribution, LowerIsBetter, GroupInference,
+		"From sending the request to the first chunk with visible content; reasoning tokens do not count."},
+	{MetricTPOT, "Time per output token", UnitMillisecond, KindDistribution, LowerIsBetter, GroupInference,
+		"(end-to-end latency − TTFT) / (output tokens − 1), per request."},
+	{MetricITL, "Inter-token latency", UnitMillisecond, KindDistribution, LowerIsBetter, GroupInference,
+		"Gap between consecutive chunks that carry tokens, as vLLM's benchmark defines it."},
+	{MetricE2EL, "End-to-end latency", UnitMillisecond, KindDistribution, LowerIsBetter, GroupInference,
+		"From sending the request to the end of the response stream."},
+	{MetricTTFTIntended, "TTFT from intended send time", UnitMillisecond, KindDistribution, LowerIsBetter, GroupInference,
+		"TTFT measured from the time the schedule meant to send the request, so that client-side queueing is counted (no coordinated omission)."},
+	{MetricE2ELIntended, "End-to-end latency from intended send time", UnitMillisecond, KindDistribution, LowerIsBetter, GroupInference,
+		"End-to-end latency measured from the intended send time."},
+	{MetricSendDelay, "Send delay", UnitMillisecond, KindDistribution, LowerIsBetter, GroupInference,
+		"How late each request left the client compared with its schedule; large values mean the client, not the server, was the bottleneck."},
+	{MetricRequestThroughput, "Request throughput", UnitRequestsPerSec, KindRate, HigherIsBetter, GroupInference,
+		"Successful requests per second over the measured window."},
+	{MetricOutputTokenThroughput, "Output token throughput", UnitTokensPerSec, KindRate, HigherIsBetter, GroupInference,
+		"Output tokens per second over the measured window."},
+	{MetricTotalTokenThroughput, "Total token throughput", UnitTokensPerSec, KindRate, HigherIsBetter, GroupInference,
+		"Prompt and output tokens per second over the measured window."},
+	{MetricGoodput, "Goodput", UnitRequestsPerSec, KindRate, HigherIsBetter, GroupInference,
+		"Requests per second that met every SLO of the step (TTFT, TPOT, E2E)."},
+	{MetricErrorRate, "Error rate", UnitRatio, KindRate, LowerIsBetter, GroupInference,
+		"Failed requests divided by all requests: HTTP errors, errors inside the stream, streams ending without [DONE], timeouts."},
+	{MetricCacheHitRatio, "Cache hit ratio", UnitRatio, KindRate, HigherIsBetter, GroupInference,
+		"Prefix/KV cache hits divided by queries, from the inference server's own counters before and after the step."},
+	{MetricReadIOPS, "Read IOPS", UnitIOPS, KindRate, HigherIsBetter, GroupIO, "Read operations per second."},
+	{MetricWriteIOPS, "Write IOPS", UnitIOPS, KindRate, HigherIsBetter, GroupIO, "Write operations per second."},
+	{MetricReadBW, "Read bandwidth", UnitBytesPerSec, KindRate, HigherIsBetter, GroupIO, "Bytes read per second."},
+	{MetricWriteBW, "Write bandwidth", UnitBytesPerSec, KindRate, HigherIsBetter, GroupIO, "Bytes written per second."},
+	{MetricReadCLat, "Read completion latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO,
+		"From submission to completion of a read, as fio's clat."},
+	{MetricWriteCLat, "Write completion latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO,
+		"From submission to completion of a write, as fio's clat."},
+	{MetricReadSLat, "Read submission latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO, "Time to submit a read, as fio's slat."},
+	{MetricWriteSLat, "Write submission latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO, "Time to submit a write, as fio's slat."},
+	{MetricReadLat, "Read total latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO, "slat + clat of a read, as fio's lat."},
+	{MetricWriteLat, "Write total latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO, "slat + clat of a write, as fio's lat."},
+	{MetricCPUUtil, "CPU utilisation", UnitPercent, KindDistribution, LowerIsBetter, GroupSystem,
+		"Busy share of all CPUs, sampled every second from /proc/stat."},
+	{MetricGPUUtil, "GPU utilisation", UnitPercent, KindDistribution, HigherIsBetter, GroupSystem,
+		"GPU utilisation sampled every second from nvidia-smi, when present."},
+	{MetricDiskUtil, "Disk utilisation", UnitPercent, KindDistribution, LowerIsBetter, GroupSystem,
+		"Share of time the target devices were busy, from /proc/diskstats."},
+	{MetricNICRxBytes, "NIC receive bandwidth", UnitBytesPerSec, KindDistribution, HigherIsBetter, GroupSystem, "Bytes received per second on the host's interfaces."},
+	{MetricNICTxBytes, "NIC transmit bandwidth", UnitBytesPerSec, KindDistribution, HigherIsBetter, GroupSystem, "Bytes sent per second on the host's interfaces."},
+}
+
+var catalogByID = func() map[string]Metric {
+	m := make(map[string]Metric, len(catalog))
+	for _, metric := range catalog {
+		m[metric.ID] = metric
+	}
+	return m
+}()
+
+// LookupMetric returns the catalog entry for id.
+func LookupMetric(id string) (Metric, bool) {
+	m, ok := catalogByID[id]
+	return m, ok
+}
+
+// Metrics returns the whole catalog in its display order.
+func Metrics() []Metric {
+	out := make([]Metric, len(catalog))
+	copy(out, catalog)
+	return out
+}
+
+// MetricIDs returns the catalog's ids, sorted.
+func MetricIDs() []string {
+	ids := make([]string, 0, len(catalog))
+	for _, m := range catalog {
+		ids = append(ids, m.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Statistic is what a gate criterion computes from a metric's samples.
+type Statistic string
+
+const (
+	StatP50  Statistic = "p50"
+	StatP90  Statistic = "p90"
+	StatP95  Statistic = "p95"
+	StatP99  Statistic = "p99"
+	StatP999 Statistic = "p99.9"
+	StatMean Statistic = "mean"
+	StatMax  Statistic = "max"
+	// StatRate is the value of a rate metric (one per repetition, averaged
+	// over repetitions).
+	StatRate Statistic = "rate"
+)
+
+// Statistics lists every statistic in display order.
+var Statistics = []Statistic{StatP50, StatP90, StatP95, StatP99, StatP999, StatMean, StatMax, StatRate}
+
+// Quantile returns the quantile of a percentile statistic (0.99 for p99),
+// and false for mean, max and rate.
+func (s Statistic) Quantile() (float64, bool) {
+	switch s {
+	case StatP50:
+		return 0.50, true
+	case StatP90:
+		return 0.90, true
+	case StatP95:
+		return 0.95, true
+	case StatP99:
+		return 0.99, true
+	case StatP999:
+		return 0.999, true
+	}
+	return 0, false
+}
+
+// Valid reports whether s is a known statistic.
+func (s Statistic) Valid() bool {
+	for _, k := range Statistics {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// AppliesTo reports whether the statistic can be computed for the metric:
+// percentiles, mean and max need a distribution; rate needs a rate metric.
+func (s Statistic) AppliesTo(m Metric) bool {
+	if s == StatRate {
+		return m.Kind == KindRate
+	}
+	return m.Kind == KindDistribution
+}

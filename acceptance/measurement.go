@@ -1,0 +1,39 @@
+package acceptance
+
+// Source says where a value came from, so that both sides can trace it.
+type Source struct {
+	Tool        string `json:"tool"`                   // accord-probe, fio, vllm-bench, genai-perf, aiperf
+	ToolVersion string `json:"tool_version,omitempty"` // as the tool reported it
+	Field       string `json:"field,omitempty"`        // the field or file the values were read from
+	// PercentileMethod says how Accord computes percentiles from Values, for
+	// example "raw samples, nearest rank" or "fio latency bins (≤ 1/64 relative error)".
+	PercentileMethod string `json:"percentile_method,omitempty"`
+}
+
+// Measurement is what one repetition of one step produced for one metric.
+//
+// For distribution metrics, Values are the raw samples in the metric's
+// canonical unit (one per request, I/O bin member or telemetry tick). For
+// rate metrics, Values holds exactly one value: the rate over the repetition.
+type Measurement struct {
+	Metric string `json:"metric"`
+	Step   string `json:"step"`
+	// Level is the load level within a sweep ("c=16", "r=8"); empty otherwise.
+	Level      string    `json:"level,omitempty"`
+	Repetition int       `json:"repetition"`
+	Values     []float64 `json:"-"`
+	// ToolSummary keeps the tool's own statistics (in the canonical unit),
+	// shown beside Accord's recomputed ones: "p99" → value.
+	ToolSummary map[string]float64 `json:"tool_summary,omitempty"`
+	Source      Source             `json:"source"`
+}
+
+// SeriesKey identifies the samples a criterion is judged on: one step at one
+// load level, across repetitions.
+type SeriesKey struct {
+	Step  string `json:"step"`
+	Level string `json:"level,omitempty"`
+}
+
+// Key returns the series the measurement belongs to.
+func (m Measurement) Key() SeriesKey { return SeriesKey{Step: m.Step, Level: m.Level} }

@@ -1,0 +1,192 @@
+package acceptance
+
+// ProfileSchemaVersion is the newest profile schema this build understands.
+const ProfileSchemaVersion = 1
+
+// Purpose says what a profile is for; it selects the pages' layout and the
+// starter gate sets offered.
+type Purpose string
+
+const (
+	PurposeInferenceServing  Purpose = "inference-serving"
+	PurposeStorageMicrobench Purpose = "storage-microbenchmark"
+	PurposeCheckpointRestore Purpose = "checkpoint-restore"
+	PurposeTrainingIO        Purpose = "training-io"
+	PurposeCustom            Purpose = "custom"
+)
+
+// Transport is the storage path under test.
+type Transport string
+
+const (
+	TransportLocalNVMe  Transport = "local-nvme"
+	TransportNVMeoFRDMA Transport = "nvmeof-rdma"
+	TransportNVMeoFTCP  Transport = "nvmeof-tcp"
+	TransportEmulated   Transport = "emulated"
+)
+
+// ProfileSpec says what to run on a lab host. It is immutable once saved:
+// editing creates a new version. The probe receives it as data (JSON), never
+// as a shell string.
+type ProfileSpec struct {
+	SchemaVersion int     `json:"schema_version" yaml:"schema_version"`
+	Name          string  `json:"name" yaml:"name"`
+	Description   string  `json:"description,omitempty" yaml:"description,omitempty"`
+	Purpose       Purpose `json:"purpose" yaml:"purpose"`
+	Storage       Storage `json:"storage" yaml:"storage"`
+	Repetitions   int     `json:"repetitions" yaml:"repetitions"`
+	// Warmup is load applied at the start of every measuring step whose
+	// samples are discarded (fio ramp_time; inference requests sent in it).
+	Warmup Duration `json:"warmup,omitempty" yaml:"warmup,omitempty"`
+	// RunTimeout bounds the whole run on the host; zero means the sum of the
+	// steps' own limits plus a margin.
+	RunTimeout Duration   `json:"run_timeout,omitempty" yaml:"run_timeout,omitempty"`
+	Steps      []StepSpec `json:"steps" yaml:"steps"`
+}
+
+// Storage describes the storage under test. It is descriptive: it labels
+// results and feeds comparability, it does not configure anything.
+type Storage struct {
+	Transport  Transport `json:"transport" yaml:"transport"`
+	ArrayModel string    `json:"array_model,omitempty" yaml:"array_model,omitempty"`
+	Namespace  string    `json:"namespace,omitempty" yaml:"namespace,omitempty"`
+}
+
+// StepKind names what a step does.
+type StepKind string
+
+const (
+	StepFio        StepKind = "fio"
+	StepInference  StepKind = "inference"
+	StepCommand    StepKind = "command"
+	StepDropCaches StepKind = "drop-caches"
+	StepPause      StepKind = "pause"
+	StepFault      StepKind = "fault"
+)
+
+// StepSpec is one step of a profile. Exactly the field matching Kind is set
+// (drop-caches has no parameters).
+type StepSpec struct {
+	Name      string         `json:"name" yaml:"name"`
+	Kind      StepKind       `json:"kind" yaml:"kind"`
+	Timeout   Duration       `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	Fio       *FioStep       `json:"fio,omitempty" yaml:"fio,omitempty"`
+	Inference *InferenceStep `json:"inference,omitempty" yaml:"inference,omitempty"`
+	Command   *CommandStep   `json:"command,omitempty" yaml:"command,omitempty"`
+	Pause     *PauseStep     `json:"pause,omitempty" yaml:"pause,omitempty"`
+	Fault     *FaultStep     `json:"fault,omitempty" yaml:"fault,omitempty"`
+}
+
+// FioStep is one fio job, run with --output-format=json+.
+type FioStep struct {
+	RW        string   `json:"rw" yaml:"rw"` // read, write, randread, randwrite, rw, randrw
+	BlockSize ByteSize `json:"block_size" yaml:"block_size"`
+	IODepth   int      `json:"iodepth" yaml:"iodepth"`
+	NumJobs   int      `json:"numjobs" yaml:"numjobs"`
+	Size      ByteSize `json:"size" yaml:"size"`
+	Runtime   Duration `json:"runtime" yaml:"runtime"`
+	IOEngine  string   `json:"ioengine" yaml:"ioengine"` // libaio, io_uring, psync, sync, posixaio
+	Direct    bool     `json:"direct" yaml:"direct"`
+	// RWMixRead is the read share in percent for rw/randrw.
+	RWMixRead int `json:"rwmixread,omitempty" yaml:"rwmixread,omitempty"`
+	// Target is a file path or a block device on the lab host.
+	Target string `json:"target" yaml:"target"`
+	// Destructive must be true for any write to a block device; the host
+	// must allow it too.
+	Destructive bool `json:"destructive,omitempty" yaml:"destructive,omitempty"`
+}
+
+// InferenceStep drives an OpenAI-compatible streaming endpoint.
+type InferenceStep struct {
+	// Endpoint is the base URL as the lab host sees it, e.g. http://10.0.0.5:8000/v1.
+	Endpoint string `json:"endpoint" yaml:"endpoint"`
+	Model    string `json:"model" yaml:"model"`
+	API      string `json:"api" yaml:"api"` // chat or completions
+	// PromptTokens and OutputTokens are used unless Dataset is set.
+	PromptTokens TokenDist `json:"prompt_tokens" yaml:"prompt_tokens"`
+	OutputTokens TokenDist `json:"output_tokens" yaml:"output_tokens"`
+	// Prefix makes prompts share prefixes, which controls the KV/prefix cache hit ratio.
+	Prefix *PrefixReuse `json:"prefix,omitempty" yaml:"prefix,omitempty"`
+	// Dataset is a JSON-lines file on the lab host with {"prompt": "...", "output_tokens": n}.
+	Dataset string `json:"dataset,omitempty" yaml:"dataset,omitempty"`
+	Load    Load   `json:"load" yaml:"load"`
+	// Duration or Requests ends each load level (whichever comes first when both are set).
+	Duration       Duration `json:"duration,omitempty" yaml:"duration,omitempty"`
+	Requests       int      `json:"requests,omitempty" yaml:"requests,omitempty"`
+	RequestTimeout Duration `json:"request_timeout,omitempty" yaml:"request_timeout,omitempty"`
+	SLO            SLO      `json:"slo,omitempty" yaml:"slo,omitempty"`
+	// MetricsURL is the inference server's Prometheus endpoint, scraped before
+	// and after the step for counter deltas (cache hits and queries).
+	MetricsURL string `json:"metrics_url,omitempty" yaml:"metrics_url,omitempty"`
+	Seed       int64  `json:"seed,omitempty" yaml:"seed,omitempty"`
+}
+
+// TokenDist is a distribution of token counts.
+type TokenDist struct {
+	Dist   string  `json:"dist" yaml:"dist"` // fixed, uniform, normal
+	Mean   int     `json:"mean" yaml:"mean"`
+	Min    int     `json:"min,omitempty" yaml:"min,omitempty"`
+	Max    int     `json:"max,omitempty" yaml:"max,omitempty"`
+	StdDev float64 `json:"stddev,omitempty" yaml:"stddev,omitempty"`
+}
+
+// PrefixReuse prepends one of Distinct shared prefixes of Tokens tokens to each prompt.
+type PrefixReuse struct {
+	Tokens   int `json:"tokens" yaml:"tokens"`
+	Distinct int `json:"distinct" yaml:"distinct"`
+}
+
+// Load is the offered load: a fixed number of concurrent streams, or an
+// open-loop request rate (constant or Poisson arrivals), optionally swept.
+type Load struct {
+	Mode        string  `json:"mode" yaml:"mode"` // concurrency or rate
+	Concurrency int     `json:"concurrency,omitempty" yaml:"concurrency,omitempty"`
+	Rate        float64 `json:"rate,omitempty" yaml:"rate,omitempty"`       // requests per second
+	Arrival     string  `json:"arrival,omitempty" yaml:"arrival,omitempty"` // constant or poisson
+	// MaxConcurrency caps in-flight requests in rate mode (0: no cap).
+	MaxConcurrency int `json:"max_concurrency,omitempty" yaml:"max_concurrency,omitempty"`
+	// Sweep lists the levels to run in turn: concurrencies in concurrency
+	// mode, rates in rate mode. Empty means the single level above.
+	Sweep []float64 `json:"sweep,omitempty" yaml:"sweep,omitempty"`
+}
+
+// SLO thresholds for goodput, in milliseconds; zero means not constrained.
+type SLO struct {
+	TTFTMs float64 `json:"ttft_ms,omitempty" yaml:"ttft_ms,omitempty"`
+	TPOTMs float64 `json:"tpot_ms,omitempty" yaml:"tpot_ms,omitempty"`
+	E2ELMs float64 `json:"e2el_ms,omitempty" yaml:"e2el_ms,omitempty"`
+}
+
+// CommandStep runs a team's own tool as an argument vector (never through a
+// shell) and imports its output in the declared format.
+type CommandStep struct {
+	Program string   `json:"program" yaml:"program"`
+	Args    []string `json:"args,omitempty" yaml:"args,omitempty"`
+	// Format is fio-json, vllm-bench-json, genai-perf-json or text.
+	Format string `json:"format" yaml:"format"`
+	// OutputFile, when set, is where the tool writes its result (relative to
+	// the step's folder); otherwise standard output is the result.
+	OutputFile string `json:"output_file,omitempty" yaml:"output_file,omitempty"`
+}
+
+// PauseStep waits, to let the system settle.
+type PauseStep struct {
+	Duration Duration `json:"duration" yaml:"duration"`
+}
+
+// FaultStep injects a network fault for a duration and always removes it.
+type FaultStep struct {
+	// Action is netem (delay/loss on Interface through tc) or path-down
+	// (disconnect one controller of a multipath NVMe-oF subsystem, then reconnect).
+	Action      string   `json:"action" yaml:"action"`
+	Interface   string   `json:"interface,omitempty" yaml:"interface,omitempty"`
+	Delay       Duration `json:"delay,omitempty" yaml:"delay,omitempty"`
+	LossPercent float64  `json:"loss_percent,omitempty" yaml:"loss_percent,omitempty"`
+	// Controller is the NVMe controller (e.g. nvme1) for path-down.
+	Controller string   `json:"controller,omitempty" yaml:"controller,omitempty"`
+	Duration   Duration `json:"duration" yaml:"duration"`
+	// During names a later load step the fault overlaps: it is applied After
+	// that step starts. Empty means the fault runs on its own, in sequence.
+	During string   `json:"during,omitempty" yaml:"during,omitempty"`
+	After  Duration `json:"after,omitempty" yaml:"after,omitempty"`
+}

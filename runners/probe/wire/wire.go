@@ -1,0 +1,218 @@
+// Package wire is the contract between the server's runner and the probe
+// (`accord probe ...` on the lab host): the run folder's layout, the plan the
+// runner writes, the events the probe appends, the per-request records and
+// the exit status. Both sides import it; it imports only acceptance's types.
+package wire
+
+import (
+	"github.com/accordlab/accord/acceptance"
+)
+
+// Files in a run folder on the lab host. The runner creates the folder and
+// writes PlanFile; the probe writes everything else.
+const (
+	PlanFile     = "plan.json"       // Plan, written by the runner before launch
+	EventsFile   = "events.jsonl"    // Event per line, append-only; the runner follows it by byte offset
+	StatusFile   = "status.json"     // Status, written atomically (temp file + rename) at the end
+	PIDFile      = "probe.pid"       // process group id of the detached probe
+	LaunchFile   = "launch.json"     // written once at launch: pid, start time, attempt (guards against a second start)
+	FactsFile    = "facts.json"      // host facts taken at the start of the run
+	LogFile      = "probe.log"       // the probe's own standard output and error
+	OutputDir    = "out"             // raw outputs: out/<NN>-<step>/rep-<r>[/<level>]/...
+	ManifestFile = "MANIFEST.sha256" // written by `probe pack`, sha256sum format
+)
+
+// Files inside a step's output folder.
+const (
+	RequestsFile   = "requests.jsonl"  // RequestRecord per line (inference steps)
+	StepResultFile = "result.json"     // StepResult of that step and repetition
+	TelemetryFile  = "telemetry.jsonl" // TelemetrySample per line
+	FioJobFile     = "fio.job"         // the generated fio job file
+	FioOutputFile  = "fio.json"        // fio --output-format=json+ output
+	PromBefore     = "metrics-before.txt"
+	PromAfter      = "metrics-after.txt"
+)
+
+// Plan is what the runner gives the probe: the profile version as data plus
+// the run's identity and limits.
+type Plan struct {
+	SchemaVersion int                    `json:"schema_version"`
+	RunID         int64                  `json:"run_id"`
+	Attempt       int                    `json:"attempt"`
+	Profile       acceptance.ProfileSpec `json:"profile"`
+	// RunTimeout bounds the whole probe run; the probe kills its children and
+	// writes a "timeout" status when it is exceeded.
+	RunTimeout acceptance.Duration `json:"run_timeout"`
+	// AllowDestructive is the host's own permission for destructive steps.
+	AllowDestructive bool `json:"allow_destructive"`
+	// Interim is how often interim metrics are emitted (default 2s).
+	Interim acceptance.Duration `json:"interim,omitempty"`
+	// StopLoss lists the metrics the server checks during the run, so that the
+	// probe includes them in interim events.
+	StopLossMetrics []string `json:"stop_loss_metrics,omitempty"`
+}
+
+// PlanSchemaVersion is the plan format this build writes and reads.
+const PlanSchemaVersion = 1
+
+// Event types, one JSON object per line in EventsFile.
+const (
+	EventLog        = "log"
+	EventProgress   = "progress"
+	EventInterim    = "interim"
+	EventStepStart  = "step_start"
+	EventStepResult = "step_result"
+	EventDone       = "done" // last event: the run ended; Status has the outcome
+)
+
+// Event is one line of the event stream.
+type Event struct {
+	Seq  int64  `json:"seq"`
+	Time string `json:"time"` // RFC 3339 with nanoseconds, wall clock of the host
+	Type string `json:"type"`
+
+	Level   string `json:"level,omitempty"` // log level: info, warn, error
+	Message string `json:"message,omitempty"`
+
+	Progress *Progress   `json:"progress,omitempty"`
+	Interim  *Interim    `json:"interim,omitempty"`
+	Result   *StepResult `json:"result,omitempty"`
+	Status   *Status     `json:"status,omitempty"` // with EventDone
+}
+
+// Progress is where the run stands.
+type Progress struct {
+	Step        int     `json:"step"`  // 1-based
+	Steps       int     `json:"steps"` // total
+	StepName    string  `json:"step_name"`
+	Repetition  int     `json:"repetition"` // 1-based
+	Repetitions int     `json:"repetitions"`
+	Level       string  `json:"level,omitempty"`
+	Fraction    float64 `json:"fraction"`               // 0..1 of the whole run
+	ElapsedSec  float64 `json:"elapsed_sec"`            // since the run started
+	EstimateSec float64 `json:"estimate_sec,omitempty"` // estimated total duration
+}
+
+// Interim carries running statistics of the current step over the last
+// window, for the server's stop-loss check.
+type Interim struct {
+	Step       string                  `json:"step"`
+	Level      string                  `json:"level,omitempty"`
+	Repetition int                     `json:"repetition"`
+	WindowSec  float64                 `json:"window_sec"`
+	Metrics    map[string]InterimStats `json:"metrics"` // by acceptance metric id
+}
+
+// InterimStats summarises one metric over an interim window.
+type InterimStats struct {
+	N    int64   `json:"n"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+	// Rate is set for rate metrics (throughputs, error rate) over the window.
+	Rate *float64 `json:"rate,omitempty"`
+}
+
+// StepResult says what one repetition (and level) of a step produced.
+type StepResult struct {
+	Step       string              `json:"step"`
+	Kind       acceptance.StepKind `json:"kind"`
+	Index      int                 `json:"index"`      // 0-based step index
+	Repetition int                 `json:"repetition"` // 1-based
+	Level      string              `json:"level,omitempty"`
+	// Dir is the output folder relative to the run folder.
+	Dir string `json:"dir"`
+	// Format of the main output, for the server's importer: probe-requests,
+	// fio-json, vllm-bench-json, genai-perf-json, text, none.
+	Format string `json:"format"`
+	// Files are the raw outputs relative to the run folder.
+	Files     []string `json:"files,omitempty"`
+	StartedAt string   `json:"started_at"`
+	EndedAt   string   `json:"ended_at"`
+	Error     string   `json:"error,omitempty"`
+	// Summary carries what only the probe can know, for inference steps:
+	// the measured window, counts and the ITL histogram.
+	Inference *InferenceSummary `json:"inference,omitempty"`
+	// PromDelta holds counter increases between the scrapes before and after.
+	PromDelta map[string]float64 `json:"prom_delta,omitempty"`
+}
+
+// InferenceSummary is the load generator's account of one level.
+type InferenceSummary struct {
+	// WindowSec is the measured window (warm-up excluded), for throughputs.
+	WindowSec     float64 `json:"window_sec"`
+	Requests      int64   `json:"requests"`
+	Succeeded     int64   `json:"succeeded"`
+	Failed        int64   `json:"failed"`
+	WarmupDropped int64   `json:"warmup_dropped"`
+	UsageMissing  int64   `json:"usage_missing"` // token counts fell back to counting chunks
+	// ITL is recorded as an HDR histogram rather than per request, to bound
+	// the record size: bucket upper value (ms) → count.
+	ITL         []HistogramBucket `json:"itl,omitempty"`
+	OfferedRate float64           `json:"offered_rate,omitempty"` // rate mode: intended requests per second
+	Concurrency int               `json:"concurrency,omitempty"`
+}
+
+// HistogramBucket is one bucket of a recorded distribution.
+type HistogramBucket struct {
+	Value float64 `json:"v"`
+	Count int64   `json:"c"`
+}
+
+// RequestRecord is one request of an inference step, one JSON line each.
+// Times are nanoseconds on the probe's monotonic clock since the start of
+// the level; zero means "did not happen".
+type RequestRecord struct {
+	ID           int64 `json:"id"`
+	Warmup       bool  `json:"warmup,omitempty"` // sent during warm-up: excluded from metrics
+	Intended     int64 `json:"t_intended"`
+	Sent         int64 `json:"t_sent"`
+	FirstChunk   int64 `json:"t_first_chunk"`   // first data chunk, whatever it carries (often role-only)
+	FirstToken   int64 `json:"t_first_token"`   // first chunk with content, reasoning or a tool call
+	FirstContent int64 `json:"t_first_content"` // first chunk with visible content
+	LastToken    int64 `json:"t_last_token"`
+	Done         int64 `json:"t_done"`
+	PromptTokens int   `json:"prompt_tokens"`
+	OutputTokens int   `json:"output_tokens"`
+	// UsageCounted is true when token counts came from counting chunks
+	// because the server sent no usage.
+	UsageCounted bool `json:"usage_counted,omitempty"`
+	Chunks       int  `json:"chunks"`
+	// Error kinds: http, stream-error, incomplete, timeout, connect.
+	ErrorKind  string `json:"error_kind,omitempty"`
+	Error      string `json:"error,omitempty"`
+	HTTPStatus int    `json:"http_status,omitempty"`
+}
+
+// Status is the probe's final word, written atomically to StatusFile.
+type Status struct {
+	State      string `json:"state"` // done, failed, cancelled, timeout
+	ExitCode   int    `json:"exit_code"`
+	Reason     string `json:"reason,omitempty"`
+	StartedAt  string `json:"started_at"`
+	FinishedAt string `json:"finished_at"`
+}
+
+// Status states.
+const (
+	StateDone      = "done"
+	StateFailed    = "failed"
+	StateCancelled = "cancelled"
+	StateTimeout   = "timeout"
+)
+
+// TelemetrySample is one per-second sample, one JSON line each.
+type TelemetrySample struct {
+	T            int64   `json:"t"` // nanoseconds since the step started
+	CPUBusyPct   float64 `json:"cpu_pct"`
+	MemUsedBytes int64   `json:"mem_used"`
+	// Disk and NIC rates over the last second, summed over target devices and interfaces.
+	DiskReadBps  float64  `json:"disk_read_bps"`
+	DiskWriteBps float64  `json:"disk_write_bps"`
+	DiskBusyPct  float64  `json:"disk_busy_pct"`
+	NICRxBps     float64  `json:"nic_rx_bps"`
+	NICTxBps     float64  `json:"nic_tx_bps"`
+	GPUUtilPct   *float64 `json:"gpu_pct,omitempty"`
+}
