@@ -13,8 +13,12 @@ type Source struct {
 // Measurement is what one repetition of one step produced for one metric.
 //
 // For distribution metrics, Values are the raw samples in the metric's
-// canonical unit (one per request, I/O bin member or telemetry tick). For
-// rate metrics, Values holds exactly one value: the rate over the repetition.
+// canonical unit (one per request or telemetry tick), or histogram buckets
+// when Counts is set. For rate metrics, Values holds exactly one value: the
+// rate over the repetition. When a tool gave only its own summary (fio JSON
+// without bins, a vLLM result without per-request arrays), Values is empty
+// and ToolSummary holds the numbers: gates then use the tool's point
+// estimate, without an interval, and say so.
 type Measurement struct {
 	Metric string `json:"metric"`
 	Step   string `json:"step"`
@@ -22,6 +26,10 @@ type Measurement struct {
 	Level      string    `json:"level,omitempty"`
 	Repetition int       `json:"repetition"`
 	Values     []float64 `json:"-"`
+	// Counts, when set, makes Values a histogram: Values[i] (a bucket's
+	// representative value, ascending) occurred Counts[i] times. Used where
+	// keeping every sample would cost too much (ITL, fio latency bins).
+	Counts []int64 `json:"-"`
 	// ToolSummary keeps the tool's own statistics (in the canonical unit),
 	// shown beside Accord's recomputed ones: "p99" → value.
 	ToolSummary map[string]float64 `json:"tool_summary,omitempty"`

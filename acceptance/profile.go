@@ -176,12 +176,15 @@ type PauseStep struct {
 
 // FaultStep injects a network fault for a duration and always removes it.
 type FaultStep struct {
-	// Action is netem (delay/loss on Interface through tc) or path-down
-	// (disconnect one controller of a multipath NVMe-oF subsystem, then reconnect).
+	// Action is netem (delay/loss on Interface through tc netem),
+	// rate-limit (a tbf bandwidth cap on Interface), or path-down (disconnect
+	// one controller of a multipath NVMe-oF subsystem, then reconnect).
 	Action      string   `json:"action" yaml:"action"`
 	Interface   string   `json:"interface,omitempty" yaml:"interface,omitempty"`
 	Delay       Duration `json:"delay,omitempty" yaml:"delay,omitempty"`
 	LossPercent float64  `json:"loss_percent,omitempty" yaml:"loss_percent,omitempty"`
+	// RateMbit is the bandwidth cap for rate-limit, in megabits per second.
+	RateMbit float64 `json:"rate_mbit,omitempty" yaml:"rate_mbit,omitempty"`
 	// Controller is the NVMe controller (e.g. nvme1) for path-down.
 	Controller string   `json:"controller,omitempty" yaml:"controller,omitempty"`
 	Duration   Duration `json:"duration" yaml:"duration"`

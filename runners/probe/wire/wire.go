@@ -2,6 +2,29 @@
 // (`accord probe ...` on the lab host): the run folder's layout, the plan the
 // runner writes, the events the probe appends, the per-request records and
 // the exit status. Both sides import it; it imports only acceptance's types.
+//
+// The probe's command line, as the runner calls it over SSH (DIR is the run
+// folder; every command prints one JSON object on stdout unless noted, and
+// exits non-zero with one clear line on stderr on error):
+//
+//	accord probe facts [--out FILE]          host facts as JSON (facts.Facts)
+//	accord probe launch --dir DIR            start `probe run` detached (own session and process
+//	                                         group, stdin /dev/null, output to DIR/probe.log),
+//	                                         write PIDFile and LaunchFile, print {"pid":N}, return at
+//	                                         once; refuses (exit 4) if LaunchFile already exists, so a
+//	                                         measurement is never started twice for one attempt
+//	accord probe run --dir DIR               the run itself, in the foreground (what launch starts)
+//	accord probe tail --dir DIR --offset N   copy EventsFile from byte N to stdout (raw bytes, not
+//	                                         JSON-wrapped) and keep following; exit 0 once StatusFile
+//	                                         exists and everything was copied; exit 5 if the probe's
+//	                                         process group is gone without a StatusFile (crashed)
+//	accord probe status --dir DIR            {"launched":bool,"running":bool,"pid":N,
+//	                                         "events_bytes":N,"status":Status|null}
+//	accord probe stop --dir DIR [--grace 5s] SIGTERM the process group, SIGKILL after the grace,
+//	                                         confirm no process of the run is left:
+//	                                         {"signalled":bool,"killed":bool,"remaining":0}
+//	accord probe pack --dir DIR              write ManifestFile (sha256sum -c format) over every
+//	                                         file of DIR, then stream DIR as a tar to stdout
 package wire
 
 import (
