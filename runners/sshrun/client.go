@@ -1,0 +1,260 @@
+package sshrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Client is one live SSH connection to a lab host (through its jump hosts).
+// It is safe for concurrent use: every command runs in its own session.
+type Client struct {
+	target Target
+	opts   Options
+	ssh    *ssh.Client   // the target
+	hops   []*ssh.Client // the jump hosts, in dialling order
+
+	done      chan struct{}
+	closeOnce sync.Once
+	mu        sync.Mutex
+	cause     error // why the connection ended
+	probe     string
+}
+
+func newClient(t Target, opts Options, clients []*ssh.Client) *Client {
+	c := &Client{
+		target: t,
+		opts:   opts,
+		ssh:    clients[len(clients)-1],
+		hops:   clients[:len(clients)-1],
+		done:   make(chan struct{}),
+	}
+	go c.watch()
+	if opts.KeepaliveInterval > 0 {
+		go c.keepalive()
+	}
+	return c
+}
+
+// Target is what this client is connected to.
+func (c *Client) Target() Target { return c.target }
+
+// Options are the connection's options, defaults filled in.
+func (c *Client) Options() Options { return c.opts }
+
+// Done is closed when the connection has ended, for whatever reason.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err says why the connection ended (ErrKeepaliveTimeout,
+// ErrConnectionLost or net.ErrClosed after Close); nil while it is up.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cause
+}
+
+// Close ends the connection and the jump hosts' connections.
+func (c *Client) Close() error {
+	c.end(fmt.Errorf("sshrun: client closed: %w", errClosed))
+	<-c.done
+	return nil
+}
+
+var errClosed = errors.New("closed by us")
+
+// end records the first cause and closes every hop, the target first.
+func (c *Client) end(cause error) {
+	c.mu.Lock()
+	if c.cause == nil {
+		c.cause = cause
+	}
+	c.mu.Unlock()
+	c.closeOnce.Do(func() {
+		_ = c.ssh.Close()
+		for i := len(c.hops) - 1; i >= 0; i-- {
+			_ = c.hops[i].Close()
+		}
+	})
+}
+
+// watch notices the connection's end, whoever ended it.
+func (c *Client) watch() {
+	err := c.ssh.Wait()
+	if err == nil {
+		err = io.EOF
+	}
+	c.end(fmt.Errorf("%w: %s: %v", ErrConnectionLost, c.target.HostPort(), err))
+	close(c.done)
+}
+
+// keepalive sends keepalive@openssh.com requests every interval and closes
+// the connection when no reply has come for KeepaliveCountMax intervals.
+// Any reply counts, including OpenSSH's "request failed".
+func (c *Client) keepalive() {
+	interval, limit := c.opts.KeepaliveInterval, time.Duration(c.opts.KeepaliveCountMax)*c.opts.KeepaliveInterval
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var (
+		mu       sync.Mutex
+		last     = time.Now()
+		inflight bool
+	)
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-tick.C:
+		}
+		mu.Lock()
+		silent := time.Since(last)
+		busy := inflight
+		inflight = true
+		mu.Unlock()
+		if silent > limit {
+			c.end(fmt.Errorf("%w: %s: no reply for %s (interval %s, %d missed)",
+				ErrKeepaliveTimeout, c.target.HostPort(), silent.Round(time.Millisecond), interval, c.opts.KeepaliveCountMax))
+			return
+		}
+		if busy {
+			continue // the last request is still unanswered
+		}
+		go func() {
+			_, _, err := c.ssh.SendRequest("keepalive@openssh.com", true, nil)
+			mu.Lock()
+			if err == nil {
+				last = time.Now()
+			}
+			inflight = false
+			mu.Unlock()
+		}()
+	}
+}
+
+// Result is a finished remote command.
+type Result struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	Duration time.Duration
+}
+
+// Limits on what Run keeps of a command's output.
+const (
+	maxRunStdout = 32 << 20
+	maxRunStderr = 64 << 10
+)
+
+// ErrOutputTooLarge: a command printed more than Run keeps.
+var ErrOutputTooLarge = errors.New("sshrun: command output too large")
+
+// Run runs argv on the host with stdin (nil for none) and returns its exit
+// code and output. A non-zero exit code is not an error; the error is for
+// the transport (ErrConnectionLost...), a cancelled ctx, or stdout beyond
+// 32 MiB. Stderr keeps its first 64 KiB.
+func (c *Client) Run(ctx context.Context, argv []string, stdin io.Reader) (Result, error) {
+	start := time.Now()
+	stdout := &limitedBuffer{limit: maxRunStdout}
+	stderr := &limitedBuffer{limit: maxRunStderr, truncate: true}
+	code, err := c.Stream(ctx, argv, stdin, stdout, stderr)
+	res := Result{ExitCode: code, Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start)}
+	if err == nil && stdout.over {
+		err = fmt.Errorf("%w: %s printed more than %d bytes", ErrOutputTooLarge, argv[0], maxRunStdout)
+	}
+	return res, err
+}
+
+// Stream runs argv with the given standard streams (nil stdout or stderr
+// discards) and returns the exit code. It returns when the command has
+// exited and its output was copied, when the connection ends
+// (ErrConnectionLost, ErrKeepaliveTimeout) or when ctx ends (the remote
+// command is sent SIGKILL and its session closed).
+func (c *Client) Stream(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	line, err := CommandLine(argv)
+	if err != nil {
+		return -1, err
+	}
+	if err := ctx.Err(); err != nil {
+		return -1, err
+	}
+	sess, err := c.ssh.NewSession()
+	if err != nil {
+		return -1, c.lost("open session", err)
+	}
+	defer sess.Close()
+	sess.Stdin = stdin
+	sess.Stdout = orDiscard(stdout)
+	sess.Stderr = orDiscard(stderr)
+	if err := sess.Start(line); err != nil {
+		return -1, c.lost("start "+argv[0], err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sess.Wait() }()
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		_ = sess.Signal(ssh.SIGKILL)
+		_ = sess.Close()
+		<-waited
+		return -1, fmt.Errorf("sshrun: %s: %w", argv[0], ctx.Err())
+	}
+	var exitErr *ssh.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &exitErr):
+		if exitErr.Signal() != "" {
+			return -1, fmt.Errorf("sshrun: %s: killed by signal %s", argv[0], exitErr.Signal())
+		}
+		return exitErr.ExitStatus(), nil
+	default:
+		return -1, c.lost(argv[0], err)
+	}
+}
+
+// lost turns a session failure into the connection's end cause when the
+// connection is down, so callers see ErrKeepaliveTimeout or
+// ErrConnectionLost rather than a bare EOF.
+func (c *Client) lost(what string, err error) error {
+	select {
+	case <-c.done:
+	case <-time.After(100 * time.Millisecond): // let watch notice a dying connection
+	}
+	if cause := c.Err(); cause != nil {
+		return fmt.Errorf("sshrun: %s: %w", what, cause)
+	}
+	return fmt.Errorf("sshrun: %s: %w: %v", what, ErrConnectionLost, err)
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// limitedBuffer keeps at most limit bytes: beyond it, it either drops the
+// rest quietly (truncate) or remembers that it overflowed.
+type limitedBuffer struct {
+	bytes.Buffer
+	limit    int
+	truncate bool
+	over     bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	room := b.limit - b.Len()
+	if len(p) > room {
+		b.over = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil // keep the remote side flowing
+	}
+	return b.Buffer.Write(p)
+}
