@@ -1,0 +1,304 @@
+// Package parse turns raw tool outputs into Accord's canonical measurements:
+// the probe's own request records and telemetry, fio JSON (and json+), vLLM's
+// serving benchmark result, GenAI-Perf's and AIPerf's profile exports.
+//
+// Every importer either returns measurements (in the catalog's canonical
+// units: ms for request latencies, µs for I/O latencies, B/s for bandwidth)
+// plus warnings the caller can show, or an error naming the input, line and
+// field — and then nothing at all, so that the caller stores nothing.
+//
+// Accord computes its own statistics wherever the input has raw samples or
+// histogram bins; a tool's own summary numbers are kept beside them in
+// Measurement.ToolSummary, converted to the canonical unit.
+package parse
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/wire"
+)
+
+// Format names an importable output. The names of the tool formats match
+// wire.StepResult.Format and acceptance.CommandStep.Format.
+type Format string
+
+const (
+	FormatProbeRequests  Format = "probe-requests"  // requests.jsonl + the level's wire.StepResult
+	FormatProbeTelemetry Format = "probe-telemetry" // telemetry.jsonl
+	FormatFio            Format = "fio-json"        // fio --output-format=json or json+ (fio 2 and 3)
+	FormatVLLMBench      Format = "vllm-bench-json" // vllm bench serve --save-result (benchmark_serving.py)
+	FormatGenAIPerf      Format = "genai-perf-json" // profile_export_genai_perf.json
+	FormatAIPerf         Format = "aiperf-json"     // profile_export_aiperf.json
+)
+
+// Formats lists every format Import understands.
+var Formats = []Format{FormatProbeRequests, FormatProbeTelemetry, FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf}
+
+// Tool names written into acceptance.Source.Tool.
+const (
+	ToolProbe     = "accord-probe"
+	ToolFio       = "fio"
+	ToolVLLM      = "vllm-bench"
+	ToolGenAIPerf = "genai-perf"
+	ToolAIPerf    = "aiperf"
+)
+
+// Percentile methods written into acceptance.Source.PercentileMethod.
+const (
+	MethodRawSamples  = "raw samples"
+	MethodHistogram   = "histogram buckets (HDR, bucket value)"
+	MethodFioBins     = "fio latency bins (≤ 1/64 relative error)"
+	MethodToolSummary = "tool summary only (no samples)"
+)
+
+// Size limits, checked before anything is parsed.
+const (
+	MaxRecordBytes   int64 = 2 << 30  // request records and telemetry (JSON lines)
+	MaxToolJSONBytes int64 = 64 << 20 // a tool's single JSON document
+	// MaxLineBytes bounds one JSON line of a records file.
+	MaxLineBytes = 1 << 20
+)
+
+// maxLatencyMs is the largest latency accepted: anything above a day is a
+// unit or clock error, not a measurement.
+const maxLatencyMs = 24 * 3600 * 1000.0
+
+// Options identify what the measurements belong to and carry the side data
+// some formats need.
+type Options struct {
+	Step       string
+	Level      string
+	Repetition int
+	// Name names the input in errors and in Source.Field (a file name);
+	// the format's usual file name when empty.
+	Name string
+	// ToolVersion is used when the input does not say its own version (the
+	// probe's build, a vLLM version known to the caller).
+	ToolVersion string
+	// Result is the level's StepResult: required for probe-requests (the
+	// measured window, the ITL histogram, the Prometheus counter deltas).
+	Result *wire.StepResult
+	// ResultName names Result in errors (default result.json).
+	ResultName string
+	// SLO for goodput (probe-requests): requests meeting every set limit.
+	SLO acceptance.SLO
+	// MaxBytes overrides the format's size limit when > 0.
+	MaxBytes int64
+}
+
+func (o Options) name(def string) string {
+	if o.Name != "" {
+		return o.Name
+	}
+	return def
+}
+
+func (o Options) limit(def int64) int64 {
+	if o.MaxBytes > 0 {
+		return o.MaxBytes
+	}
+	return def
+}
+
+// measurement starts a Measurement of metric with the caller's identity.
+func (o Options) measurement(metric string, src acceptance.Source) acceptance.Measurement {
+	return acceptance.Measurement{
+		Metric:     metric,
+		Step:       o.Step,
+		Level:      o.Level,
+		Repetition: o.Repetition,
+		Source:     src,
+	}
+}
+
+// Error is an import error that names where the input went wrong.
+type Error struct {
+	Input string // file name or format
+	Line  int    // 1-based line for JSON-lines inputs, 0 otherwise
+	Field string // the field at fault, if one is
+	Err   error
+}
+
+func (e *Error) Error() string {
+	s := "parse " + e.Input
+	if e.Line > 0 {
+		s += ": line " + strconv.Itoa(e.Line)
+	}
+	if e.Field != "" {
+		s += ": " + e.Field
+	}
+	return s + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrTooLarge is wrapped by errors about inputs over the size limit.
+var ErrTooLarge = errors.New("input too large")
+
+func errf(input string, line int, field, format string, args ...any) *Error {
+	return &Error{Input: input, Line: line, Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+func tooLarge(input string, size, limit int64) *Error {
+	return &Error{Input: input, Err: fmt.Errorf("%w: %d bytes, the limit is %d bytes (%s)", ErrTooLarge, size, limit, humanBytes(limit))}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return strconv.FormatInt(n>>30, 10) + " GiB"
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+// Import parses data in the given format. Warnings are things the caller
+// should show next to the results (fallbacks, skipped metrics); an error
+// means nothing was imported. For the JSON-lines formats, ImportFile and
+// the reader-based importers avoid holding the file in memory.
+func Import(format Format, data []byte, opts Options) ([]acceptance.Measurement, []string, error) {
+	switch format {
+	case FormatProbeRequests:
+		if int64(len(data)) > opts.limit(MaxRecordBytes) {
+			return nil, nil, tooLarge(opts.name(wire.RequestsFile), int64(len(data)), opts.limit(MaxRecordBytes))
+		}
+		return importProbeRecords(bytes.NewReader(data), int64(len(data)), opts)
+	case FormatProbeTelemetry:
+		return ImportTelemetry(bytes.NewReader(data), opts)
+	case FormatFio:
+		return ImportFio(data, opts)
+	case FormatVLLMBench:
+		return ImportVLLM(data, opts)
+	case FormatGenAIPerf:
+		return ImportGenAIPerf(data, opts)
+	case FormatAIPerf:
+		return ImportAIPerf(data, opts)
+	case "":
+		f, err := Detect(data)
+		if err != nil {
+			return nil, nil, err
+		}
+		return Import(f, data, opts)
+	}
+	return nil, nil, fmt.Errorf("parse: unknown format %q (known: %v)", format, Formats)
+}
+
+// ImportFile imports the file at path, refusing it before reading when it
+// is over the format's size limit. The JSON-lines formats are streamed.
+// An empty format is detected from the file's content.
+func ImportFile(format Format, path string, opts Options) ([]acceptance.Measurement, []string, error) {
+	if opts.Name == "" {
+		opts.Name = path
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	size := st.Size()
+	if format == "" {
+		head := make([]byte, 64<<10)
+		n, err := io.ReadFull(f, head)
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+		}
+		format, err = detectHead(head[:n], size)
+		if err != nil {
+			return nil, nil, &Error{Input: path, Err: err}
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+		}
+	}
+	switch format {
+	case FormatProbeRequests:
+		if size > opts.limit(MaxRecordBytes) {
+			return nil, nil, tooLarge(path, size, opts.limit(MaxRecordBytes))
+		}
+		return importProbeRecords(f, size, opts)
+	case FormatProbeTelemetry:
+		if size > opts.limit(MaxRecordBytes) {
+			return nil, nil, tooLarge(path, size, opts.limit(MaxRecordBytes))
+		}
+		return ImportTelemetry(f, opts)
+	case FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf:
+		if size > opts.limit(MaxToolJSONBytes) {
+			return nil, nil, tooLarge(path, size, opts.limit(MaxToolJSONBytes))
+		}
+		data, err := io.ReadAll(io.LimitReader(f, opts.limit(MaxToolJSONBytes)+1))
+		if err != nil {
+			return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+		}
+		return Import(format, data, opts)
+	}
+	return nil, nil, fmt.Errorf("parse %s: unknown format %q (known: %v)", path, format, Formats)
+}
+
+// limitedReader fails once more than limit bytes were read, so that a
+// stream of unknown size is refused as soon as it is too large.
+type limitedReader struct {
+	r     io.Reader
+	n     int64
+	limit int64
+	input string
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.n += int64(n)
+	if l.n > l.limit {
+		return 0, tooLarge(l.input, l.n, l.limit)
+	}
+	return n, err
+}
+
+// checkLatency validates one latency in ms.
+func checkLatency(v float64) error {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return errors.New("not a finite number")
+	case v < 0:
+		return fmt.Errorf("negative latency %g ms", v)
+	case v > maxLatencyMs:
+		return fmt.Errorf("latency %g ms is over a day: a unit or clock error", v)
+	}
+	return nil
+}
+
+// checkRate validates a rate or count (finite, ≥ 0, below an absurd bound).
+func checkRate(v, max float64) error {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return errors.New("not a finite number")
+	case v < 0:
+		return fmt.Errorf("negative value %g", v)
+	case v > max:
+		return fmt.Errorf("value %g is absurd (over %g)", v, max)
+	}
+	return nil
+}
+
+// Bounds on rates, far above anything real, to catch unit errors.
+const (
+	maxRequestRate = 1e7  // requests per second
+	maxTokenRate   = 1e10 // tokens per second
+	maxIOPS        = 1e10
+	maxBandwidth   = 1e14 // bytes per second
+)
+
+// percentileKey names a percentile in ToolSummary: 99 → "p99", 99.9 → "p99.9".
+func percentileKey(p float64) string {
+	return "p" + strconv.FormatFloat(p, 'f', -1, 64)
+}
