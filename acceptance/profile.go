@@ -147,7 +147,7 @@ type Load struct {
 	MaxConcurrency int `json:"max_concurrency,omitempty" yaml:"max_concurrency,omitempty"`
 	// Sweep lists the levels to run in turn: concurrencies in concurrency
 	// mode, rates in rate mode. Empty means the single level above.
-	Sweep []float64 `json:"sweep,omitempty" yaml:"sweep,omitempty"`
+	Sweep []float64 `json:"sweep,omitempty" yaml:"sweep,omitempty,flow"`
 }
 
 // SLO thresholds for goodput, in milliseconds; zero means not constrained.
@@ -161,7 +161,7 @@ type SLO struct {
 // shell) and imports its output in the declared format.
 type CommandStep struct {
 	Program string   `json:"program" yaml:"program"`
-	Args    []string `json:"args,omitempty" yaml:"args,omitempty"`
+	Args    []string `json:"args,omitempty" yaml:"args,omitempty,flow"`
 	// Format is fio-json, vllm-bench-json, genai-perf-json or text.
 	Format string `json:"format" yaml:"format"`
 	// OutputFile, when set, is where the tool writes its result (relative to

@@ -1,0 +1,79 @@
+package acceptance
+
+// Which metrics a step can produce, so that a gate set can be checked
+// against a profile before anything runs: a criterion on read_clat of a
+// profile with only inference steps could never be judged.
+
+var (
+	// probeInferenceMetrics come from the probe's own load generator.
+	probeInferenceMetrics = []string{
+		MetricTTFT, MetricTTFTContent, MetricTPOT, MetricITL, MetricE2EL,
+		MetricTTFTIntended, MetricE2ELIntended, MetricSendDelay,
+		MetricRequestThroughput, MetricOutputTokenThroughput, MetricTotalTokenThroughput,
+		MetricGoodput, MetricErrorRate,
+	}
+	// vllmBenchMetrics are what vLLM's benchmark JSON carries (per-request
+	// arrays and totals).
+	vllmBenchMetrics = []string{
+		MetricTTFT, MetricTPOT, MetricITL, MetricE2EL,
+		MetricRequestThroughput, MetricOutputTokenThroughput, MetricTotalTokenThroughput,
+		MetricGoodput, MetricErrorRate,
+	}
+	// genAIPerfMetrics are what GenAI-Perf / AIPerf profile exports carry.
+	genAIPerfMetrics = []string{
+		MetricTTFT, MetricTPOT, MetricITL, MetricE2EL,
+		MetricRequestThroughput, MetricOutputTokenThroughput,
+	}
+	readMetrics  = []string{MetricReadIOPS, MetricReadBW, MetricReadCLat, MetricReadSLat, MetricReadLat}
+	writeMetrics = []string{MetricWriteIOPS, MetricWriteBW, MetricWriteCLat, MetricWriteSLat, MetricWriteLat}
+	// telemetryMetrics are sampled on the host during every load step; GPU
+	// utilisation only where nvidia-smi is present.
+	telemetryMetrics = []string{MetricCPUUtil, MetricGPUUtil, MetricDiskUtil, MetricNICRxBytes, MetricNICTxBytes}
+)
+
+// StepMetrics lists the metric ids a step can produce. Steps that apply no
+// load (pause, drop-caches, fault) produce none.
+func StepMetrics(s StepSpec) []string {
+	var out []string
+	switch s.Kind {
+	case StepFio:
+		if s.Fio == nil {
+			return nil
+		}
+		if RWReads(s.Fio.RW) {
+			out = append(out, readMetrics...)
+		}
+		if RWWrites(s.Fio.RW) {
+			out = append(out, writeMetrics...)
+		}
+	case StepInference:
+		if s.Inference == nil {
+			return nil
+		}
+		out = append(out, probeInferenceMetrics...)
+		if s.Inference.MetricsURL != "" {
+			out = append(out, MetricCacheHitRatio)
+		}
+	case StepCommand:
+		if s.Command == nil {
+			return nil
+		}
+		switch s.Command.Format {
+		case FormatFioJSON:
+			out = append(out, readMetrics...)
+			out = append(out, writeMetrics...)
+		case FormatVLLMBenchJSON:
+			out = append(out, vllmBenchMetrics...)
+		case FormatGenAIPerfJSON:
+			out = append(out, genAIPerfMetrics...)
+		}
+	default:
+		return nil
+	}
+	return append(out, telemetryMetrics...)
+}
+
+// StepProduces reports whether the step can produce the metric.
+func StepProduces(s StepSpec, metric string) bool {
+	return oneOf(metric, StepMetrics(s))
+}

@@ -1,0 +1,290 @@
+package acceptance
+
+import "time"
+
+// Starter templates: profiles and gate sets drawn from how NVMe-oF storage is
+// qualified for inference serving. A user picks one, edits it, and saves it
+// as the first version of their own spec. Inference templates point at the
+// demo emulator (`accord emulate`, http://127.0.0.1:8000/v1, model
+// "emulated") so that they run out of the box.
+
+// ProfileTemplate is a starter profile.
+type ProfileTemplate struct {
+	ID          string
+	Title       string
+	Description string // one line
+	Spec        ProfileSpec
+}
+
+// GateSetTemplate is a starter gate set.
+type GateSetTemplate struct {
+	ID          string
+	Title       string
+	Description string // one line
+	// Profiles lists the profile templates the gate set fits.
+	Profiles []string
+	Spec     GateSetSpec
+}
+
+// EmulatorEndpoint and EmulatorModel are what `accord emulate` serves by default.
+const (
+	EmulatorEndpoint = "http://127.0.0.1:8000/v1"
+	EmulatorModel    = "emulated"
+)
+
+func dur(d time.Duration) Duration { return Duration(d) }
+func ptr[T any](v T) *T            { return &v }
+
+// ProfileTemplates returns fresh, normalized copies of the starter profiles.
+func ProfileTemplates() []ProfileTemplate {
+	ts := []ProfileTemplate{
+		{
+			ID:          "kv-cache-lookup",
+			Title:       "KV-cache lookup (4 KiB random read, QD 32)",
+			Description: "Small random reads at queue depth 32: how an offloaded KV cache is looked up.",
+			Spec: ProfileSpec{
+				Purpose:     PurposeStorageMicrobench,
+				Storage:     Storage{Transport: TransportNVMeoFTCP},
+				Repetitions: 3,
+				Warmup:      dur(10 * time.Second),
+				Steps: []StepSpec{{
+					Name: "randread-4k-qd32",
+					Kind: StepFio,
+					Fio: &FioStep{
+						RW: RWRandRead, BlockSize: 4 << 10, IODepth: 32, NumJobs: 4,
+						Size: 16 << 30, Runtime: dur(60 * time.Second), IOEngine: IOEngineIOURing, Direct: true,
+						Target: "/mnt/accord/kvcache.dat",
+					},
+				}},
+			},
+		},
+		{
+			ID:          "checkpoint-restore",
+			Title:       "Checkpoint restore (1 MiB sequential read)",
+			Description: "Large sequential reads from a cold page cache, as when model weights or a checkpoint are loaded.",
+			Spec: ProfileSpec{
+				Purpose:     PurposeCheckpointRestore,
+				Storage:     Storage{Transport: TransportNVMeoFTCP},
+				Repetitions: 3,
+				Warmup:      dur(5 * time.Second),
+				Steps: []StepSpec{
+					{Name: "drop-caches", Kind: StepDropCaches},
+					{
+						Name: "seqread-1m",
+						Kind: StepFio,
+						Fio: &FioStep{
+							RW: RWRead, BlockSize: 1 << 20, IODepth: 16, NumJobs: 8,
+							Size: 32 << 30, Runtime: dur(120 * time.Second), IOEngine: IOEngineLibaio, Direct: true,
+							Target: "/mnt/accord/checkpoint.dat",
+						},
+					},
+				},
+			},
+		},
+		{
+			ID:          "inference-ttft-sweep",
+			Title:       "Online inference TTFT, concurrency sweep 1..64",
+			Description: "Streaming chat requests at 1, 2, 4 … 64 concurrent streams, one minute per level, to find where TTFT bends.",
+			Spec: ProfileSpec{
+				Purpose:     PurposeInferenceServing,
+				Storage:     Storage{Transport: TransportEmulated},
+				Repetitions: 3,
+				Warmup:      dur(10 * time.Second),
+				Steps: []StepSpec{{
+					Name: "ttft-sweep",
+					Kind: StepInference,
+					Inference: &InferenceStep{
+						Endpoint: EmulatorEndpoint, Model: EmulatorModel, API: APIChat,
+						PromptTokens:   TokenDist{Dist: DistNormal, Mean: 1024, StdDev: 256, Min: 256, Max: 2048},
+						OutputTokens:   TokenDist{Dist: DistFixed, Mean: 256},
+						Load:           Load{Mode: LoadConcurrency, Sweep: []float64{1, 2, 4, 8, 16, 32, 64}},
+						Duration:       dur(60 * time.Second),
+						RequestTimeout: dur(5 * time.Minute),
+						SLO:            SLO{TTFTMs: 2000, TPOTMs: 200},
+						Seed:           42,
+					},
+				}},
+			},
+		},
+		{
+			ID:          "cold-warm-ttft",
+			Title:       "Cold versus warm cache TTFT",
+			Description: "Drop the page cache, measure TTFT cold, pause, then measure the same shared-prefix prompts warm.",
+			Spec: ProfileSpec{
+				Purpose: PurposeInferenceServing,
+				Storage: Storage{Transport: TransportEmulated},
+				// One repetition and no warmup: the first requests after
+				// dropping the caches are the measurement.
+				Repetitions: 1,
+				Steps: []StepSpec{
+					{Name: "drop-caches", Kind: StepDropCaches},
+					{Name: "cold", Kind: StepInference, Inference: coldWarmStep()},
+					{Name: "settle", Kind: StepPause, Pause: &PauseStep{Duration: dur(10 * time.Second)}},
+					{Name: "warm", Kind: StepInference, Inference: coldWarmStep()},
+				},
+			},
+		},
+		{
+			ID:          "soak-2h",
+			Title:       "Two-hour soak",
+			Description: "Inference at a fixed 16 concurrent streams for two hours, to catch slow drift, leaks and tail spikes.",
+			Spec: ProfileSpec{
+				Purpose:     PurposeInferenceServing,
+				Storage:     Storage{Transport: TransportEmulated},
+				Repetitions: 1,
+				Warmup:      dur(time.Minute),
+				RunTimeout:  dur(2*time.Hour + 30*time.Minute),
+				Steps: []StepSpec{{
+					Name:    "soak",
+					Kind:    StepInference,
+					Timeout: dur(2*time.Hour + 15*time.Minute),
+					Inference: &InferenceStep{
+						Endpoint: EmulatorEndpoint, Model: EmulatorModel, API: APIChat,
+						PromptTokens:   TokenDist{Dist: DistNormal, Mean: 1024, StdDev: 256, Min: 256, Max: 2048},
+						OutputTokens:   TokenDist{Dist: DistNormal, Mean: 256, StdDev: 64, Min: 32, Max: 512},
+						Load:           Load{Mode: LoadConcurrency, Concurrency: 16},
+						Duration:       dur(2 * time.Hour),
+						RequestTimeout: dur(5 * time.Minute),
+						SLO:            SLO{TTFTMs: 2000, TPOTMs: 200},
+						Seed:           7,
+					},
+				}},
+			},
+		},
+	}
+	for i := range ts {
+		ts[i].Spec.Name = ts[i].Title
+		ts[i].Spec.Description = ts[i].Description
+		ts[i].Spec.Normalize()
+	}
+	return ts
+}
+
+func coldWarmStep() *InferenceStep {
+	return &InferenceStep{
+		Endpoint: EmulatorEndpoint, Model: EmulatorModel, API: APIChat,
+		PromptTokens: TokenDist{Dist: DistFixed, Mean: 2048},
+		OutputTokens: TokenDist{Dist: DistFixed, Mean: 64},
+		// Long shared prefixes, one per request of a pass: the cold pass
+		// fills the prefix cache, the warm pass (same seed, same prompts)
+		// can hit it.
+		Prefix:         &PrefixReuse{Tokens: 1536, Distinct: 64},
+		Load:           Load{Mode: LoadConcurrency, Concurrency: 1},
+		Requests:       64,
+		RequestTimeout: dur(5 * time.Minute),
+		Seed:           11,
+	}
+}
+
+// GateSetTemplates returns fresh, normalized copies of the starter gate sets.
+func GateSetTemplates() []GateSetTemplate {
+	// The MLPerf limits need at least 100 requests per level; the cold and
+	// warm passes have 64 each, so they fit only the relative gate set.
+	latency := []string{"inference-ttft-sweep", "soak-2h"}
+	inference := []string{"inference-ttft-sweep", "cold-warm-ttft", "soak-2h"}
+	ts := []GateSetTemplate{
+		{
+			ID:          "mlperf-llama2-70b-server",
+			Title:       "MLPerf Inference Llama-2-70B server latency",
+			Description: "The latency limits of MLPerf Inference's Llama-2-70B server scenario: p99 TTFT ≤ 2 s and p99 TPOT ≤ 200 ms.",
+			Profiles:    latency,
+			Spec: GateSetSpec{
+				Criteria: []Criterion{
+					{
+						Name: "ttft-p99", Metric: MetricTTFT, Statistic: StatP99, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 2000, Unit: "ms", MinSamples: 100, Severity: Blocking,
+						StopLoss: ptr(4000.0),
+						Help:     "99 % of requests see their first token within 2 s; a run is stopped when it passes 4 s.",
+					},
+					{
+						Name: "tpot-p99", Metric: MetricTPOT, Statistic: StatP99, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 200, Unit: "ms", MinSamples: 100, Severity: Blocking,
+						StopLoss: ptr(400.0),
+						Help:     "99 % of requests stream their tokens at 200 ms per token or faster.",
+					},
+					{
+						Name: "error-rate", Metric: MetricErrorRate, Statistic: StatRate, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 1, Unit: "%", Severity: Blocking,
+						StopLoss: ptr(5.0),
+						Help:     "Latency limits mean little if requests fail: at most 1 % may.",
+					},
+				},
+			},
+		},
+		{
+			ID:          "nvmeof-uplift",
+			Title:       "NVMe-oF uplift over local NVMe",
+			Description: "The candidate on NVMe-oF must beat the local-NVMe baseline: +25 % output tokens per second and 20 % lower p99 TTFT.",
+			Profiles:    inference,
+			Spec: GateSetSpec{
+				Criteria: []Criterion{
+					{
+						Name: "throughput-uplift", Metric: MetricOutputTokenThroughput, Statistic: StatRate, Mode: Relative,
+						Comparator: GreaterOrEqual, Threshold: 25, Unit: "%", Severity: Blocking,
+						StopLoss: ptr(-10.0),
+						Help:     "The lower confidence bound of the throughput change must clear +25 %; a drop past −10 % stops the run.",
+					},
+					{
+						Name: "ttft-p99-reduction", Metric: MetricTTFT, Statistic: StatP99, Mode: Relative,
+						Comparator: LessOrEqual, Threshold: -20, Unit: "%", MinSamples: 100, Severity: Blocking,
+						StopLoss: ptr(25.0),
+						Help:     "The upper confidence bound of the p99 TTFT change must stay below −20 %.",
+					},
+				},
+			},
+		},
+		{
+			ID:          "kv-cache-io",
+			Title:       "KV-cache lookup I/O",
+			Description: "4 KiB random reads: p99 completion latency ≤ 500 µs, and IOPS no more than 5 % below the baseline.",
+			Profiles:    []string{"kv-cache-lookup"},
+			Spec: GateSetSpec{
+				Criteria: []Criterion{
+					{
+						Name: "read-clat-p99", Metric: MetricReadCLat, Statistic: StatP99, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 500, Unit: "µs", MinSamples: 1000, Severity: Blocking,
+						StopLoss: ptr(2000.0),
+						Help:     "A KV-cache lookup that waits on storage stalls token generation.",
+					},
+					{
+						Name: "read-clat-p999", Metric: MetricReadCLat, Statistic: StatP999, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 2, Unit: "ms", MinSamples: 10000, Severity: Advisory,
+						Help: "The far tail, reported but not blocking.",
+					},
+					{
+						Name: "read-iops-noninferior", Metric: MetricReadIOPS, Statistic: StatRate, Mode: Relative,
+						Comparator: GreaterOrEqual, Threshold: -5, Unit: "%", Severity: Blocking,
+						StopLoss: ptr(-25.0),
+						Help:     "Non-inferiority: the lower confidence bound of the IOPS change must stay above −5 %.",
+					},
+				},
+			},
+		},
+	}
+	for i := range ts {
+		ts[i].Spec.Name = ts[i].Title
+		ts[i].Spec.Description = ts[i].Description
+		ts[i].Spec.Normalize()
+	}
+	return ts
+}
+
+// LookupProfileTemplate returns the starter profile with the id.
+func LookupProfileTemplate(id string) (ProfileTemplate, bool) {
+	for _, t := range ProfileTemplates() {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return ProfileTemplate{}, false
+}
+
+// LookupGateSetTemplate returns the starter gate set with the id.
+func LookupGateSetTemplate(id string) (GateSetTemplate, bool) {
+	for _, t := range GateSetTemplates() {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return GateSetTemplate{}, false
+}

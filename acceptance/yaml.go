@@ -1,0 +1,275 @@
+package acceptance
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ImportProfileYAML reads a profile from YAML, strictly (see MaxSpecBytes),
+// fills its defaults and validates it. The error is always ValidationErrors
+// with lines. When only validation fails, the decoded, normalized profile is
+// returned with the errors, so that an editor can show it.
+func ImportProfileYAML(data []byte) (ProfileSpec, error) {
+	var p ProfileSpec
+	lines, errs := decodeYAML(data, "profile", ProfileSchemaVersion, &p)
+	if errs != nil {
+		return ProfileSpec{}, errs
+	}
+	p.Normalize()
+	if verrs := ValidateProfile(p); verrs != nil {
+		return p, lines.locate(verrs)
+	}
+	return p, nil
+}
+
+// ImportGateSetYAML reads a gate set from YAML like ImportProfileYAML.
+func ImportGateSetYAML(data []byte) (GateSetSpec, error) {
+	var g GateSetSpec
+	lines, errs := decodeYAML(data, "gate set", GateSchemaVersion, &g)
+	if errs != nil {
+		return GateSetSpec{}, errs
+	}
+	g.Normalize()
+	if verrs := ValidateGateSet(g); verrs != nil {
+		return g, lines.locate(verrs)
+	}
+	return g, nil
+}
+
+// ExportProfileYAML writes the normalized profile as YAML.
+func ExportProfileYAML(p ProfileSpec) ([]byte, error) {
+	b, err := encodeYAML(p.Normalized())
+	if err != nil {
+		return nil, fmt.Errorf("export profile %q: %w", p.Name, err)
+	}
+	return b, nil
+}
+
+// ExportGateSetYAML writes the normalized gate set as YAML.
+func ExportGateSetYAML(g GateSetSpec) ([]byte, error) {
+	b, err := encodeYAML(g.Normalized())
+	if err != nil {
+		return nil, fmt.Errorf("export gate set %q: %w", g.Name, err)
+	}
+	return b, nil
+}
+
+func encodeYAML(v any) (out []byte, err error) {
+	// The encoder panics on values it cannot represent; a spec has none, but
+	// an export must never take the server down.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml encode: %v", r)
+		}
+	}()
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// yamlError turns a parser error into a located FieldError.
+func yamlError(err error) FieldError {
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return FieldError{Line: line, Message: "YAML syntax: " + m[2]}
+	}
+	return FieldError{Message: "YAML syntax: " + msg}
+}
+
+// decodeYAML parses one YAML document into out (a pointer to a spec),
+// checking its structure against out's type first so that every problem is
+// reported with its path and line.
+func decodeYAML(data []byte, what string, current int, out any) (lineIndex, ValidationErrors) {
+	if len(data) > MaxSpecBytes {
+		return nil, sizeError(len(data))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, ValidationErrors{{Message: "the document is empty"}}
+		}
+		return nil, ValidationErrors{yamlError(err)}
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		return nil, ValidationErrors{{Line: extra.Line, Message: "only one document is allowed, but another one starts here (remove the --- separator and what follows)"}}
+	case !errors.Is(err, io.EOF):
+		return nil, ValidationErrors{yamlError(err)}
+	}
+	if len(doc.Content) == 0 {
+		return nil, ValidationErrors{{Message: "the document is empty"}}
+	}
+	root := doc.Content[0]
+
+	if root.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			k, v := root.Content[i], root.Content[i+1]
+			if k.Value != "schema_version" || v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" {
+				continue
+			}
+			if n, err := strconv.ParseInt(strings.ReplaceAll(v.Value, "_", ""), 0, 64); err == nil && n > int64(current) {
+				return nil, newerSchemaError(what, int(min(n, 1<<31-1)), current, v.Line)
+			}
+		}
+	}
+
+	w := &yamlWalker{lines: lineIndex{}}
+	t := reflect.TypeOf(out).Elem()
+	if root.Kind != yaml.MappingNode {
+		return nil, ValidationErrors{{Line: root.Line, Message: fmt.Sprintf("a %s must be a mapping of fields (name: value), not %s", what, yamlKindWord(root))}}
+	}
+	w.walk(root, t, "")
+	if len(w.errs) > 0 {
+		return nil, w.errs
+	}
+	if err := root.Decode(out); err != nil {
+		// The walk above accepts only what decodes; this is a safety net.
+		return nil, ValidationErrors{yamlError(err)}
+	}
+	return w.lines, nil
+}
+
+type yamlWalker struct {
+	errs  ValidationErrors
+	lines lineIndex
+}
+
+func (w *yamlWalker) fail(n *yaml.Node, path, format string, args ...any) {
+	if len(w.errs) == maxImportErrors {
+		w.errs = append(w.errs, FieldError{Line: n.Line, Message: "too many errors; fix these first"})
+	}
+	if len(w.errs) > maxImportErrors {
+		return
+	}
+	w.errs = append(w.errs, FieldError{Path: path, Line: n.Line, Message: fmt.Sprintf(format, args...)})
+}
+
+func yamlKindWord(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.ScalarNode:
+		return "the single value " + quoteShort(n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "an empty document"
+}
+
+func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, p string) {
+	if len(w.errs) > maxImportErrors {
+		return
+	}
+	w.lines.set(p, n.Line)
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		w.fail(n, p, "anchors and aliases (& and *) are not supported; write the value out")
+		return
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return // null leaves the field empty
+	}
+	if isLeaf(t) {
+		w.leaf(n, t, p)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		w.walk(n, t.Elem(), p)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			w.fail(n, p, "must be a list, not %s", yamlKindWord(n))
+			return
+		}
+		for i, item := range n.Content {
+			w.walk(item, t.Elem(), idx(p, i))
+		}
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			w.fail(n, p, "must be a mapping of fields, not %s", yamlKindWord(n))
+			return
+		}
+		fs := fieldsOf(t, "yaml")
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.Anchor != "" || k.Tag == "!!merge" || k.Value == "<<" {
+				w.fail(k, p, "field names must be plain words (no lists, mappings, anchors or << merges as keys)")
+				continue
+			}
+			fp := at(p, k.Value)
+			if first, dup := seen[k.Value]; dup {
+				w.fail(k, fp, "is given twice (first on line %d)", first)
+				continue
+			}
+			seen[k.Value] = k.Line
+			f, ok := fs.byName[k.Value]
+			if !ok {
+				w.fail(k, fp, "%s", unknownFieldMessage(k.Value, fs))
+				continue
+			}
+			w.walk(v, f.Type, fp)
+		}
+	default:
+		w.fail(n, p, "cannot be imported (type %s)", t)
+	}
+}
+
+func (w *yamlWalker) leaf(n *yaml.Node, t reflect.Type, p string) {
+	if n.Kind != yaml.ScalarNode {
+		w.fail(n, p, "must be %s, not %s", typeWord(t), yamlKindWord(n))
+		return
+	}
+	tag := n.ShortTag()
+	ok := true
+	switch k := t.Kind(); {
+	case reflect.PointerTo(t).Implements(yamlUnmarshaler):
+		// Duration and ByteSize parse their own text.
+	case k == reflect.String:
+		ok = tag != "!!binary" // decoded bytes could be anything; write the text
+	case k == reflect.Bool:
+		ok = tag == "!!bool"
+	case isIntKind(k):
+		ok = tag == "!!int"
+	case k == reflect.Float32 || k == reflect.Float64:
+		ok = tag == "!!int" || tag == "!!float"
+	}
+	if !ok {
+		w.fail(n, p, "must be %s, not %s", typeWord(t), quoteShort(n.Value))
+		return
+	}
+	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		if reflect.PointerTo(t).Implements(yamlUnmarshaler) {
+			// Our own types' messages are already plain.
+			w.fail(n, p, "%s", strings.TrimPrefix(yamlError(err).Message, "YAML syntax: "))
+			return
+		}
+		w.fail(n, p, "must be %s, not %s (out of range?)", typeWord(t), quoteShort(n.Value))
+	}
+}
