@@ -253,23 +253,23 @@ func fioDirection(dir string, dirs []*fioDir, where, in, version string, opts Op
 
 	for _, lt := range []struct {
 		metric string
-		pick   func(*fioDir) (*fioLat, string, float64) // stats, field name, factor to µs
+		pick   func(*fioDir) (*fioLat, string, float64) // stats, field name, divisor to µs
 	}{
 		{dir + "_clat", func(d *fioDir) (*fioLat, string, float64) {
 			if d.ClatNS != nil {
-				return d.ClatNS, "clat_ns", 1e-3
+				return d.ClatNS, "clat_ns", 1000
 			}
 			return d.Clat, "clat", 1
 		}},
 		{dir + "_slat", func(d *fioDir) (*fioLat, string, float64) {
 			if d.SlatNS != nil {
-				return d.SlatNS, "slat_ns", 1e-3
+				return d.SlatNS, "slat_ns", 1000
 			}
 			return d.Slat, "slat", 1
 		}},
 		{dir + "_lat", func(d *fioDir) (*fioLat, string, float64) {
 			if d.LatNS != nil {
-				return d.LatNS, "lat_ns", 1e-3
+				return d.LatNS, "lat_ns", 1000
 			}
 			return d.Lat, "lat", 1
 		}},
@@ -308,7 +308,7 @@ func fioLatency(metric string, dirs []*fioDir, pick func(*fioDir) (*fioLat, stri
 	haveBins, haveN := false, true
 	name := ""
 	for i, d := range dirs {
-		l, fname, factor := pick(d)
+		l, fname, div := pick(d)
 		if l == nil {
 			continue
 		}
@@ -334,7 +334,7 @@ func fioLatency(metric string, dirs []*fioDir, pick func(*fioDir) (*fioLat, stri
 				}
 				return nil, nil, errf(in, 0, fieldAt(f.name), "%v", err)
 			}
-			*f.dst *= factor
+			*f.dst /= div
 			if e := checkLatency(*f.dst / 1000); e != nil {
 				return nil, nil, errf(in, 0, fieldAt(f.name), "%v", e)
 			}
@@ -362,7 +362,7 @@ func fioLatency(metric string, dirs []*fioDir, pick func(*fioDir) (*fioLat, stri
 			if err != nil {
 				return nil, nil, errf(in, 0, fieldAt("percentile."+k), "%v", err)
 			}
-			x *= factor
+			x /= div
 			if e := checkLatency(x / 1000); e != nil {
 				return nil, nil, errf(in, 0, fieldAt("percentile."+k), "%v", e)
 			}
@@ -374,7 +374,7 @@ func fioLatency(metric string, dirs []*fioDir, pick func(*fioDir) (*fioLat, stri
 			if perr != nil || math.IsNaN(val) || math.IsInf(val, 0) {
 				return nil, nil, errf(in, 0, fieldAt("bins"), "key %q is not a latency", k)
 			}
-			val *= factor
+			val /= div
 			if e := checkLatency(val / 1000); e != nil {
 				return nil, nil, errf(in, 0, fieldAt("bins."+k), "%v", e)
 			}
