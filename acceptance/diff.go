@@ -98,21 +98,21 @@ func diffSpecs(a, b any, what string) (SpecDiff, error) {
 	return d, nil
 }
 
-type leaf struct{ path, value string }
+type flatLeaf struct{ path, value string }
 
 // flattenJSON lists every scalar of a JSON document with its path, in
 // document order. Empty lists and objects are leaves too.
-func flattenJSON(b []byte) ([]leaf, error) {
+func flattenJSON(b []byte) ([]flatLeaf, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	var out []leaf
+	var out []flatLeaf
 	if err := flattenValue(dec, "", &out); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func flattenValue(dec *json.Decoder, p string, out *[]leaf) error {
+func flattenValue(dec *json.Decoder, p string, out *[]flatLeaf) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
@@ -121,13 +121,13 @@ func flattenValue(dec *json.Decoder, p string, out *[]leaf) error {
 	case json.Delim:
 		n := 0
 		for ; dec.More(); n++ {
-			child := idx(p, n)
+			child := specIndex(p, n)
 			if t == '{' {
 				k, err := dec.Token()
 				if err != nil {
 					return err
 				}
-				child = at(p, k.(string))
+				child = specField(p, k.(string))
 			}
 			if err := flattenValue(dec, child, out); err != nil {
 				return err
@@ -141,23 +141,23 @@ func flattenValue(dec *json.Decoder, p string, out *[]leaf) error {
 			if t == '{' {
 				empty = "{}"
 			}
-			*out = append(*out, leaf{p, empty})
+			*out = append(*out, flatLeaf{p, empty})
 		}
 	case string:
-		*out = append(*out, leaf{p, t})
+		*out = append(*out, flatLeaf{p, t})
 	case json.Number:
-		*out = append(*out, leaf{p, t.String()})
+		*out = append(*out, flatLeaf{p, t.String()})
 	case bool:
-		*out = append(*out, leaf{p, strconv.FormatBool(t)})
+		*out = append(*out, flatLeaf{p, strconv.FormatBool(t)})
 	case nil:
-		*out = append(*out, leaf{p, "null"})
+		*out = append(*out, flatLeaf{p, "null"})
 	}
 	return nil
 }
 
 // diffLeaves aligns the two path lists (so an added field shows where it
 // belongs) and reports the differences.
-func diffLeaves(a, b []leaf) []Change {
+func diffLeaves(a, b []flatLeaf) []Change {
 	pa := make([]string, len(a))
 	for i, l := range a {
 		pa[i] = l.path
@@ -192,7 +192,7 @@ const (
 
 // op is one step of an edit script: a[a] kept as b[b], a[a] deleted, or
 // b[b] inserted.
-type op struct {
+type editOp struct {
 	kind opKind
 	a, b int
 }
@@ -204,11 +204,11 @@ const maxLCSCells = 4 << 20
 
 // diffOps returns an edit script turning a into b, from a longest common
 // subsequence after trimming the common prefix and suffix.
-func diffOps(a, b []string) []op {
-	var ops []op
+func diffOps(a, b []string) []editOp {
+	var ops []editOp
 	pre := 0
 	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		ops = append(ops, op{opEqual, pre, pre})
+		ops = append(ops, editOp{opEqual, pre, pre})
 		pre++
 	}
 	suf := 0
@@ -233,33 +233,33 @@ func diffOps(a, b []string) []op {
 		for i < n && j < m {
 			switch {
 			case ma[i] == mb[j]:
-				ops = append(ops, op{opEqual, pre + i, pre + j})
+				ops = append(ops, editOp{opEqual, pre + i, pre + j})
 				i++
 				j++
 			case lcs[(i+1)*(m+1)+j] >= lcs[i*(m+1)+j+1]:
-				ops = append(ops, op{opDelete, pre + i, -1})
+				ops = append(ops, editOp{opDelete, pre + i, -1})
 				i++
 			default:
-				ops = append(ops, op{opInsert, -1, pre + j})
+				ops = append(ops, editOp{opInsert, -1, pre + j})
 				j++
 			}
 		}
 		for ; i < n; i++ {
-			ops = append(ops, op{opDelete, pre + i, -1})
+			ops = append(ops, editOp{opDelete, pre + i, -1})
 		}
 		for ; j < m; j++ {
-			ops = append(ops, op{opInsert, -1, pre + j})
+			ops = append(ops, editOp{opInsert, -1, pre + j})
 		}
 	} else {
 		for i := 0; i < n; i++ {
-			ops = append(ops, op{opDelete, pre + i, -1})
+			ops = append(ops, editOp{opDelete, pre + i, -1})
 		}
 		for j := 0; j < m; j++ {
-			ops = append(ops, op{opInsert, -1, pre + j})
+			ops = append(ops, editOp{opInsert, -1, pre + j})
 		}
 	}
 	for k := 0; k < suf; k++ {
-		ops = append(ops, op{opEqual, len(a) - suf + k, len(b) - suf + k})
+		ops = append(ops, editOp{opEqual, len(a) - suf + k, len(b) - suf + k})
 	}
 	return ops
 }

@@ -117,7 +117,7 @@ func IsLoadStep(k StepKind) bool {
 	return k == StepFio || k == StepInference || k == StepCommand
 }
 
-func oneOf(v string, set []string) bool {
+func inSet(v string, set []string) bool {
 	for _, s := range set {
 		if v == s {
 			return true

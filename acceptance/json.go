@@ -164,7 +164,7 @@ func (w *jsonWalker) walk(raw []byte, off int, t reflect.Type, p string) {
 		return // null leaves the field empty
 	}
 	if isLeaf(t) {
-		w.leaf(raw, off, t, p)
+		w.flatLeaf(raw, off, t, p)
 		return
 	}
 	switch t.Kind() {
@@ -186,7 +186,7 @@ func (w *jsonWalker) walk(raw []byte, off int, t reflect.Type, p string) {
 				w.fail(off+int(dec.InputOffset()), p, "JSON syntax: %v", err)
 				return
 			}
-			w.walk(item, off+int(dec.InputOffset())-len(item), t.Elem(), idx(p, i))
+			w.walk(item, off+int(dec.InputOffset())-len(item), t.Elem(), specIndex(p, i))
 		}
 	case reflect.Struct:
 		if raw[0] != '{' {
@@ -213,7 +213,7 @@ func (w *jsonWalker) walk(raw []byte, off int, t reflect.Type, p string) {
 				w.fail(keyOff, p, "JSON syntax: %v", err)
 				return
 			}
-			fp := at(p, key)
+			fp := specField(p, key)
 			if first, dup := seen[key]; dup {
 				w.fail(keyOff, fp, "is given twice (first on line %d)", first)
 				continue
@@ -231,7 +231,7 @@ func (w *jsonWalker) walk(raw []byte, off int, t reflect.Type, p string) {
 	}
 }
 
-func (w *jsonWalker) leaf(raw []byte, off int, t reflect.Type, p string) {
+func (w *jsonWalker) flatLeaf(raw []byte, off int, t reflect.Type, p string) {
 	custom := reflect.PointerTo(t).Implements(jsonUnmarshaler)
 	k := t.Kind()
 	ok := true

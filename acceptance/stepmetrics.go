@@ -75,5 +75,5 @@ func StepMetrics(s StepSpec) []string {
 
 // StepProduces reports whether the step can produce the metric.
 func StepProduces(s StepSpec, metric string) bool {
-	return oneOf(metric, StepMetrics(s))
+	return inSet(metric, StepMetrics(s))
 }

@@ -32,8 +32,8 @@ const (
 	EmulatorModel    = "emulated"
 )
 
-func dur(d time.Duration) Duration { return Duration(d) }
-func ptr[T any](v T) *T            { return &v }
+func tmplDur(d time.Duration) Duration { return Duration(d) }
+func tmplPtr[T any](v T) *T            { return &v }
 
 // ProfileTemplates returns fresh, normalized copies of the starter profiles.
 func ProfileTemplates() []ProfileTemplate {
@@ -46,13 +46,13 @@ func ProfileTemplates() []ProfileTemplate {
 				Purpose:     PurposeStorageMicrobench,
 				Storage:     Storage{Transport: TransportNVMeoFTCP},
 				Repetitions: 3,
-				Warmup:      dur(10 * time.Second),
+				Warmup:      tmplDur(10 * time.Second),
 				Steps: []StepSpec{{
 					Name: "randread-4k-qd32",
 					Kind: StepFio,
 					Fio: &FioStep{
 						RW: RWRandRead, BlockSize: 4 << 10, IODepth: 32, NumJobs: 4,
-						Size: 16 << 30, Runtime: dur(60 * time.Second), IOEngine: IOEngineIOURing, Direct: true,
+						Size: 16 << 30, Runtime: tmplDur(60 * time.Second), IOEngine: IOEngineIOURing, Direct: true,
 						Target: "/mnt/accord/kvcache.dat",
 					},
 				}},
@@ -66,7 +66,7 @@ func ProfileTemplates() []ProfileTemplate {
 				Purpose:     PurposeCheckpointRestore,
 				Storage:     Storage{Transport: TransportNVMeoFTCP},
 				Repetitions: 3,
-				Warmup:      dur(5 * time.Second),
+				Warmup:      tmplDur(5 * time.Second),
 				Steps: []StepSpec{
 					{Name: "drop-caches", Kind: StepDropCaches},
 					{
@@ -74,7 +74,7 @@ func ProfileTemplates() []ProfileTemplate {
 						Kind: StepFio,
 						Fio: &FioStep{
 							RW: RWRead, BlockSize: 1 << 20, IODepth: 16, NumJobs: 8,
-							Size: 32 << 30, Runtime: dur(120 * time.Second), IOEngine: IOEngineLibaio, Direct: true,
+							Size: 32 << 30, Runtime: tmplDur(120 * time.Second), IOEngine: IOEngineLibaio, Direct: true,
 							Target: "/mnt/accord/checkpoint.dat",
 						},
 					},
@@ -89,7 +89,7 @@ func ProfileTemplates() []ProfileTemplate {
 				Purpose:     PurposeInferenceServing,
 				Storage:     Storage{Transport: TransportEmulated},
 				Repetitions: 3,
-				Warmup:      dur(10 * time.Second),
+				Warmup:      tmplDur(10 * time.Second),
 				Steps: []StepSpec{{
 					Name: "ttft-sweep",
 					Kind: StepInference,
@@ -98,8 +98,8 @@ func ProfileTemplates() []ProfileTemplate {
 						PromptTokens:   TokenDist{Dist: DistNormal, Mean: 1024, StdDev: 256, Min: 256, Max: 2048},
 						OutputTokens:   TokenDist{Dist: DistFixed, Mean: 256},
 						Load:           Load{Mode: LoadConcurrency, Sweep: []float64{1, 2, 4, 8, 16, 32, 64}},
-						Duration:       dur(60 * time.Second),
-						RequestTimeout: dur(5 * time.Minute),
+						Duration:       tmplDur(60 * time.Second),
+						RequestTimeout: tmplDur(5 * time.Minute),
 						SLO:            SLO{TTFTMs: 2000, TPOTMs: 200},
 						Seed:           42,
 					},
@@ -119,7 +119,7 @@ func ProfileTemplates() []ProfileTemplate {
 				Steps: []StepSpec{
 					{Name: "drop-caches", Kind: StepDropCaches},
 					{Name: "cold", Kind: StepInference, Inference: coldWarmStep()},
-					{Name: "settle", Kind: StepPause, Pause: &PauseStep{Duration: dur(10 * time.Second)}},
+					{Name: "settle", Kind: StepPause, Pause: &PauseStep{Duration: tmplDur(10 * time.Second)}},
 					{Name: "warm", Kind: StepInference, Inference: coldWarmStep()},
 				},
 			},
@@ -132,19 +132,19 @@ func ProfileTemplates() []ProfileTemplate {
 				Purpose:     PurposeInferenceServing,
 				Storage:     Storage{Transport: TransportEmulated},
 				Repetitions: 1,
-				Warmup:      dur(time.Minute),
-				RunTimeout:  dur(2*time.Hour + 30*time.Minute),
+				Warmup:      tmplDur(time.Minute),
+				RunTimeout:  tmplDur(2*time.Hour + 30*time.Minute),
 				Steps: []StepSpec{{
 					Name:    "soak",
 					Kind:    StepInference,
-					Timeout: dur(2*time.Hour + 15*time.Minute),
+					Timeout: tmplDur(2*time.Hour + 15*time.Minute),
 					Inference: &InferenceStep{
 						Endpoint: EmulatorEndpoint, Model: EmulatorModel, API: APIChat,
 						PromptTokens:   TokenDist{Dist: DistNormal, Mean: 1024, StdDev: 256, Min: 256, Max: 2048},
 						OutputTokens:   TokenDist{Dist: DistNormal, Mean: 256, StdDev: 64, Min: 32, Max: 512},
 						Load:           Load{Mode: LoadConcurrency, Concurrency: 16},
-						Duration:       dur(2 * time.Hour),
-						RequestTimeout: dur(5 * time.Minute),
+						Duration:       tmplDur(2 * time.Hour),
+						RequestTimeout: tmplDur(5 * time.Minute),
 						SLO:            SLO{TTFTMs: 2000, TPOTMs: 200},
 						Seed:           7,
 					},
@@ -171,7 +171,7 @@ func coldWarmStep() *InferenceStep {
 		Prefix:         &PrefixReuse{Tokens: 1536, Distinct: 64},
 		Load:           Load{Mode: LoadConcurrency, Concurrency: 1},
 		Requests:       64,
-		RequestTimeout: dur(5 * time.Minute),
+		RequestTimeout: tmplDur(5 * time.Minute),
 		Seed:           11,
 	}
 }
@@ -193,19 +193,19 @@ func GateSetTemplates() []GateSetTemplate {
 					{
 						Name: "ttft-p99", Metric: MetricTTFT, Statistic: StatP99, Mode: Absolute,
 						Comparator: LessOrEqual, Threshold: 2000, Unit: "ms", MinSamples: 100, Severity: Blocking,
-						StopLoss: ptr(4000.0),
+						StopLoss: tmplPtr(4000.0),
 						Help:     "99 % of requests see their first token within 2 s; a run is stopped when it passes 4 s.",
 					},
 					{
 						Name: "tpot-p99", Metric: MetricTPOT, Statistic: StatP99, Mode: Absolute,
 						Comparator: LessOrEqual, Threshold: 200, Unit: "ms", MinSamples: 100, Severity: Blocking,
-						StopLoss: ptr(400.0),
+						StopLoss: tmplPtr(400.0),
 						Help:     "99 % of requests stream their tokens at 200 ms per token or faster.",
 					},
 					{
 						Name: "error-rate", Metric: MetricErrorRate, Statistic: StatRate, Mode: Absolute,
 						Comparator: LessOrEqual, Threshold: 1, Unit: "%", Severity: Blocking,
-						StopLoss: ptr(5.0),
+						StopLoss: tmplPtr(5.0),
 						Help:     "Latency limits mean little if requests fail: at most 1 % may.",
 					},
 				},
@@ -221,13 +221,13 @@ func GateSetTemplates() []GateSetTemplate {
 					{
 						Name: "throughput-uplift", Metric: MetricOutputTokenThroughput, Statistic: StatRate, Mode: Relative,
 						Comparator: GreaterOrEqual, Threshold: 25, Unit: "%", Severity: Blocking,
-						StopLoss: ptr(-10.0),
+						StopLoss: tmplPtr(-10.0),
 						Help:     "The lower confidence bound of the throughput change must clear +25 %; a drop past −10 % stops the run.",
 					},
 					{
 						Name: "ttft-p99-reduction", Metric: MetricTTFT, Statistic: StatP99, Mode: Relative,
 						Comparator: LessOrEqual, Threshold: -20, Unit: "%", MinSamples: 100, Severity: Blocking,
-						StopLoss: ptr(25.0),
+						StopLoss: tmplPtr(25.0),
 						Help:     "The upper confidence bound of the p99 TTFT change must stay below −20 %.",
 					},
 				},
@@ -243,7 +243,7 @@ func GateSetTemplates() []GateSetTemplate {
 					{
 						Name: "read-clat-p99", Metric: MetricReadCLat, Statistic: StatP99, Mode: Absolute,
 						Comparator: LessOrEqual, Threshold: 500, Unit: "µs", MinSamples: 1000, Severity: Blocking,
-						StopLoss: ptr(2000.0),
+						StopLoss: tmplPtr(2000.0),
 						Help:     "A KV-cache lookup that waits on storage stalls token generation.",
 					},
 					{
@@ -254,7 +254,7 @@ func GateSetTemplates() []GateSetTemplate {
 					{
 						Name: "read-iops-noninferior", Metric: MetricReadIOPS, Statistic: StatRate, Mode: Relative,
 						Comparator: GreaterOrEqual, Threshold: -5, Unit: "%", Severity: Blocking,
-						StopLoss: ptr(-25.0),
+						StopLoss: tmplPtr(-25.0),
 						Help:     "Non-inferiority: the lower confidence bound of the IOPS change must stay above −5 %.",
 					},
 				},

@@ -107,46 +107,46 @@ var (
 )
 
 // checker collects field errors.
-type checker struct{ errs ValidationErrors }
+type specChecker struct{ errs ValidationErrors }
 
-func (c *checker) add(path, format string, args ...any) {
+func (c *specChecker) add(path, format string, args ...any) {
 	c.errs = append(c.errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
-func (c *checker) result() ValidationErrors {
+func (c *specChecker) result() ValidationErrors {
 	if len(c.errs) == 0 {
 		return nil
 	}
 	return c.errs
 }
 
-func at(parent, field string) string {
+func specField(parent, field string) string {
 	if parent == "" {
 		return field
 	}
 	return parent + "." + field
 }
 
-func idx(parent string, i int) string { return parent + "[" + strconv.Itoa(i) + "]" }
+func specIndex(parent string, i int) string { return parent + "[" + strconv.Itoa(i) + "]" }
 
-func (c *checker) enum(p, v string, set []string) {
+func (c *specChecker) enum(p, v string, set []string) {
 	if v == "" {
 		c.add(p, "is required: one of %s", strings.Join(set, ", "))
 		return
 	}
-	if !oneOf(v, set) {
+	if !inSet(v, set) {
 		c.add(p, "%q is not allowed: use one of %s", v, strings.Join(set, ", "))
 	}
 }
 
-func (c *checker) intRange(p string, v, lo, hi int) {
+func (c *specChecker) intRange(p string, v, lo, hi int) {
 	if v < lo || v > hi {
 		c.add(p, "must be between %d and %d", lo, hi)
 	}
 }
 
 // finite reports NaN and infinities, which no field accepts.
-func (c *checker) finite(p string, v float64) bool {
+func (c *specChecker) finite(p string, v float64) bool {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		c.add(p, "must be a finite number")
 		return false
@@ -154,7 +154,7 @@ func (c *checker) finite(p string, v float64) bool {
 	return true
 }
 
-func (c *checker) duration(p string, d Duration, required bool) {
+func (c *specChecker) duration(p string, d Duration, required bool) {
 	switch {
 	case d < 0:
 		c.add(p, "must not be negative")
@@ -165,7 +165,7 @@ func (c *checker) duration(p string, d Duration, required bool) {
 	}
 }
 
-func (c *checker) title(p, v string) {
+func (c *specChecker) title(p, v string) {
 	switch {
 	case strings.TrimSpace(v) == "":
 		c.add(p, "is required")
@@ -178,7 +178,7 @@ func (c *checker) title(p, v string) {
 	}
 }
 
-func (c *checker) safeName(p, v, what string) {
+func (c *specChecker) safeName(p, v, what string) {
 	switch {
 	case v == "":
 		c.add(p, "is required")
@@ -189,13 +189,13 @@ func (c *checker) safeName(p, v, what string) {
 	}
 }
 
-func (c *checker) maxLen(p, v string, n int) {
+func (c *specChecker) maxLen(p, v string, n int) {
 	if utf8.RuneCountInString(v) > n {
 		c.add(p, "must be at most %d characters", n)
 	}
 }
 
-func (c *checker) oneLine(p, v string, n int) {
+func (c *specChecker) oneLine(p, v string, n int) {
 	if strings.ContainsAny(v, "\n\t") {
 		c.add(p, "must be one line")
 	} else {
@@ -205,7 +205,7 @@ func (c *checker) oneLine(p, v string, n int) {
 
 // absPath checks a path on the lab host: absolute and already clean, so
 // that "/dev/../dev/sda" cannot hide a device.
-func (c *checker) absPath(p, v string) bool {
+func (c *specChecker) absPath(p, v string) bool {
 	switch {
 	case len(v) > MaxPathLen:
 		c.add(p, "must be at most %d bytes", MaxPathLen)
@@ -221,7 +221,7 @@ func (c *checker) absPath(p, v string) bool {
 	return false
 }
 
-func (c *checker) httpURL(p, v string) {
+func (c *specChecker) httpURL(p, v string) {
 	const example = "an http:// or https:// URL, like http://10.0.0.5:8000/v1"
 	if strings.ContainsAny(v, " \t\n") {
 		c.add(p, "must be %s (no spaces)", example)
@@ -254,7 +254,7 @@ func (c *checker) httpURL(p, v string) {
 // checkText rejects NUL bytes, invalid UTF-8 and control characters (other
 // than tab and newline) in every string of a spec, found by reflection so
 // that a field added later is covered too.
-func checkText(c *checker, v reflect.Value, p string) {
+func checkText(c *specChecker, v reflect.Value, p string) {
 	switch v.Kind() {
 	case reflect.String:
 		s := v.String()
@@ -272,13 +272,13 @@ func checkText(c *checker, v reflect.Value, p string) {
 		}
 	case reflect.Slice:
 		for i := 0; i < v.Len(); i++ {
-			checkText(c, v.Index(i), idx(p, i))
+			checkText(c, v.Index(i), specIndex(p, i))
 		}
 	case reflect.Struct:
 		t := v.Type()
 		for i := 0; i < t.NumField(); i++ {
 			if name := tagName(t.Field(i), "json"); name != "" {
-				checkText(c, v.Field(i), at(p, name))
+				checkText(c, v.Field(i), specField(p, name))
 			}
 		}
 	}
@@ -301,7 +301,7 @@ func tagName(f reflect.StructField, key string) string {
 // every problem found (nil when there is none).
 func ValidateProfile(spec ProfileSpec) ValidationErrors {
 	p := spec.Normalized()
-	c := &checker{}
+	c := &specChecker{}
 	checkText(c, reflect.ValueOf(p), "")
 
 	if p.SchemaVersion < 1 || p.SchemaVersion > ProfileSchemaVersion {
@@ -326,7 +326,7 @@ func ValidateProfile(spec ProfileSpec) ValidationErrors {
 	first := map[string]int{} // step name → index of its first use
 	for i, s := range p.Steps {
 		if j, dup := first[s.Name]; dup && s.Name != "" {
-			c.add(idx("steps", i)+".name", "%q is already the name of steps[%d]; step names must be unique", s.Name, j)
+			c.add(specIndex("steps", i)+".name", "%q is already the name of steps[%d]; step names must be unique", s.Name, j)
 		} else {
 			first[s.Name] = i
 		}
@@ -345,11 +345,11 @@ func (p ProfileSpec) Validate() error {
 	return nil
 }
 
-func validateStep(c *checker, p ProfileSpec, i int, s StepSpec, names map[string]int) {
-	sp := idx("steps", i)
-	c.safeName(at(sp, "name"), s.Name, "step")
-	c.enum(at(sp, "kind"), string(s.Kind), stepKinds)
-	c.duration(at(sp, "timeout"), s.Timeout, false)
+func validateStep(c *specChecker, p ProfileSpec, i int, s StepSpec, names map[string]int) {
+	sp := specIndex("steps", i)
+	c.safeName(specField(sp, "name"), s.Name, "step")
+	c.enum(specField(sp, "kind"), string(s.Kind), stepKinds)
+	c.duration(specField(sp, "timeout"), s.Timeout, false)
 
 	// Exactly the parameter block of the kind is set.
 	blocks := []struct {
@@ -362,9 +362,9 @@ func validateStep(c *checker, p ProfileSpec, i int, s StepSpec, names map[string
 	for _, b := range blocks {
 		switch {
 		case b.kind == s.Kind && !b.set:
-			c.add(at(sp, string(b.kind)), "is required for a %s step", s.Kind)
+			c.add(specField(sp, string(b.kind)), "is required for a %s step", s.Kind)
 		case b.kind != s.Kind && b.set && s.Kind != "":
-			c.add(at(sp, string(b.kind)), "must not be set on a %s step", s.Kind)
+			c.add(specField(sp, string(b.kind)), "must not be set on a %s step", s.Kind)
 		}
 	}
 
@@ -372,69 +372,69 @@ func validateStep(c *checker, p ProfileSpec, i int, s StepSpec, names map[string
 	case s.Kind == StepFio && s.Fio != nil:
 		validateFio(c, sp, p, s)
 	case s.Kind == StepInference && s.Inference != nil:
-		validateInference(c, at(sp, "inference"), p, s.Inference)
+		validateInference(c, specField(sp, "inference"), p, s.Inference)
 	case s.Kind == StepCommand && s.Command != nil:
-		validateCommand(c, at(sp, "command"), s.Command)
+		validateCommand(c, specField(sp, "command"), s.Command)
 	case s.Kind == StepPause && s.Pause != nil:
-		c.duration(at(sp, "pause.duration"), s.Pause.Duration, true)
+		c.duration(specField(sp, "pause.duration"), s.Pause.Duration, true)
 		if s.Timeout > 0 && s.Timeout <= s.Pause.Duration {
-			c.add(at(sp, "timeout"), "must be longer than the pause (%s)", s.Pause.Duration)
+			c.add(specField(sp, "timeout"), "must be longer than the pause (%s)", s.Pause.Duration)
 		}
 	case s.Kind == StepFault && s.Fault != nil:
-		validateFault(c, at(sp, "fault"), p, i, s.Fault, names)
+		validateFault(c, specField(sp, "fault"), p, i, s.Fault, names)
 	}
 }
 
-func validateFio(c *checker, sp string, p ProfileSpec, s StepSpec) {
-	fp, f := at(sp, "fio"), s.Fio
-	c.enum(at(fp, "rw"), f.RW, rwPatterns)
+func validateFio(c *specChecker, sp string, p ProfileSpec, s StepSpec) {
+	fp, f := specField(sp, "fio"), s.Fio
+	c.enum(specField(fp, "rw"), f.RW, rwPatterns)
 	bs := f.BlockSize
 	switch {
 	case bs == 0:
-		c.add(at(fp, "block_size"), "is required (a size like 4KiB or 1MiB)")
+		c.add(specField(fp, "block_size"), "is required (a size like 4KiB or 1MiB)")
 	case bs < MinBlockSize || bs > MaxBlockSize || bs&(bs-1) != 0:
-		c.add(at(fp, "block_size"), "must be a power of two between 512 B and 64 MiB (4KiB, 128KiB, 1MiB, ...)")
+		c.add(specField(fp, "block_size"), "must be a power of two between 512 B and 64 MiB (4KiB, 128KiB, 1MiB, ...)")
 	}
-	c.intRange(at(fp, "iodepth"), f.IODepth, 1, MaxIODepth)
-	c.intRange(at(fp, "numjobs"), f.NumJobs, 1, MaxNumJobs)
-	c.enum(at(fp, "ioengine"), f.IOEngine, ioEngines)
-	c.duration(at(fp, "runtime"), f.Runtime, true)
+	c.intRange(specField(fp, "iodepth"), f.IODepth, 1, MaxIODepth)
+	c.intRange(specField(fp, "numjobs"), f.NumJobs, 1, MaxNumJobs)
+	c.enum(specField(fp, "ioengine"), f.IOEngine, ioEngines)
+	c.duration(specField(fp, "runtime"), f.Runtime, true)
 	if s.Timeout > 0 && s.Timeout <= f.Runtime+p.Warmup {
-		c.add(at(sp, "timeout"), "must be longer than the fio runtime plus the warmup (%s)", f.Runtime+p.Warmup)
+		c.add(specField(sp, "timeout"), "must be longer than the fio runtime plus the warmup (%s)", f.Runtime+p.Warmup)
 	}
 	switch {
 	case RWIsMixed(f.RW):
-		c.intRange(at(fp, "rwmixread"), f.RWMixRead, 0, 100)
+		c.intRange(specField(fp, "rwmixread"), f.RWMixRead, 0, 100)
 	case f.RWMixRead != 0:
-		c.add(at(fp, "rwmixread"), "only applies to rw and randrw")
+		c.add(specField(fp, "rwmixread"), "only applies to rw and randrw")
 	}
 
 	if f.Target == "" {
-		c.add(at(fp, "target"), "is required: a file (/mnt/nvme/accord.dat) or a block device (/dev/nvme1n1)")
+		c.add(specField(fp, "target"), "is required: a file (/mnt/nvme/accord.dat) or a block device (/dev/nvme1n1)")
 		return
 	}
-	if !c.absPath(at(fp, "target"), f.Target) {
+	if !c.absPath(specField(fp, "target"), f.Target) {
 		return
 	}
 	if strings.Contains(f.Target, ":") {
 		// fio reads ':' in a filename as a list separator.
-		c.add(at(fp, "target"), "must not contain ':' (fio reads it as a list of files)")
+		c.add(specField(fp, "target"), "must not contain ':' (fio reads it as a list of files)")
 	}
 	device := strings.HasPrefix(f.Target, "/dev/")
 	switch {
 	case f.Size < 0:
-		c.add(at(fp, "size"), "must not be negative")
+		c.add(specField(fp, "size"), "must not be negative")
 	case f.Size == 0 && !device:
-		c.add(at(fp, "size"), "is required for a file target (a size like 10GiB)")
+		c.add(specField(fp, "size"), "is required for a file target (a size like 10GiB)")
 	case f.Size > MaxFioSize:
-		c.add(at(fp, "size"), "must be at most 1 PiB")
+		c.add(specField(fp, "size"), "must be at most 1 PiB")
 	case f.Size > 0 && f.Size < bs:
-		c.add(at(fp, "size"), "must be at least the block size (%s)", bs)
+		c.add(specField(fp, "size"), "must be at least the block size (%s)", bs)
 	}
 	// The host's own permission is checked again on the host; this makes the
 	// intent visible in the spec. (A symlink to a device is caught there.)
 	if device && RWWrites(f.RW) && !f.Destructive {
-		c.add(at(fp, "destructive"), "must be true: this step writes to the block device %s and destroys its data", f.Target)
+		c.add(specField(fp, "destructive"), "must be true: this step writes to the block device %s and destroys its data", f.Target)
 	}
 }
 
@@ -447,255 +447,255 @@ func indexOfStep(p ProfileSpec, name string) int {
 	return -1
 }
 
-func validateInference(c *checker, ip string, p ProfileSpec, in *InferenceStep) {
+func validateInference(c *specChecker, ip string, p ProfileSpec, in *InferenceStep) {
 	if in.Endpoint == "" {
-		c.add(at(ip, "endpoint"), "is required: the server's base URL, like http://10.0.0.5:8000/v1")
+		c.add(specField(ip, "endpoint"), "is required: the server's base URL, like http://10.0.0.5:8000/v1")
 	} else {
-		c.httpURL(at(ip, "endpoint"), in.Endpoint)
+		c.httpURL(specField(ip, "endpoint"), in.Endpoint)
 	}
 	if strings.TrimSpace(in.Model) == "" {
-		c.add(at(ip, "model"), "is required: the model name the server serves")
+		c.add(specField(ip, "model"), "is required: the model name the server serves")
 	} else {
-		c.oneLine(at(ip, "model"), in.Model, 256)
+		c.oneLine(specField(ip, "model"), in.Model, 256)
 	}
-	c.enum(at(ip, "api"), in.API, apis)
+	c.enum(specField(ip, "api"), in.API, apis)
 	if in.Dataset != "" {
-		c.absPath(at(ip, "dataset"), in.Dataset)
+		c.absPath(specField(ip, "dataset"), in.Dataset)
 	}
-	validateTokens(c, at(ip, "prompt_tokens"), in.PromptTokens, in.Dataset == "")
-	validateTokens(c, at(ip, "output_tokens"), in.OutputTokens, in.Dataset == "")
+	validateTokens(c, specField(ip, "prompt_tokens"), in.PromptTokens, in.Dataset == "")
+	validateTokens(c, specField(ip, "output_tokens"), in.OutputTokens, in.Dataset == "")
 	if pr := in.Prefix; pr != nil {
-		c.intRange(at(ip, "prefix.tokens"), pr.Tokens, 1, MaxTokens)
-		c.intRange(at(ip, "prefix.distinct"), pr.Distinct, 1, MaxPrefixDistinct)
+		c.intRange(specField(ip, "prefix.tokens"), pr.Tokens, 1, MaxTokens)
+		c.intRange(specField(ip, "prefix.distinct"), pr.Distinct, 1, MaxPrefixDistinct)
 	}
-	validateLoad(c, at(ip, "load"), in.Load)
+	validateLoad(c, specField(ip, "load"), in.Load)
 
-	c.duration(at(ip, "duration"), in.Duration, false)
+	c.duration(specField(ip, "duration"), in.Duration, false)
 	if in.Requests < 0 || in.Requests > MaxRequests {
-		c.add(at(ip, "requests"), "must be between 1 and %d", MaxRequests)
+		c.add(specField(ip, "requests"), "must be between 1 and %d", MaxRequests)
 	}
 	if in.Duration == 0 && in.Requests == 0 {
-		c.add(at(ip, "duration"), "set a duration, a number of requests, or both, to end each load level")
+		c.add(specField(ip, "duration"), "set a duration, a number of requests, or both, to end each load level")
 	}
 	if in.Duration > 0 && p.Warmup > 0 && in.Duration <= p.Warmup {
-		c.add(at(ip, "duration"), "must be longer than the profile's warmup (%s), or nothing is measured", p.Warmup)
+		c.add(specField(ip, "duration"), "must be longer than the profile's warmup (%s), or nothing is measured", p.Warmup)
 	}
-	c.duration(at(ip, "request_timeout"), in.RequestTimeout, true)
+	c.duration(specField(ip, "request_timeout"), in.RequestTimeout, true)
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"ttft_ms", in.SLO.TTFTMs}, {"tpot_ms", in.SLO.TPOTMs}, {"e2el_ms", in.SLO.E2ELMs}} {
-		fp := at(ip, "slo."+f.name)
+		fp := specField(ip, "slo."+f.name)
 		if c.finite(fp, f.v) && (f.v < 0 || f.v > MaxSLOMs) {
 			c.add(fp, "must be between 0 and %d ms (one day)", MaxSLOMs)
 		}
 	}
 	if in.MetricsURL != "" {
-		c.httpURL(at(ip, "metrics_url"), in.MetricsURL)
+		c.httpURL(specField(ip, "metrics_url"), in.MetricsURL)
 	}
 }
 
-func validateTokens(c *checker, tp string, t TokenDist, required bool) {
+func validateTokens(c *specChecker, tp string, t TokenDist, required bool) {
 	if t == (TokenDist{}) {
 		if required {
-			c.add(at(tp, "mean"), "is required (a token count like 1024), unless the step uses a dataset")
+			c.add(specField(tp, "mean"), "is required (a token count like 1024), unless the step uses a dataset")
 		}
 		return
 	}
-	c.enum(at(tp, "dist"), t.Dist, dists)
+	c.enum(specField(tp, "dist"), t.Dist, dists)
 	switch t.Dist {
 	case DistFixed:
-		c.intRange(at(tp, "mean"), t.Mean, 1, MaxTokens)
+		c.intRange(specField(tp, "mean"), t.Mean, 1, MaxTokens)
 		if t.Min != 0 {
-			c.add(at(tp, "min"), "only applies to uniform and normal distributions")
+			c.add(specField(tp, "min"), "only applies to uniform and normal distributions")
 		}
 		if t.Max != 0 {
-			c.add(at(tp, "max"), "only applies to uniform and normal distributions")
+			c.add(specField(tp, "max"), "only applies to uniform and normal distributions")
 		}
 		if t.StdDev != 0 {
-			c.add(at(tp, "stddev"), "only applies to the normal distribution")
+			c.add(specField(tp, "stddev"), "only applies to the normal distribution")
 		}
 	case DistUniform:
-		c.intRange(at(tp, "min"), t.Min, 1, MaxTokens)
-		c.intRange(at(tp, "max"), t.Max, 1, MaxTokens)
+		c.intRange(specField(tp, "min"), t.Min, 1, MaxTokens)
+		c.intRange(specField(tp, "max"), t.Max, 1, MaxTokens)
 		if t.Max < t.Min {
-			c.add(at(tp, "max"), "must be at least min (%d)", t.Min)
+			c.add(specField(tp, "max"), "must be at least min (%d)", t.Min)
 		} else if t.Mean < t.Min || t.Mean > t.Max {
-			c.add(at(tp, "mean"), "must be between min and max")
+			c.add(specField(tp, "mean"), "must be between min and max")
 		}
 		if t.StdDev != 0 {
-			c.add(at(tp, "stddev"), "only applies to the normal distribution")
+			c.add(specField(tp, "stddev"), "only applies to the normal distribution")
 		}
 	case DistNormal:
-		c.intRange(at(tp, "mean"), t.Mean, 1, MaxTokens)
-		if c.finite(at(tp, "stddev"), t.StdDev) && (t.StdDev <= 0 || t.StdDev > MaxTokens) {
-			c.add(at(tp, "stddev"), "must be more than 0 and at most %d", MaxTokens)
+		c.intRange(specField(tp, "mean"), t.Mean, 1, MaxTokens)
+		if c.finite(specField(tp, "stddev"), t.StdDev) && (t.StdDev <= 0 || t.StdDev > MaxTokens) {
+			c.add(specField(tp, "stddev"), "must be more than 0 and at most %d", MaxTokens)
 		}
 		// min and max are optional clipping bounds.
 		if t.Min != 0 {
-			c.intRange(at(tp, "min"), t.Min, 1, MaxTokens)
+			c.intRange(specField(tp, "min"), t.Min, 1, MaxTokens)
 		}
 		if t.Max != 0 {
-			c.intRange(at(tp, "max"), t.Max, 1, MaxTokens)
+			c.intRange(specField(tp, "max"), t.Max, 1, MaxTokens)
 		}
 		if t.Min != 0 && t.Mean < t.Min {
-			c.add(at(tp, "mean"), "must be at least min (%d)", t.Min)
+			c.add(specField(tp, "mean"), "must be at least min (%d)", t.Min)
 		}
 		if t.Max != 0 && t.Mean > t.Max {
-			c.add(at(tp, "mean"), "must be at most max (%d)", t.Max)
+			c.add(specField(tp, "mean"), "must be at most max (%d)", t.Max)
 		}
 	}
 }
 
-func validateLoad(c *checker, lp string, l Load) {
-	c.enum(at(lp, "mode"), l.Mode, loadModes)
+func validateLoad(c *specChecker, lp string, l Load) {
+	c.enum(specField(lp, "mode"), l.Mode, loadModes)
 	for i, v := range l.Sweep {
-		c.finite(idx(at(lp, "sweep"), i), v)
+		c.finite(specIndex(specField(lp, "sweep"), i), v)
 	}
 	if len(l.Sweep) > MaxSweepLevels {
-		c.add(at(lp, "sweep"), "must have at most %d levels", MaxSweepLevels)
+		c.add(specField(lp, "sweep"), "must have at most %d levels", MaxSweepLevels)
 	}
 	seen := map[float64]bool{}
 	for i, v := range l.Sweep {
 		if seen[v] {
-			c.add(idx(at(lp, "sweep"), i), "repeats the level %g; levels must be unique", v)
+			c.add(specIndex(specField(lp, "sweep"), i), "repeats the level %g; levels must be unique", v)
 		}
 		seen[v] = true
 	}
 	switch l.Mode {
 	case LoadConcurrency:
 		if len(l.Sweep) == 0 {
-			c.intRange(at(lp, "concurrency"), l.Concurrency, 1, MaxConcurrency)
+			c.intRange(specField(lp, "concurrency"), l.Concurrency, 1, MaxConcurrency)
 		} else {
 			if l.Concurrency != 0 {
-				c.add(at(lp, "concurrency"), "leave empty when a sweep is set: the sweep gives the levels")
+				c.add(specField(lp, "concurrency"), "leave empty when a sweep is set: the sweep gives the levels")
 			}
 			for i, v := range l.Sweep {
 				if v != math.Trunc(v) || v < 1 || v > MaxConcurrency {
-					c.add(idx(at(lp, "sweep"), i), "concurrency levels must be whole numbers between 1 and %d", MaxConcurrency)
+					c.add(specIndex(specField(lp, "sweep"), i), "concurrency levels must be whole numbers between 1 and %d", MaxConcurrency)
 				}
 			}
 		}
 		if l.Rate != 0 {
-			c.add(at(lp, "rate"), "only applies in rate mode")
+			c.add(specField(lp, "rate"), "only applies in rate mode")
 		}
 		if l.Arrival != "" {
-			c.add(at(lp, "arrival"), "only applies in rate mode")
+			c.add(specField(lp, "arrival"), "only applies in rate mode")
 		}
 		if l.MaxConcurrency != 0 {
-			c.add(at(lp, "max_concurrency"), "only applies in rate mode")
+			c.add(specField(lp, "max_concurrency"), "only applies in rate mode")
 		}
 	case LoadRate:
 		if len(l.Sweep) == 0 {
-			if c.finite(at(lp, "rate"), l.Rate) && (l.Rate <= 0 || l.Rate > MaxRate) {
-				c.add(at(lp, "rate"), "must be more than 0 and at most %g requests per second", float64(MaxRate))
+			if c.finite(specField(lp, "rate"), l.Rate) && (l.Rate <= 0 || l.Rate > MaxRate) {
+				c.add(specField(lp, "rate"), "must be more than 0 and at most %g requests per second", float64(MaxRate))
 			}
 		} else {
 			if l.Rate != 0 {
-				c.add(at(lp, "rate"), "leave empty when a sweep is set: the sweep gives the levels")
+				c.add(specField(lp, "rate"), "leave empty when a sweep is set: the sweep gives the levels")
 			}
 			for i, v := range l.Sweep {
 				if v <= 0 || v > MaxRate {
-					c.add(idx(at(lp, "sweep"), i), "rates must be more than 0 and at most %g requests per second", float64(MaxRate))
+					c.add(specIndex(specField(lp, "sweep"), i), "rates must be more than 0 and at most %g requests per second", float64(MaxRate))
 				}
 			}
 		}
-		c.enum(at(lp, "arrival"), l.Arrival, arrivals)
-		c.intRange(at(lp, "max_concurrency"), l.MaxConcurrency, 0, MaxConcurrency)
+		c.enum(specField(lp, "arrival"), l.Arrival, arrivals)
+		c.intRange(specField(lp, "max_concurrency"), l.MaxConcurrency, 0, MaxConcurrency)
 		if l.Concurrency != 0 {
-			c.add(at(lp, "concurrency"), "only applies in concurrency mode (use max_concurrency to cap rate mode)")
+			c.add(specField(lp, "concurrency"), "only applies in concurrency mode (use max_concurrency to cap rate mode)")
 		}
 	}
 }
 
-func validateCommand(c *checker, cp string, cmd *CommandStep) {
+func validateCommand(c *specChecker, cp string, cmd *CommandStep) {
 	switch {
 	case cmd.Program == "":
-		c.add(at(cp, "program"), "is required: an absolute path (/usr/bin/tool) or a program name (tool)")
+		c.add(specField(cp, "program"), "is required: an absolute path (/usr/bin/tool) or a program name (tool)")
 	case strings.HasPrefix(cmd.Program, "/"):
-		c.absPath(at(cp, "program"), cmd.Program)
+		c.absPath(specField(cp, "program"), cmd.Program)
 	case len(cmd.Program) > 255 || !bareProgRE.MatchString(cmd.Program):
-		c.add(at(cp, "program"), "must be an absolute path (/usr/bin/tool) or a bare program name (tool); it runs without a shell")
+		c.add(specField(cp, "program"), "must be an absolute path (/usr/bin/tool) or a bare program name (tool); it runs without a shell")
 	}
 	if len(cmd.Args) > MaxArgs {
-		c.add(at(cp, "args"), "must have at most %d arguments", MaxArgs)
+		c.add(specField(cp, "args"), "must have at most %d arguments", MaxArgs)
 	}
 	for i, a := range cmd.Args {
 		if len(a) > MaxArgLen {
-			c.add(idx(at(cp, "args"), i), "must be at most %d bytes", MaxArgLen)
+			c.add(specIndex(specField(cp, "args"), i), "must be at most %d bytes", MaxArgLen)
 		}
 	}
-	c.enum(at(cp, "format"), cmd.Format, commandFormats)
+	c.enum(specField(cp, "format"), cmd.Format, commandFormats)
 	if o := cmd.OutputFile; o != "" {
 		if len(o) > 255 || o == "." || !fs.ValidPath(o) || strings.ContainsAny(o, "\\\n\t") {
-			c.add(at(cp, "output_file"), "must be a path inside the step's folder, like result.json (no leading /, no ..)")
+			c.add(specField(cp, "output_file"), "must be a path inside the step's folder, like result.json (no leading /, no ..)")
 		}
 	}
 }
 
-func validateFault(c *checker, fp string, p ProfileSpec, i int, f *FaultStep, names map[string]int) {
-	c.enum(at(fp, "action"), f.Action, faultActions)
+func validateFault(c *specChecker, fp string, p ProfileSpec, i int, f *FaultStep, names map[string]int) {
+	c.enum(specField(fp, "action"), f.Action, faultActions)
 	notFor := func(field string, set bool) {
 		if set {
-			c.add(at(fp, field), "does not apply to a %s fault", f.Action)
+			c.add(specField(fp, field), "does not apply to a %s fault", f.Action)
 		}
 	}
 	needInterface := func() {
 		if f.Interface == "" {
-			c.add(at(fp, "interface"), "is required: the network interface, like eth0")
+			c.add(specField(fp, "interface"), "is required: the network interface, like eth0")
 		} else if !interfaceRE.MatchString(f.Interface) {
-			c.add(at(fp, "interface"), "must be a network interface name (up to 15 letters, digits, ., - or _)")
+			c.add(specField(fp, "interface"), "must be a network interface name (up to 15 letters, digits, ., - or _)")
 		}
 	}
 	switch f.Action {
 	case FaultNetem:
 		needInterface()
 		if f.Delay < 0 || f.Delay > MaxFaultDelay {
-			c.add(at(fp, "delay"), "must be between 0 and 1m")
+			c.add(specField(fp, "delay"), "must be between 0 and 1m")
 		}
-		if c.finite(at(fp, "loss_percent"), f.LossPercent) && (f.LossPercent < 0 || f.LossPercent > 100) {
-			c.add(at(fp, "loss_percent"), "must be between 0 and 100")
+		if c.finite(specField(fp, "loss_percent"), f.LossPercent) && (f.LossPercent < 0 || f.LossPercent > 100) {
+			c.add(specField(fp, "loss_percent"), "must be between 0 and 100")
 		}
 		if f.Delay == 0 && f.LossPercent == 0 {
-			c.add(at(fp, "delay"), "set a delay, a loss_percent, or both")
+			c.add(specField(fp, "delay"), "set a delay, a loss_percent, or both")
 		}
 		notFor("rate_mbit", f.RateMbit != 0)
 		notFor("controller", f.Controller != "")
 	case FaultRateLimit:
 		needInterface()
-		if c.finite(at(fp, "rate_mbit"), f.RateMbit) && (f.RateMbit <= 0 || f.RateMbit > MaxRateMbit) {
-			c.add(at(fp, "rate_mbit"), "must be more than 0 and at most %g megabits per second", float64(MaxRateMbit))
+		if c.finite(specField(fp, "rate_mbit"), f.RateMbit) && (f.RateMbit <= 0 || f.RateMbit > MaxRateMbit) {
+			c.add(specField(fp, "rate_mbit"), "must be more than 0 and at most %g megabits per second", float64(MaxRateMbit))
 		}
 		notFor("delay", f.Delay != 0)
 		notFor("loss_percent", f.LossPercent != 0)
 		notFor("controller", f.Controller != "")
 	case FaultPathDown:
 		if f.Controller == "" {
-			c.add(at(fp, "controller"), "is required: the NVMe controller to disconnect, like nvme1")
+			c.add(specField(fp, "controller"), "is required: the NVMe controller to disconnect, like nvme1")
 		} else if !controllerRE.MatchString(f.Controller) {
-			c.add(at(fp, "controller"), "must be an NVMe controller name, like nvme1")
+			c.add(specField(fp, "controller"), "must be an NVMe controller name, like nvme1")
 		}
 		notFor("interface", f.Interface != "")
 		notFor("delay", f.Delay != 0)
 		notFor("loss_percent", f.LossPercent != 0)
 		notFor("rate_mbit", f.RateMbit != 0)
 	}
-	c.duration(at(fp, "duration"), f.Duration, true)
-	c.duration(at(fp, "after"), f.After, false)
+	c.duration(specField(fp, "duration"), f.Duration, true)
+	c.duration(specField(fp, "after"), f.After, false)
 	if f.During == "" {
 		if f.After != 0 {
-			c.add(at(fp, "after"), "only applies with during")
+			c.add(specField(fp, "after"), "only applies with during")
 		}
 		return
 	}
 	j, ok := names[f.During]
 	switch {
 	case !ok:
-		c.add(at(fp, "during"), "names no step of this profile (%q)", f.During)
+		c.add(specField(fp, "during"), "names no step of this profile (%q)", f.During)
 	case j <= i:
-		c.add(at(fp, "during"), "must name a later step: %q comes before this fault", f.During)
+		c.add(specField(fp, "during"), "must name a later step: %q comes before this fault", f.During)
 	case !IsLoadStep(p.Steps[j].Kind):
-		c.add(at(fp, "during"), "must name a load step (fio, inference or command), not a %s step", p.Steps[j].Kind)
+		c.add(specField(fp, "during"), "must name a load step (fio, inference or command), not a %s step", p.Steps[j].Kind)
 	}
 }
 
@@ -703,7 +703,7 @@ func validateFault(c *checker, fp string, p ProfileSpec, i int, f *FaultStep, na
 // every problem found (nil when there is none).
 func ValidateGateSet(spec GateSetSpec) ValidationErrors {
 	g := spec.Normalized()
-	c := &checker{}
+	c := &specChecker{}
 	checkText(c, reflect.ValueOf(g), "")
 	if g.SchemaVersion < 1 || g.SchemaVersion > GateSchemaVersion {
 		c.add("schema_version", "must be between 1 and %d", GateSchemaVersion)
@@ -721,11 +721,11 @@ func ValidateGateSet(spec GateSetSpec) ValidationErrors {
 	first := map[string]int{}
 	for i, cr := range g.Criteria {
 		if j, dup := first[cr.Name]; dup && cr.Name != "" {
-			c.add(idx("criteria", i)+".name", "%q is already the name of criteria[%d]; criterion names must be unique", cr.Name, j)
+			c.add(specIndex("criteria", i)+".name", "%q is already the name of criteria[%d]; criterion names must be unique", cr.Name, j)
 		} else {
 			first[cr.Name] = i
 		}
-		validateCriterion(c, idx("criteria", i), cr)
+		validateCriterion(c, specIndex("criteria", i), cr)
 	}
 	return c.result()
 }
@@ -738,41 +738,41 @@ func (g GateSetSpec) Validate() error {
 	return nil
 }
 
-func validateCriterion(c *checker, cp string, cr Criterion) {
-	c.safeName(at(cp, "name"), cr.Name, "criterion")
+func validateCriterion(c *specChecker, cp string, cr Criterion) {
+	c.safeName(specField(cp, "name"), cr.Name, "criterion")
 	m, known := LookupMetric(cr.Metric)
 	switch {
 	case cr.Metric == "":
-		c.add(at(cp, "metric"), "is required: a metric id such as ttft or read_iops")
+		c.add(specField(cp, "metric"), "is required: a metric id such as ttft or read_iops")
 	case !known:
-		c.add(at(cp, "metric"), "%q is not a metric Accord knows (see the metric catalog)", cr.Metric)
+		c.add(specField(cp, "metric"), "%q is not a metric Accord knows (see the metric catalog)", cr.Metric)
 	}
 	switch {
 	case cr.Statistic == "":
-		c.add(at(cp, "statistic"), "is required: one of %s", statList())
+		c.add(specField(cp, "statistic"), "is required: one of %s", statList())
 	case !cr.Statistic.Valid():
-		c.add(at(cp, "statistic"), "%q is not allowed: use one of %s", cr.Statistic, statList())
+		c.add(specField(cp, "statistic"), "%q is not allowed: use one of %s", cr.Statistic, statList())
 	case known && !cr.Statistic.AppliesTo(m):
 		if m.Kind == KindRate {
-			c.add(at(cp, "statistic"), "%s has one value per repetition, so only rate applies, not %s", m.ID, cr.Statistic)
+			c.add(specField(cp, "statistic"), "%s has one value per repetition, so only rate applies, not %s", m.ID, cr.Statistic)
 		} else {
-			c.add(at(cp, "statistic"), "rate applies only to throughput and ratio metrics; %s is a distribution: use a percentile, mean or max", m.ID)
+			c.add(specField(cp, "statistic"), "rate applies only to throughput and ratio metrics; %s is a distribution: use a percentile, mean or max", m.ID)
 		}
 	}
-	c.enum(at(cp, "mode"), string(cr.Mode), modes)
+	c.enum(specField(cp, "mode"), string(cr.Mode), modes)
 	if cr.Step != "" {
-		c.safeName(at(cp, "step"), cr.Step, "step")
+		c.safeName(specField(cp, "step"), cr.Step, "step")
 	}
-	c.enum(at(cp, "comparator"), string(cr.Comparator), comparators)
+	c.enum(specField(cp, "comparator"), string(cr.Comparator), comparators)
 	if cr.Confidence <= 0.5 || cr.Confidence > 0.9999 || math.IsNaN(cr.Confidence) {
-		c.add(at(cp, "confidence"), "must be more than 0.5 and at most 0.9999 (0.95 is usual)")
+		c.add(specField(cp, "confidence"), "must be more than 0.5 and at most 0.9999 (0.95 is usual)")
 	}
-	c.intRange(at(cp, "min_samples"), cr.MinSamples, 0, MaxMinSamples)
-	c.enum(at(cp, "severity"), string(cr.Severity), severities)
-	c.maxLen(at(cp, "help"), cr.Help, MaxHelpLen)
+	c.intRange(specField(cp, "min_samples"), cr.MinSamples, 0, MaxMinSamples)
+	c.enum(specField(cp, "severity"), string(cr.Severity), severities)
+	c.maxLen(specField(cp, "help"), cr.Help, MaxHelpLen)
 
-	thresholdOK := c.finite(at(cp, "threshold"), cr.Threshold)
-	stopOK := cr.StopLoss == nil || c.finite(at(cp, "stop_loss"), *cr.StopLoss)
+	thresholdOK := c.finite(specField(cp, "threshold"), cr.Threshold)
+	stopOK := cr.StopLoss == nil || c.finite(specField(cp, "stop_loss"), *cr.StopLoss)
 	if !known {
 		return
 	}
@@ -780,13 +780,13 @@ func validateCriterion(c *checker, cp string, cr Criterion) {
 	switch cr.Mode {
 	case Relative:
 		if cr.Unit != "%" {
-			c.add(at(cp, "unit"), "a relative threshold is a change in percent: use %%")
+			c.add(specField(cp, "unit"), "a relative threshold is a change in percent: use %%")
 		} else {
 			unitOK = true
 		}
 	case Absolute:
 		if _, err := ConvertToCanonical(1, cr.Unit, m); err != nil {
-			c.add(at(cp, "unit"), "%s", unitMessage(cr.Unit, m))
+			c.add(specField(cp, "unit"), "%s", unitMessage(cr.Unit, m))
 		} else {
 			unitOK = true
 		}
@@ -795,18 +795,18 @@ func validateCriterion(c *checker, cp string, cr Criterion) {
 		return
 	}
 	if thresholdOK {
-		thresholdOK = checkLimit(c, at(cp, "threshold"), cr, m, cr.Threshold)
+		thresholdOK = checkLimit(c, specField(cp, "threshold"), cr, m, cr.Threshold)
 	}
-	if cr.StopLoss != nil && stopOK && checkLimit(c, at(cp, "stop_loss"), cr, m, *cr.StopLoss) && thresholdOK {
+	if cr.StopLoss != nil && stopOK && checkLimit(c, specField(cp, "stop_loss"), cr, m, *cr.StopLoss) && thresholdOK {
 		s := *cr.StopLoss
 		switch cr.Comparator {
 		case LessOrEqual:
 			if s <= cr.Threshold {
-				c.add(at(cp, "stop_loss"), "must be above the threshold (%g): the criterion fails above it, and the stop-loss line is further on that side", cr.Threshold)
+				c.add(specField(cp, "stop_loss"), "must be above the threshold (%g): the criterion fails above it, and the stop-loss line is further on that side", cr.Threshold)
 			}
 		case GreaterOrEqual:
 			if s >= cr.Threshold {
-				c.add(at(cp, "stop_loss"), "must be below the threshold (%g): the criterion fails below it, and the stop-loss line is further on that side", cr.Threshold)
+				c.add(specField(cp, "stop_loss"), "must be below the threshold (%g): the criterion fails below it, and the stop-loss line is further on that side", cr.Threshold)
 			}
 		}
 	}
@@ -814,7 +814,7 @@ func validateCriterion(c *checker, cp string, cr Criterion) {
 
 // checkLimit checks that a threshold or stop-loss value is sane for the
 // metric, once converted.
-func checkLimit(c *checker, p string, cr Criterion, m Metric, v float64) bool {
+func checkLimit(c *specChecker, p string, cr Criterion, m Metric, v float64) bool {
 	if cr.Mode == Relative {
 		if v <= -100 || v > MaxRelativePct {
 			c.add(p, "a relative change must be more than -100 %% and at most +%d %%", MaxRelativePct)
@@ -859,10 +859,10 @@ func statList() string {
 // step exists in the profile and produces the criterion's metric, and a
 // criterion without a step has at least one step to judge.
 func ValidateGateSetForProfile(gates GateSetSpec, profile ProfileSpec) ValidationErrors {
-	c := &checker{}
+	c := &specChecker{}
 	p := profile.Normalized()
 	for i, cr := range gates.Criteria {
-		cp := idx("criteria", i)
+		cp := specIndex("criteria", i)
 		if _, ok := LookupMetric(cr.Metric); !ok {
 			continue // ValidateGateSet reports it
 		}
@@ -870,9 +870,9 @@ func ValidateGateSetForProfile(gates GateSetSpec, profile ProfileSpec) Validatio
 			j := indexOfStep(p, cr.Step)
 			switch {
 			case j < 0:
-				c.add(at(cp, "step"), "the profile %q has no step named %q", p.Name, cr.Step)
+				c.add(specField(cp, "step"), "the profile %q has no step named %q", p.Name, cr.Step)
 			case !StepProduces(p.Steps[j], cr.Metric):
-				c.add(at(cp, "step"), "step %q (%s) does not produce %s", cr.Step, p.Steps[j].Kind, cr.Metric)
+				c.add(specField(cp, "step"), "step %q (%s) does not produce %s", cr.Step, p.Steps[j].Kind, cr.Metric)
 			}
 			continue
 		}
@@ -884,7 +884,7 @@ func ValidateGateSetForProfile(gates GateSetSpec, profile ProfileSpec) Validatio
 			}
 		}
 		if !found {
-			c.add(at(cp, "metric"), "no step of the profile %q produces %s", p.Name, cr.Metric)
+			c.add(specField(cp, "metric"), "no step of the profile %q produces %s", p.Name, cr.Metric)
 		}
 	}
 	return c.result()

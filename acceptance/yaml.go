@@ -196,7 +196,7 @@ func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, p string) {
 		return // null leaves the field empty
 	}
 	if isLeaf(t) {
-		w.leaf(n, t, p)
+		w.flatLeaf(n, t, p)
 		return
 	}
 	switch t.Kind() {
@@ -208,7 +208,7 @@ func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, p string) {
 			return
 		}
 		for i, item := range n.Content {
-			w.walk(item, t.Elem(), idx(p, i))
+			w.walk(item, t.Elem(), specIndex(p, i))
 		}
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -223,7 +223,7 @@ func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, p string) {
 				w.fail(k, p, "field names must be plain words (no lists, mappings, anchors or << merges as keys)")
 				continue
 			}
-			fp := at(p, k.Value)
+			fp := specField(p, k.Value)
 			if first, dup := seen[k.Value]; dup {
 				w.fail(k, fp, "is given twice (first on line %d)", first)
 				continue
@@ -241,7 +241,7 @@ func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, p string) {
 	}
 }
 
-func (w *yamlWalker) leaf(n *yaml.Node, t reflect.Type, p string) {
+func (w *yamlWalker) flatLeaf(n *yaml.Node, t reflect.Type, p string) {
 	if n.Kind != yaml.ScalarNode {
 		w.fail(n, p, "must be %s, not %s", typeWord(t), yamlKindWord(n))
 		return
