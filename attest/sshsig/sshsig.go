@@ -197,7 +197,7 @@ func Unarmor(text []byte) (*Signature, error) {
 		return nil, fmt.Errorf("%w: missing %q", ErrInvalid, armorEnd)
 	}
 	body = strings.Join(strings.Fields(body), "")
-	blob, err := base64.StdEncoding.DecodeString(body)
+	blob, err := base64.StdEncoding.Strict().DecodeString(body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: base64: %w", ErrInvalid, err)
 	}

@@ -1,0 +1,123 @@
+package attest
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/accordlab/accord/attest/sshsig"
+)
+
+var cosignerName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// CoSignature is a signature over a bundle's MANIFEST.sha256 by another
+// party (`ssh-keygen -Y sign -n accord-report@accordlab`), with the
+// allowed_signers line that names its signer.
+type CoSignature struct {
+	// Name goes into the file names MANIFEST.sha256.NAME.sig and
+	// MANIFEST.sha256.NAME.allowed_signers: lower-case letters, digits, - and _.
+	Name           string
+	Signature      []byte
+	AllowedSigners []byte
+}
+
+// AddCoSignature copies the bundle from r to w with a co-signature added,
+// after checking that it verifies over the bundle's manifest with a key its
+// allowed_signers line lists. It does not verify the rest of the bundle.
+func AddCoSignature(ctx context.Context, r io.Reader, w io.Writer, cs CoSignature) error {
+	if !cosignerName.MatchString(cs.Name) || cs.Name == "sha256" {
+		return fmt.Errorf("attest: co-sign: name %q: use lower-case letters, digits, - and _", cs.Name)
+	}
+	allowed, err := ParseAllowedSigners(cs.AllowedSigners)
+	if err != nil {
+		return fmt.Errorf("attest: co-sign: %w", err)
+	}
+	sig, err := sshsig.Unarmor(cs.Signature)
+	if err != nil {
+		return fmt.Errorf("attest: co-sign: %w", err)
+	}
+	id := KeyID(sig.PublicKey)
+	if !slices.ContainsFunc(allowed, func(k PublicKey) bool { return k.ID == id }) {
+		return fmt.Errorf("attest: co-sign: signature by key %s, which the allowed_signers line does not list for namespace %s", id, Namespace)
+	}
+
+	gzr, err := gzip.NewReader(r)
+	if err != nil {
+		return fmt.Errorf("attest: co-sign: %w", err)
+	}
+	defer gzr.Close()
+	tr := tar.NewReader(gzr)
+	gzw := gzip.NewWriter(w)
+	tw := tar.NewWriter(gzw)
+	sigName := cosigPrefix + cs.Name + cosigSigExt
+	signersName := cosigPrefix + cs.Name + cosigSignersExt
+	var (
+		top      string
+		manifest []byte
+		last     *tar.Header
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("attest: co-sign: read bundle: %w", err)
+		}
+		t, rel, _ := strings.Cut(strings.TrimSuffix(hdr.Name, "/"), "/")
+		if top == "" {
+			top = t
+		}
+		if rel == sigName || rel == signersName {
+			return fmt.Errorf("attest: co-sign: the bundle already has %s", rel)
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("attest: co-sign: %w", err)
+		}
+		var body io.Reader = tr
+		var buf bytes.Buffer
+		if rel == FileManifest {
+			body = io.TeeReader(io.LimitReader(tr, maxMetadataFile), &buf)
+		}
+		if _, err := io.Copy(tw, body); err != nil {
+			return fmt.Errorf("attest: co-sign: copy %s: %w", hdr.Name, err)
+		}
+		if rel == FileManifest {
+			manifest = buf.Bytes()
+		}
+		last = hdr
+	}
+	if manifest == nil {
+		return fmt.Errorf("attest: co-sign: the bundle has no %s", FileManifest)
+	}
+	if err := sshsig.Verify(sig, bytes.NewReader(manifest), Namespace); err != nil {
+		return fmt.Errorf("attest: co-sign: the signature is not over this bundle's %s: %w", FileManifest, err)
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{sigName, sig.Armor()}, {signersName, cs.AllowedSigners}} {
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: top + "/" + f.name, Size: int64(len(f.data)),
+			Mode: 0o644, ModTime: last.ModTime, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("attest: co-sign: %w", err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return fmt.Errorf("attest: co-sign: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("attest: co-sign: %w", err)
+	}
+	return gzw.Close()
+}

@@ -1,0 +1,407 @@
+// Package attest signs and verifies Accord's evidence: the installation's
+// signing keys, in-toto statements in DSSE envelopes, SSH-signed report
+// manifests, report bundles, and the hash-chained decision log. Everything
+// it writes can be checked offline, with this package or with standard tools
+// (sha256sum, ssh-keygen -Y verify, openssl).
+package attest
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/accordlab/accord/attest/internal/strictjson"
+)
+
+const (
+	// Namespace is the sshsig namespace of report manifests; a signature
+	// made for anything else (git commits, files) cannot be replayed here.
+	Namespace = "accord-report@accordlab"
+	// Principal is the signer identity of the installation key in
+	// allowed_signers files (ssh-keygen -Y verify -I accord-signer).
+	Principal = "accord-signer"
+
+	// AlgECDSAP256 names the installation key algorithm in keys.json.
+	AlgECDSAP256 = "ecdsa-p256-sha256"
+	// AlgEd25519 names Ed25519 keys (co-signers' SSH keys).
+	AlgEd25519 = "ed25519"
+)
+
+// KeyStatus is a key's place in its life.
+type KeyStatus string
+
+const (
+	// KeyActive signs new material.
+	KeyActive KeyStatus = "active"
+	// KeyRetired was rotated out: it signs nothing new, and what it signed
+	// stays valid.
+	KeyRetired KeyStatus = "retired"
+	// KeyRevoked must no longer be trusted, for anything it signed.
+	KeyRevoked KeyStatus = "revoked"
+)
+
+// ErrRevokedKey is wrapped by verification errors caused by a signature of
+// a revoked key.
+var ErrRevokedKey = errors.New("signed by a revoked key")
+
+// PublicKey is a verification key with its status.
+type PublicKey struct {
+	// ID is the OpenSSH SHA256 fingerprint ("SHA256:...").
+	ID            string
+	Algorithm     string
+	Key           crypto.PublicKey
+	SSH           ssh.PublicKey
+	Status        KeyStatus
+	Created       time.Time
+	RevokedAt     time.Time
+	RevokedReason string
+	// Principal names the signer in allowed_signers form (may be empty).
+	Principal string
+}
+
+// KeyID returns the OpenSSH SHA256 fingerprint of pub: the key id used in
+// DSSE signatures, keys.json and reports.
+func KeyID(pub ssh.PublicKey) string { return ssh.FingerprintSHA256(pub) }
+
+// NewPublicKey wraps an ECDSA P-256 or Ed25519 public key (crypto or SSH
+// form); the status is active unless set later.
+func NewPublicKey(key any) (PublicKey, error) {
+	var (
+		sshKey ssh.PublicKey
+		err    error
+	)
+	switch k := key.(type) {
+	case ssh.PublicKey:
+		sshKey = k
+	default:
+		sshKey, err = ssh.NewPublicKey(key)
+		if err != nil {
+			return PublicKey{}, fmt.Errorf("attest: public key: %w", err)
+		}
+	}
+	cpk, ok := sshKey.(ssh.CryptoPublicKey)
+	if !ok {
+		return PublicKey{}, fmt.Errorf("attest: public key type %s has no crypto form", sshKey.Type())
+	}
+	pk := PublicKey{ID: KeyID(sshKey), SSH: sshKey, Key: cpk.CryptoPublicKey(), Status: KeyActive}
+	switch k := pk.Key.(type) {
+	case *ecdsa.PublicKey:
+		if k.Curve != elliptic.P256() {
+			return PublicKey{}, errors.New("attest: only P-256 ECDSA keys are supported")
+		}
+		pk.Algorithm = AlgECDSAP256
+	case ed25519.PublicKey:
+		pk.Algorithm = AlgEd25519
+	default:
+		return PublicKey{}, fmt.Errorf("attest: unsupported key type %s", sshKey.Type())
+	}
+	return pk, nil
+}
+
+// PEM returns the key as a PKIX "PUBLIC KEY" PEM block (what openssl reads).
+func (k PublicKey) PEM() ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(k.Key)
+	if err != nil {
+		return nil, fmt.Errorf("attest: marshal public key %s: %w", k.ID, err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
+}
+
+// AllowedSignersLine returns the key as one allowed_signers line restricted
+// to Namespace.
+func (k PublicKey) AllowedSignersLine() string {
+	principal := k.Principal
+	if principal == "" {
+		principal = Principal
+	}
+	return fmt.Sprintf("%s namespaces=%q %s", principal, Namespace,
+		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k.SSH))))
+}
+
+// KeySet is a set of verification keys by id. The zero value is empty.
+type KeySet struct {
+	keys []PublicKey
+}
+
+// NewKeySet returns a set of keys; a later key with the same id replaces an
+// earlier one.
+func NewKeySet(keys ...PublicKey) *KeySet {
+	ks := &KeySet{}
+	for _, k := range keys {
+		ks.Add(k)
+	}
+	return ks
+}
+
+// Add adds or replaces a key.
+func (ks *KeySet) Add(k PublicKey) {
+	for i := range ks.keys {
+		if ks.keys[i].ID == k.ID {
+			ks.keys[i] = k
+			return
+		}
+	}
+	ks.keys = append(ks.keys, k)
+}
+
+// Lookup finds a key by id.
+func (ks *KeySet) Lookup(id string) (PublicKey, bool) {
+	if ks == nil {
+		return PublicKey{}, false
+	}
+	for _, k := range ks.keys {
+		if k.ID == id {
+			return k, true
+		}
+	}
+	return PublicKey{}, false
+}
+
+// Keys returns the keys in insertion order.
+func (ks *KeySet) Keys() []PublicKey {
+	if ks == nil {
+		return nil
+	}
+	return slices.Clone(ks.keys)
+}
+
+// Len is the number of keys.
+func (ks *KeySet) Len() int {
+	if ks == nil {
+		return 0
+	}
+	return len(ks.keys)
+}
+
+// keysDocument is the JSON form of published keys (keys.json).
+type keysDocument struct {
+	Format string    `json:"format"`
+	Keys   []keyJSON `json:"keys"`
+}
+
+type keyJSON struct {
+	ID            string     `json:"id"`
+	Algorithm     string     `json:"algorithm"`
+	PublicKeyPEM  string     `json:"public_key_pem"`
+	SSHPublicKey  string     `json:"ssh_public_key"`
+	Status        KeyStatus  `json:"status"`
+	Created       time.Time  `json:"created"`
+	RevokedAt     *time.Time `json:"revoked_at,omitempty"`
+	RevokedReason string     `json:"revoked_reason,omitempty"`
+}
+
+const keysFormat = "accord-keys/v1"
+
+// MarshalKeysJSON returns the published keys.json document.
+func MarshalKeysJSON(keys []PublicKey) ([]byte, error) {
+	doc := keysDocument{Format: keysFormat, Keys: make([]keyJSON, 0, len(keys))}
+	for _, k := range keys {
+		p, err := k.PEM()
+		if err != nil {
+			return nil, err
+		}
+		kj := keyJSON{
+			ID:            k.ID,
+			Algorithm:     k.Algorithm,
+			PublicKeyPEM:  string(p),
+			SSHPublicKey:  strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k.SSH))),
+			Status:        k.Status,
+			Created:       k.Created.UTC(),
+			RevokedReason: k.RevokedReason,
+		}
+		if !k.RevokedAt.IsZero() {
+			t := k.RevokedAt.UTC()
+			kj.RevokedAt = &t
+		}
+		doc.Keys = append(doc.Keys, kj)
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("attest: marshal keys.json: %w", err)
+	}
+	return append(out, '\n'), nil
+}
+
+// ParseKeysJSON reads a keys.json document. Each key's id must be the
+// fingerprint of its PEM key and its SSH form must be the same key.
+func ParseKeysJSON(data []byte) (*KeySet, error) {
+	var doc keysDocument
+	if err := strictjson.Decode(data, &doc); err != nil {
+		return nil, fmt.Errorf("attest: keys.json: %w", err)
+	}
+	if doc.Format != keysFormat {
+		return nil, fmt.Errorf("attest: keys.json: format %q, want %q", doc.Format, keysFormat)
+	}
+	ks := &KeySet{}
+	for i, kj := range doc.Keys {
+		keys, err := parsePEMPublicKeys([]byte(kj.PublicKeyPEM))
+		if err != nil || len(keys) != 1 {
+			return nil, fmt.Errorf("attest: keys.json: key %d: public_key_pem: want one key: %v", i, err)
+		}
+		k := keys[0]
+		if k.ID != kj.ID {
+			return nil, fmt.Errorf("attest: keys.json: key %d: id %s is not the key's fingerprint %s", i, kj.ID, k.ID)
+		}
+		if kj.SSHPublicKey != "" {
+			sk, _, _, _, err := ssh.ParseAuthorizedKey([]byte(kj.SSHPublicKey))
+			if err != nil || !bytes.Equal(sk.Marshal(), k.SSH.Marshal()) {
+				return nil, fmt.Errorf("attest: keys.json: key %d: ssh_public_key is not the PEM key", i)
+			}
+		}
+		switch kj.Status {
+		case KeyActive, KeyRetired, KeyRevoked:
+		default:
+			return nil, fmt.Errorf("attest: keys.json: key %d: unknown status %q", i, kj.Status)
+		}
+		k.Status = kj.Status
+		k.Created = kj.Created
+		if kj.RevokedAt != nil {
+			k.RevokedAt = *kj.RevokedAt
+		}
+		k.RevokedReason = kj.RevokedReason
+		ks.Add(k)
+	}
+	return ks, nil
+}
+
+// MarshalPEM returns the keys as concatenated PEM blocks, each preceded by a
+// comment line naming its id and status (openssl skips text between blocks).
+func MarshalPEM(keys []PublicKey) ([]byte, error) {
+	var b bytes.Buffer
+	for _, k := range keys {
+		p, err := k.PEM()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "# %s %s\n", k.ID, k.Status)
+		b.Write(p)
+	}
+	return b.Bytes(), nil
+}
+
+// MarshalAllowedSigners returns an OpenSSH allowed_signers file with every
+// key that is not revoked, so `ssh-keygen -Y verify` accepts signatures of
+// the active and of rotated-out keys, and refuses revoked ones.
+func MarshalAllowedSigners(keys []PublicKey) []byte {
+	var b bytes.Buffer
+	for _, k := range keys {
+		if k.Status == KeyRevoked {
+			continue
+		}
+		fmt.Fprintf(&b, "# %s %s\n", k.ID, k.Status)
+		b.WriteString(k.AllowedSignersLine() + "\n")
+	}
+	return b.Bytes()
+}
+
+// ParseAllowedSigners reads an OpenSSH allowed_signers file. Lines whose
+// namespaces option excludes Namespace are skipped (ssh-keygen would not
+// accept them for our signatures either); cert-authority lines are refused.
+// Each key's Principal is the line's first principal.
+func ParseAllowedSigners(data []byte) ([]PublicKey, error) {
+	var keys []PublicKey
+	for n, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		principals, rest, ok := strings.Cut(line, " ")
+		if !ok {
+			return nil, fmt.Errorf("attest: allowed_signers line %d: no key", n+1)
+		}
+		// The rest is "[options] keytype base64 [comment]": the
+		// authorized_keys syntax, which the ssh package parses.
+		pub, _, options, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(rest)))
+		if err != nil {
+			return nil, fmt.Errorf("attest: allowed_signers line %d: %w", n+1, err)
+		}
+		allowed := true
+		for _, opt := range options {
+			name, value, _ := strings.Cut(opt, "=")
+			switch strings.ToLower(name) {
+			case "cert-authority":
+				return nil, fmt.Errorf("attest: allowed_signers line %d: cert-authority is not supported", n+1)
+			case "namespaces":
+				allowed = slices.Contains(strings.Split(strings.Trim(value, `"`), ","), Namespace)
+			}
+		}
+		if !allowed {
+			continue
+		}
+		k, err := NewPublicKey(pub)
+		if err != nil {
+			return nil, fmt.Errorf("attest: allowed_signers line %d: %w", n+1, err)
+		}
+		k.Principal, _, _ = strings.Cut(principals, ",")
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+func parsePEMPublicKeys(data []byte) ([]PublicKey, error) {
+	var keys []PublicKey
+	rest := data
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "PUBLIC KEY" {
+			return nil, fmt.Errorf("attest: PEM block %q, want PUBLIC KEY", block.Type)
+		}
+		pub, err := x509.ParsePKIXPublicKey(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("attest: PEM public key: %w", err)
+		}
+		k, err := NewPublicKey(pub)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// ParseTrustedKeys reads keys a user pins or publishes: a keys.json
+// document, PEM public keys, or allowed_signers lines. Keys from PEM and
+// allowed_signers have status active; keys.json carries its own statuses.
+func ParseTrustedKeys(data []byte) (*KeySet, error) {
+	trimmed := bytes.TrimSpace(data)
+	switch {
+	case len(trimmed) == 0:
+		return nil, errors.New("attest: trusted keys: empty")
+	case trimmed[0] == '{':
+		return ParseKeysJSON(trimmed)
+	case bytes.Contains(trimmed, []byte("-----BEGIN ")):
+		keys, err := parsePEMPublicKeys(trimmed)
+		if err != nil {
+			return nil, err
+		}
+		if len(keys) == 0 {
+			return nil, errors.New("attest: trusted keys: no PEM public key")
+		}
+		return NewKeySet(keys...), nil
+	default:
+		keys, err := ParseAllowedSigners(trimmed)
+		if err != nil {
+			return nil, err
+		}
+		if len(keys) == 0 {
+			return nil, fmt.Errorf("attest: trusted keys: no allowed_signers line for namespace %s", Namespace)
+		}
+		return NewKeySet(keys...), nil
+	}
+}

@@ -1,0 +1,652 @@
+package attest
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/accordlab/accord/attest/dsse"
+	"github.com/accordlab/accord/attest/internal/strictjson"
+	"github.com/accordlab/accord/attest/sshsig"
+)
+
+// Limits of what verification holds in memory. Artifacts are streamed and
+// have no limit.
+const (
+	maxMetadataFile  = 64 << 20
+	maxSignatureFile = 64 << 10
+	maxBundleEntries = 100_000
+)
+
+// Report says what VerifyBundle checked and with which keys.
+type Report struct {
+	RunID   string
+	Title   string
+	Created time.Time
+	// SelfTrusted is set when no trusted keys were given and the bundle's
+	// own keys/keys.json was used: that proves integrity, not origin.
+	SelfTrusted  bool
+	Manifest     SignatureCheck
+	CoSignatures []SignatureCheck
+	// Files lists every file checked against the manifest.
+	Files        []FileCheck
+	Attestations []AttestationCheck
+	// Decisions is set when decisions.json holds a decision log.
+	Decisions *ChainReport
+}
+
+// SignatureCheck is one verified SSH signature over MANIFEST.sha256.
+type SignatureCheck struct {
+	File      string
+	KeyID     string
+	Algorithm string
+	Principal string
+	// Trusted says whether the key is among the trusted keys. Co-signatures
+	// by keys the verifier does not know are reported, not refused.
+	Trusted       bool
+	Status        KeyStatus
+	RevokedAt     time.Time
+	RevokedReason string
+}
+
+// FileCheck is one file whose digest matched the manifest.
+type FileCheck struct {
+	Name   string
+	SHA256 string
+	Size   int64
+}
+
+// AttestationCheck is one verified DSSE envelope.
+type AttestationCheck struct {
+	File          string
+	PredicateType string
+	KeyIDs        []string
+	Subjects      int
+}
+
+// ArtifactSink receives each artifact's bytes while a bundle is imported.
+// The bytes are not verified yet: if ImportBundle then fails, the caller
+// must discard what the sink stored.
+type ArtifactSink func(ctx context.Context, name string, size int64, r io.Reader) error
+
+// Imported is a verified external bundle, ready for storage.
+type Imported struct {
+	Report     *Report
+	Info       BundleInfo
+	ReportHTML []byte
+	Summary    json.RawMessage
+	Facts      json.RawMessage
+	Evaluation json.RawMessage
+	Decisions  json.RawMessage
+	Artifacts  []ArtifactDigest
+	Statements []Statement
+}
+
+// VerifyBundle checks a report bundle offline: the manifest's signature and
+// by which key, every file against the manifest (none missing, none extra),
+// every attestation's signature and subjects, co-signatures, and the
+// decision log if the bundle has one. Any tampering fails with a
+// *TamperError naming the file. A signature by a revoked key fails with an
+// error wrapping ErrRevokedKey, after the rest has been checked; the report
+// is returned with it. With trusted nil, the bundle's own keys are used and
+// Report.SelfTrusted is set.
+func VerifyBundle(ctx context.Context, r io.Reader, trusted *KeySet) (*Report, error) {
+	imp, err := readBundle(ctx, r, trusted, nil)
+	if imp == nil {
+		return nil, err
+	}
+	return imp.Report, err
+}
+
+// ImportBundle verifies an external bundle against the keys the user pinned
+// (ParseTrustedKeys of an allowed_signers line or a PEM key) and returns its
+// contents for storage. Artifacts go to sink as they are read (sink may be
+// nil); on error the caller discards them.
+func ImportBundle(ctx context.Context, r io.Reader, pinned *KeySet, sink ArtifactSink) (*Imported, error) {
+	if pinned.Len() == 0 {
+		return nil, errors.New("attest: import: no pinned key")
+	}
+	imp, err := readBundle(ctx, r, pinned, sink)
+	if err != nil {
+		return nil, err
+	}
+	return imp, nil
+}
+
+type bundleEntry struct {
+	sha256 string
+	size   int64
+}
+
+type bundleReader struct {
+	ctx  context.Context
+	sink ArtifactSink
+
+	top      string
+	seen     map[string]bool
+	files    map[string]bundleEntry // covered by the manifest
+	kept     map[string][]byte      // metadata held in memory
+	manifest []byte
+	sigs     map[string][]byte // MANIFEST.sha256[.NAME].sig / .allowed_signers
+	atts     map[string][]byte
+}
+
+// keptFiles are held in memory (and hashed) for checks and import.
+var keptFiles = map[string]bool{
+	FileBundleJSON: true, FileReportHTML: true, FileSummary: true, FileFacts: true,
+	FileEvaluation: true, FileDecisions: true, FileKeysJSON: true, FileSignerPEM: true,
+}
+
+func readBundle(ctx context.Context, r io.Reader, trusted *KeySet, sink ArtifactSink) (*Imported, error) {
+	br := &bundleReader{
+		ctx: ctx, sink: sink,
+		seen: map[string]bool{}, files: map[string]bundleEntry{}, kept: map[string][]byte{},
+		sigs: map[string][]byte{}, atts: map[string][]byte{},
+	}
+	if err := br.read(r); err != nil {
+		return nil, err
+	}
+	return br.verify(trusted)
+}
+
+func (br *bundleReader) read(r io.Reader) error {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return fmt.Errorf("bundle: not a gzip file: %w", err)
+	}
+	defer gz.Close()
+	tr := tar.NewReader(gz)
+	for n := 0; ; n++ {
+		if err := br.ctx.Err(); err != nil {
+			return err
+		}
+		if n > maxBundleEntries {
+			return fmt.Errorf("bundle: more than %d entries", maxBundleEntries)
+		}
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("bundle: read tar: %w", err)
+		}
+		rel, isDir, err := br.entryName(hdr)
+		if err != nil {
+			return err
+		}
+		if isDir {
+			continue
+		}
+		if err := br.readFile(rel, hdr.Size, tr); err != nil {
+			return err
+		}
+	}
+	if br.top == "" {
+		return errors.New("bundle: empty archive")
+	}
+	return nil
+}
+
+// entryName checks a tar entry: a regular file or directory, under the one
+// top directory, with a clean relative name seen once.
+func (br *bundleReader) entryName(hdr *tar.Header) (string, bool, error) {
+	name := strings.TrimSuffix(hdr.Name, "/")
+	top, rel, _ := strings.Cut(name, "/")
+	if br.top == "" {
+		br.top = top
+	}
+	if top != br.top || top == "" || top == "." || top == ".." {
+		return "", false, tamper(hdr.Name, "outside the bundle directory "+br.top, nil)
+	}
+	if hdr.Typeflag == tar.TypeDir {
+		return "", true, nil
+	}
+	if hdr.Typeflag != tar.TypeReg {
+		return "", false, tamper(hdr.Name, fmt.Sprintf("not a regular file (type %q)", hdr.Typeflag), nil)
+	}
+	if err := checkArtifactName(rel); err != nil {
+		return "", false, tamper(hdr.Name, "bad file name", err)
+	}
+	if br.seen[rel] {
+		return "", false, tamper(rel, "appears twice in the archive", nil)
+	}
+	br.seen[rel] = true
+	return rel, false, nil
+}
+
+func (br *bundleReader) readFile(rel string, size int64, r io.Reader) error {
+	readAll := func(limit int64) ([]byte, error) {
+		if size > limit {
+			return nil, tamper(rel, fmt.Sprintf("%d bytes, more than the %d allowed", size, limit), nil)
+		}
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return nil, fmt.Errorf("bundle: read %s: %w", rel, err)
+		}
+		return b, nil
+	}
+	switch {
+	case rel == FileManifest:
+		b, err := readAll(maxMetadataFile)
+		br.manifest = b
+		return err
+	case strings.HasPrefix(rel, cosigPrefix) && (strings.HasSuffix(rel, cosigSigExt) || strings.HasSuffix(rel, cosigSignersExt)):
+		b, err := readAll(maxSignatureFile)
+		br.sigs[rel] = b
+		return err
+	case strings.HasPrefix(rel, dirAttestations):
+		b, err := readAll(maxMetadataFile)
+		br.atts[rel] = b
+		return err
+	case keptFiles[rel] || strings.HasPrefix(rel, "keys/"):
+		b, err := readAll(maxMetadataFile)
+		if err != nil {
+			return err
+		}
+		br.kept[rel] = b
+		br.files[rel] = bundleEntry{sha256: sha256Hex(b), size: int64(len(b))}
+		return nil
+	}
+	h := sha256.New()
+	var n int64
+	var err error
+	if name, ok := strings.CutPrefix(rel, dirArtifacts); ok && br.sink != nil {
+		counted := &countingReader{r: io.TeeReader(r, h)}
+		if err := br.sink(br.ctx, name, size, counted); err != nil {
+			return fmt.Errorf("bundle: store artifact %s: %w", name, err)
+		}
+		// Hash whatever the sink left unread.
+		rest, err := io.Copy(io.Discard, counted)
+		if err != nil {
+			return fmt.Errorf("bundle: read %s: %w", rel, err)
+		}
+		n = counted.n
+		_ = rest
+	} else {
+		n, err = io.Copy(h, r)
+		if err != nil {
+			return fmt.Errorf("bundle: read %s: %w", rel, err)
+		}
+	}
+	br.files[rel] = bundleEntry{sha256: hex.EncodeToString(h.Sum(nil)), size: n}
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
+	report := &Report{}
+	imp := &Imported{Report: report}
+	var revoked error // reported after everything else is checked
+	noteRevoked := func(file string, k PublicKey) {
+		if revoked == nil {
+			revoked = fmt.Errorf("bundle: %s: key %s (revoked %s: %s): %w", file, k.ID,
+				k.RevokedAt.UTC().Format(time.RFC3339), k.RevokedReason, ErrRevokedKey)
+		}
+	}
+
+	// The manifest and its signature.
+	if br.manifest == nil {
+		return nil, tamper(FileManifest, "missing", nil)
+	}
+	listed, err := parseManifest(br.manifest)
+	if err != nil {
+		return nil, tamper(FileManifest, "malformed", err)
+	}
+	if trusted == nil {
+		keysJSON, ok := br.kept[FileKeysJSON]
+		if !ok {
+			return nil, tamper(FileKeysJSON, "missing (needed when no trusted keys are given)", nil)
+		}
+		if trusted, err = ParseKeysJSON(keysJSON); err != nil {
+			return nil, tamper(FileKeysJSON, "unreadable", err)
+		}
+		report.SelfTrusted = true
+	}
+	sigText, ok := br.sigs[FileManifestSig]
+	if !ok {
+		return nil, tamper(FileManifestSig, "missing", nil)
+	}
+	sig, err := sshsig.Unarmor(sigText)
+	if err != nil {
+		return nil, tamper(FileManifestSig, "unreadable signature", err)
+	}
+	if err := sshsig.Verify(sig, bytes.NewReader(br.manifest), Namespace); err != nil {
+		return nil, tamper(FileManifest, "its signature "+FileManifestSig+" does not verify: the manifest or the signature was changed", err)
+	}
+	signerID := KeyID(sig.PublicKey)
+	signer, known := trusted.Lookup(signerID)
+	if !known {
+		reason := fmt.Sprintf("signed by key %s, which is not a trusted key", signerID)
+		if bundleKeys, err := ParseKeysJSON(br.kept[FileKeysJSON]); err == nil {
+			if _, ok := bundleKeys.Lookup(signerID); ok {
+				reason += " (the key comes from the bundle's own " + FileKeysJSON + " and " + FileAllowedSigners + ": were they replaced?)"
+			}
+		}
+		return nil, tamper(FileManifestSig, reason, nil)
+	}
+	report.Manifest = signatureCheck(FileManifestSig, signer, true)
+	if signer.Status == KeyRevoked {
+		noteRevoked(FileManifestSig, signer)
+	}
+
+	// Every file against the manifest, in name order.
+	names := make([]string, 0, len(listed)+len(br.files))
+	for n := range listed {
+		names = append(names, n)
+	}
+	for n := range br.files {
+		if _, ok := listed[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		want, isListed := listed[n]
+		got, isPresent := br.files[n]
+		switch {
+		case !isPresent && br.seen[n]:
+			return nil, tamper(n, "listed in "+FileManifest+" but it is a signature or attestation file", nil)
+		case !isPresent:
+			return nil, tamper(n, "missing (listed in "+FileManifest+")", nil)
+		case !isListed:
+			return nil, tamper(n, "not listed in "+FileManifest+" (added file)", nil)
+		case got.sha256 != want:
+			return nil, tamper(n, fmt.Sprintf("SHA-256 %s, the manifest says %s (changed file)", got.sha256, want), nil)
+		}
+		report.Files = append(report.Files, FileCheck{Name: n, SHA256: got.sha256, Size: got.size})
+	}
+
+	// bundle.json and the keys the bundle carries.
+	infoJSON, ok := br.kept[FileBundleJSON]
+	if !ok {
+		return nil, tamper(FileBundleJSON, "missing", nil)
+	}
+	var info BundleInfo
+	if err := strictjson.Decode(infoJSON, &info); err != nil {
+		return nil, tamper(FileBundleJSON, "unreadable", err)
+	}
+	if info.Format != BundleFormat {
+		return nil, tamper(FileBundleJSON, fmt.Sprintf("format %q, want %q", info.Format, BundleFormat), nil)
+	}
+	if info.Signer != signerID {
+		return nil, tamper(FileBundleJSON, fmt.Sprintf("names signer %s, the manifest is signed by %s", info.Signer, signerID), nil)
+	}
+	if pemText, ok := br.kept[FileSignerPEM]; ok {
+		keys, err := parsePEMPublicKeys(pemText)
+		if err != nil || len(keys) != 1 || keys[0].ID != signerID {
+			return nil, tamper(FileSignerPEM, "is not the key that signed the manifest", err)
+		}
+	}
+	report.RunID, report.Title, report.Created = info.RunID, info.Title, info.Created
+	imp.Info = info
+	for _, a := range info.Artifacts {
+		f, ok := br.files[dirArtifacts+a.Name]
+		if !ok || f.sha256 != a.SHA256 {
+			return nil, tamper(FileBundleJSON, fmt.Sprintf("lists artifact %q that the bundle does not hold as listed", a.Name), nil)
+		}
+	}
+
+	// Attestations: exactly those bundle.json lists, each signed by a
+	// trusted key, each subject one of the bundle's artifacts.
+	lookup := func(id string) (crypto.PublicKey, bool) {
+		k, ok := trusted.Lookup(id)
+		return k.Key, ok
+	}
+	listedAtts := map[string]BundleAttestation{}
+	for _, a := range info.Attestations {
+		listedAtts[a.File] = a
+	}
+	var attNames []string
+	for n := range listedAtts {
+		attNames = append(attNames, n)
+	}
+	for n := range br.atts {
+		if _, ok := listedAtts[n]; !ok {
+			attNames = append(attNames, n)
+		}
+	}
+	slices.Sort(attNames)
+	for _, n := range attNames {
+		data, present := br.atts[n]
+		listedAtt, isListed := listedAtts[n]
+		switch {
+		case !isListed:
+			return nil, tamper(n, "not listed in "+FileBundleJSON+" (added file)", nil)
+		case !present:
+			return nil, tamper(n, "missing (listed in "+FileBundleJSON+")", nil)
+		}
+		env, err := dsse.Parse(data)
+		if err != nil {
+			return nil, tamper(n, "unreadable envelope", err)
+		}
+		ids, payload, err := env.Verify(lookup)
+		if err != nil {
+			return nil, tamper(n, "signature does not verify", err)
+		}
+		for _, id := range ids {
+			if k, _ := trusted.Lookup(id); k.Status == KeyRevoked {
+				noteRevoked(n, k)
+			}
+		}
+		if env.PayloadType != PayloadTypeInToto {
+			return nil, tamper(n, fmt.Sprintf("payload type %q, want %q", env.PayloadType, PayloadTypeInToto), nil)
+		}
+		if got := sha256Hex(payload); got != listedAtt.PayloadSHA256 {
+			return nil, tamper(n, fmt.Sprintf("statement SHA-256 %s, %s says %s (replaced statement)", got, FileBundleJSON, listedAtt.PayloadSHA256), nil)
+		}
+		st, err := ParseStatement(payload)
+		if err != nil {
+			return nil, tamper(n, "unreadable statement", err)
+		}
+		for _, sub := range st.Subject {
+			f, ok := br.files[dirArtifacts+sub.Name]
+			if !ok {
+				return nil, tamper(n, fmt.Sprintf("subject %q is not in the bundle", dirArtifacts+sub.Name), nil)
+			}
+			if f.sha256 != sub.Digest["sha256"] {
+				return nil, tamper(n, fmt.Sprintf("subject %q: attested SHA-256 %s, the file is %s", dirArtifacts+sub.Name, sub.Digest["sha256"], f.sha256), nil)
+			}
+		}
+		if st.PredicateType == BenchmarkPredicateType {
+			var bm benchmarkCheck
+			if err := json.Unmarshal(st.Predicate, &bm); err != nil {
+				return nil, tamper(n, "unreadable benchmark predicate", err)
+			}
+			if f := br.files[FileFacts]; bm.HostFacts != f.sha256 {
+				return nil, tamper(n, fmt.Sprintf("attests host facts %s, %s is %s", bm.HostFacts, FileFacts, f.sha256), nil)
+			}
+			if bm.RunID != info.RunID {
+				return nil, tamper(n, fmt.Sprintf("is about run %q, the bundle about run %q", bm.RunID, info.RunID), nil)
+			}
+		}
+		report.Attestations = append(report.Attestations, AttestationCheck{File: n, PredicateType: st.PredicateType, KeyIDs: ids, Subjects: len(st.Subject)})
+		imp.Statements = append(imp.Statements, st)
+	}
+
+	// Co-signatures.
+	cosigs, err := br.verifyCoSignatures(trusted, noteRevoked)
+	if err != nil {
+		return nil, err
+	}
+	report.CoSignatures = cosigs
+
+	// The decision log, when decisions.json holds one.
+	if data := br.kept[FileDecisions]; isDecisionLog(data) {
+		log, err := ParseDecisionLog(data)
+		if err != nil {
+			return nil, tamper(FileDecisions, "unreadable decision log", err)
+		}
+		chain, err := log.Verify(trusted)
+		if errors.Is(err, ErrRevokedKey) {
+			if revoked == nil {
+				revoked = fmt.Errorf("bundle: %s: %w", FileDecisions, err)
+			}
+		} else if err != nil {
+			return nil, tamper(FileDecisions, "decision log does not verify", err)
+		}
+		report.Decisions = chain
+	}
+
+	imp.ReportHTML = br.kept[FileReportHTML]
+	imp.Summary = br.kept[FileSummary]
+	imp.Facts = br.kept[FileFacts]
+	imp.Evaluation = br.kept[FileEvaluation]
+	imp.Decisions = br.kept[FileDecisions]
+	for _, f := range report.Files {
+		if name, ok := strings.CutPrefix(f.Name, dirArtifacts); ok {
+			imp.Artifacts = append(imp.Artifacts, ArtifactDigest{Name: name, SHA256: f.SHA256, Size: f.Size})
+		}
+	}
+	return imp, revoked
+}
+
+// verifyCoSignatures checks every MANIFEST.sha256.NAME.sig against its
+// MANIFEST.sha256.NAME.allowed_signers.
+func (br *bundleReader) verifyCoSignatures(trusted *KeySet, noteRevoked func(string, PublicKey)) ([]SignatureCheck, error) {
+	var names []string
+	for f := range br.sigs {
+		if f == FileManifestSig {
+			continue
+		}
+		names = append(names, f)
+	}
+	slices.Sort(names)
+	var out []SignatureCheck
+	for _, f := range names {
+		if base, ok := strings.CutSuffix(f, cosigSignersExt); ok {
+			if _, ok := br.sigs[base+cosigSigExt]; !ok {
+				return nil, tamper(f, "has no "+path.Base(base+cosigSigExt), nil)
+			}
+			continue
+		}
+		base := strings.TrimSuffix(f, cosigSigExt)
+		signersFile := base + cosigSignersExt
+		signersText, ok := br.sigs[signersFile]
+		if !ok {
+			return nil, tamper(f, "co-signature without "+signersFile, nil)
+		}
+		allowed, err := ParseAllowedSigners(signersText)
+		if err != nil {
+			return nil, tamper(signersFile, "unreadable", err)
+		}
+		sig, err := sshsig.Unarmor(br.sigs[f])
+		if err != nil {
+			return nil, tamper(f, "unreadable signature", err)
+		}
+		id := KeyID(sig.PublicKey)
+		idx := slices.IndexFunc(allowed, func(k PublicKey) bool { return k.ID == id })
+		if idx < 0 {
+			return nil, tamper(f, fmt.Sprintf("signed by key %s, which %s does not list for namespace %s", id, signersFile, Namespace), nil)
+		}
+		if err := sshsig.Verify(sig, bytes.NewReader(br.manifest), Namespace); err != nil {
+			return nil, tamper(f, "co-signature does not verify over "+FileManifest, err)
+		}
+		k := allowed[idx]
+		tk, isTrusted := trusted.Lookup(id)
+		if isTrusted {
+			k.Status, k.RevokedAt, k.RevokedReason = tk.Status, tk.RevokedAt, tk.RevokedReason
+			if tk.Status == KeyRevoked {
+				noteRevoked(f, tk)
+			}
+		} else {
+			k.Status = ""
+		}
+		out = append(out, signatureCheck(f, k, isTrusted))
+	}
+	return out, nil
+}
+
+func signatureCheck(file string, k PublicKey, trusted bool) SignatureCheck {
+	return SignatureCheck{
+		File: file, KeyID: k.ID, Algorithm: k.Algorithm, Principal: k.Principal,
+		Trusted: trusted, Status: k.Status, RevokedAt: k.RevokedAt, RevokedReason: k.RevokedReason,
+	}
+}
+
+// parseManifest reads sha256sum output strictly: "HEX  NAME" or "HEX *NAME"
+// lines, each name once.
+func parseManifest(data []byte) (map[string]string, error) {
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		return nil, errors.New("must end with a newline")
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if len(line) < 67 || (line[64:66] != "  " && line[64:66] != " *") {
+			return nil, fmt.Errorf("line %d: not a sha256sum line", i+1)
+		}
+		sum, name := line[:64], line[66:]
+		if !isHexDigest(sum) {
+			return nil, fmt.Errorf("line %d: bad digest", i+1)
+		}
+		if err := checkArtifactName(name); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("line %d: %s listed twice", i+1, name)
+		}
+		out[name] = sum
+	}
+	return out, nil
+}
+
+// WriteText writes the report for people (accord verify).
+func (r *Report) WriteText(w io.Writer) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Run %s", r.RunID)
+	if r.Title != "" {
+		fmt.Fprintf(&b, ": %s", r.Title)
+	}
+	fmt.Fprintf(&b, " (bundle created %s)\n", r.Created.UTC().Format(time.RFC3339))
+	if r.SelfTrusted {
+		b.WriteString("WARNING: no trusted keys given; checked against the bundle's own keys/keys.json (integrity only, not origin)\n")
+	}
+	fmt.Fprintf(&b, "Manifest %s signed by %s (%s, %s)\n", FileManifest, r.Manifest.KeyID, r.Manifest.Algorithm, statusText(r.Manifest))
+	for _, c := range r.CoSignatures {
+		fmt.Fprintf(&b, "Co-signed in %s by %s, key %s (%s)\n", c.File, c.Principal, c.KeyID, statusText(c))
+	}
+	fmt.Fprintf(&b, "%d files match the manifest\n", len(r.Files))
+	for _, a := range r.Attestations {
+		fmt.Fprintf(&b, "Attestation %s: %s, %d subjects, signed by %s\n", a.File, a.PredicateType, a.Subjects, strings.Join(a.KeyIDs, ", "))
+	}
+	if r.Decisions != nil {
+		fmt.Fprintf(&b, "Decision log: %d records, head %s at seq %d, checkpoint signed by %s\n",
+			r.Decisions.Records, r.Decisions.Head, r.Decisions.Seq, r.Decisions.CheckpointKeyID)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func statusText(c SignatureCheck) string {
+	switch {
+	case !c.Trusted:
+		return "NOT a trusted key"
+	case c.Status == KeyRevoked:
+		return fmt.Sprintf("REVOKED %s: %s", c.RevokedAt.UTC().Format(time.RFC3339), c.RevokedReason)
+	case c.Status == KeyRetired:
+		return "trusted, rotated out"
+	default:
+		return "trusted, " + string(c.Status)
+	}
+}

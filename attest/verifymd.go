@@ -1,0 +1,108 @@
+package attest
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// verifyMarkdown writes VERIFY.md: how a third party checks the bundle with
+// standard tools. The fenced `sh` blocks are run verbatim by the tests, in
+// the extracted bundle directory; the `sh-cosign` block with KEY, NAME and
+// WHO set.
+func verifyMarkdown(runID, title, signerID string, attestations []BundleAttestation) []byte {
+	var b bytes.Buffer
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	if title == "" {
+		title = "Accord run " + runID
+	}
+	w("# Verifying %s\n\n", mdEscape(title))
+	w("Run %s, signed by the Accord installation key `%s`.\n\n", mdEscape(runID), signerID)
+	w("Everything here can be checked offline with standard tools (coreutils, OpenSSH's\n")
+	w("ssh-keygen, OpenSSL), or with `accord verify` on this bundle. Run the commands in the\n")
+	w("directory this file is in, with bash.\n\n")
+	w("**Which key to trust.** The files in `keys/` came with the bundle: a bundle re-signed\n")
+	w("by someone else brings their keys too. Compare `keys/allowed_signers` and\n")
+	w("`keys/signer.pem` with what the signing installation publishes under\n")
+	w("`/.well-known/accord/` (`allowed_signers`, `keys.pem`, `keys.json`) or gave you out of\n")
+	w("band, or use the published files in the commands below. The published\n")
+	w("`allowed_signers` leaves out revoked keys; `keys.json` lists every key with its status.\n\n")
+
+	w("## 1. The files are the ones that were signed\n\n")
+	w("`MANIFEST.sha256` lists the SHA-256 of every file except the signatures and\n")
+	w("`attestations/` (which carry their own signatures). The second command shows any\n")
+	w("file that is not listed (no output means none).\n\n")
+	w("```sh\n")
+	w("sha256sum --strict -c MANIFEST.sha256\n")
+	w("find . -type f ! -name 'MANIFEST.sha256*' ! -path './attestations/*' | sed 's|^\\./||' | sort | diff - <(cut -c67- MANIFEST.sha256 | sort)\n")
+	w("```\n\n")
+
+	w("## 2. The manifest is signed by the installation\n\n")
+	w("```sh\n")
+	w("ssh-keygen -Y verify -f keys/allowed_signers -I %s -n %s -s %s < %s\n", Principal, Namespace, FileManifestSig, FileManifest)
+	w("```\n\n")
+	w("Co-signatures by the other side's engineers are `MANIFEST.sha256.NAME.sig`, each with\n")
+	w("its signer's line in `MANIFEST.sha256.NAME.allowed_signers`. Check that each line is\n")
+	w("the engineer's real key, then:\n\n")
+	w("```sh\n")
+	w("for sig in MANIFEST.sha256.*.sig; do\n")
+	w("  [ -e \"$sig\" ] || continue\n")
+	w("  signers=\"${sig%%.sig}.allowed_signers\"\n")
+	w("  who=$(ssh-keygen -Y find-principals -f \"$signers\" -s \"$sig\" | head -n 1)\n")
+	w("  ssh-keygen -Y verify -f \"$signers\" -I \"$who\" -n %s -s \"$sig\" < %s\n", Namespace, FileManifest)
+	w("done\n")
+	w("```\n\n")
+
+	w("## 3. The attestations are signed\n\n")
+	w("Each `attestations/*.dsse.json` is a DSSE envelope holding an in-toto Statement v1\n")
+	w("(payload type `%s`). The signature is ECDSA P-256, ASN.1 DER, over\n", PayloadTypeInToto)
+	w("SHA-256 of the envelope's pre-authentication encoding\n")
+	w("`DSSEv1 <len(type)> <type> <len(payload)> <payload>`. This rebuilds it and asks\n")
+	w("openssl (the envelope's first signature is the installation's):\n\n")
+	w("```sh\n")
+	w("tmp=$(mktemp -d)\n")
+	w("for E in attestations/*.dsse.json; do\n")
+	w("  field() { grep -o \"\\\"$1\\\": *\\\"[^\\\"]*\\\"\" \"$E\" | head -n 1 | cut -d '\"' -f 4; }\n")
+	w("  field payload | base64 -d > \"$tmp/payload\"\n")
+	w("  field sig | base64 -d > \"$tmp/sig.der\"\n")
+	w("  type=$(field payloadType)\n")
+	w("  { printf 'DSSEv1 %%d %%s %%d ' \"${#type}\" \"$type\" \"$(wc -c < \"$tmp/payload\")\"; cat \"$tmp/payload\"; } > \"$tmp/pae\"\n")
+	w("  echo \"$E: key $(field keyid)\"\n")
+	w("  openssl dgst -sha256 -verify %s -signature \"$tmp/sig.der\" \"$tmp/pae\" || exit 1\n", FileSignerPEM)
+	w("done\n")
+	w("rm -r \"$tmp\"\n")
+	w("```\n\n")
+	w("The statements' subjects are the files under `artifacts/` by SHA-256 (compare with\n")
+	w("`MANIFEST.sha256`). Decode a statement with\n")
+	w("`grep -o '\"payload\": *\"[^\"]*\"' attestations/benchmark.dsse.json | cut -d '\"' -f 4 | base64 -d`.\n\n")
+	w("- `test-result`: the in-toto test-result predicate (%s). Accord's verdicts map\n", TestResultPredicate)
+	w("  PASS → PASSED, FAIL → FAILED, INCONCLUSIVE and INCOMPARABLE → WARNED.\n")
+	w("- `benchmark`: Accord's benchmark predicate (%s): profile and gate set\n", BenchmarkPredicateType)
+	w("  versions and digests, the SHA-256 of `facts.json`, the metrics summary, every verdict\n")
+	w("  with its explanation, the engine version and the run's start and end.\n\n")
+	w("This bundle's attestations:\n\n")
+	for _, a := range attestations {
+		w("- `%s`: %s, statement SHA-256 %s\n", a.File, a.PredicateType, a.PayloadSHA256)
+	}
+	w("\n")
+
+	w("## 4. The decision log\n\n")
+	w("`decisions.json` is the program's decision log: each record is hash-chained to the\n")
+	w("previous one and signed (DSSE), and the head is signed as a checkpoint.\n")
+	w("`accord verify decisions.json --keys keys/keys.json` checks the whole chain.\n\n")
+
+	w("## 5. Co-signing\n\n")
+	w("To add your signature to this bundle, with your SSH key `$KEY` (e.g. ~/.ssh/id_ed25519),\n")
+	w("a short name `$NAME` for the file, and your identity `$WHO` (e.g. your e-mail):\n\n")
+	w("```sh-cosign\n")
+	w("ssh-keygen -Y sign -f \"$KEY\" -n %s < %s > \"%s$NAME.sig\"\n", Namespace, FileManifest, cosigPrefix)
+	w("printf '%%s namespaces=\"%s\" %%s\\n' \"$WHO\" \"$(cut -d ' ' -f 1,2 \"$KEY.pub\")\" > \"%s$NAME.allowed_signers\"\n", Namespace, cosigPrefix)
+	w("```\n\n")
+	w("then send both files back, or pack the directory again (`tar czf`) and upload it.\n")
+	return b.Bytes()
+}
+
+// mdEscape keeps titles from breaking the markdown.
+func mdEscape(s string) string {
+	return strings.NewReplacer("\n", " ", "\r", " ", "`", "'", "<", "&lt;", ">", "&gt;").Replace(s)
+}
