@@ -115,6 +115,9 @@ func jsonErr(err error) error {
 	case errors.As(err, &se):
 		return fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, se)
 	case errors.As(err, &te):
+		if te.Field == "" {
+			return fmt.Errorf("the document must be a JSON object, found a JSON %s", te.Value)
+		}
 		return fmt.Errorf("field %s: JSON %s where a %s belongs", te.Field, te.Value, te.Type)
 	}
 	return err
