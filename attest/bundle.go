@@ -213,7 +213,9 @@ func WriteBundle(ctx context.Context, w io.Writer, s *Signer, in BundleInput) (*
 		}
 	}
 
-	for _, a := range in.Artifacts {
+	artifacts := slices.Clone(in.Artifacts)
+	slices.SortFunc(artifacts, func(a, b Artifact) int { return strings.Compare(a.Name, b.Name) })
+	for _, a := range artifacts {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -239,10 +241,14 @@ func WriteBundle(ctx context.Context, w io.Writer, s *Signer, in BundleInput) (*
 	if err != nil {
 		return nil, err
 	}
-	infoJSON, err := json.MarshalIndent(info, "", "  ")
-	if err != nil {
+	var infoBuf bytes.Buffer
+	enc := json.NewEncoder(&infoBuf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(info); err != nil {
 		return nil, fmt.Errorf("attest: bundle: %w", err)
 	}
+	infoJSON := bytes.TrimSuffix(infoBuf.Bytes(), []byte("\n"))
 	for _, f := range []struct {
 		name string
 		data []byte
