@@ -1,0 +1,56 @@
+# Accord's two commands for a newcomer: `make run` and `make test`.
+# Everything else here is a step they need.
+
+SHELL := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
+export DATABASE_URL ?= postgres://127.0.0.1:5432/accord?sslmode=disable
+export CGO_ENABLED ?= 0
+
+GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' 2>/dev/null)
+VENDOR := static/vendor/htmx.min.js static/vendor/echarts.min.js
+
+.PHONY: run test assets generate build bench check-generated probe-binaries clean
+
+## run: set everything up and serve Accord with demo data on http://localhost:8080
+run: build
+	@bash .ci/ensure-postgres.sh
+	ACCORD_DEV=true ACCORD_PROBE_DIR=$(CURDIR)/bin ./bin/accord serve
+
+## test: every test (PostgreSQL, sshd, fio and Chromium must be installed: see .ci/run)
+test: assets generate
+	@DATABASE_URL=postgres://127.0.0.1:5432/postgres?sslmode=disable bash .ci/ensure-postgres.sh
+	TEST_DATABASE_URL=$${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/postgres?sslmode=disable} \
+		go test -count=1 -timeout 20m ./...
+
+## bench: the performance figures (see README: Benchmarks)
+bench: assets generate
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+
+# Browser libraries from npm (package-lock.json), copied into static/vendor
+# and embedded in the binary; nothing is loaded from another host.
+assets: $(VENDOR)
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+static/vendor/htmx.min.js: node_modules/.package-lock.json
+	cp node_modules/htmx.org/dist/htmx.min.js $@
+static/vendor/echarts.min.js: node_modules/.package-lock.json
+	cp node_modules/echarts/dist/echarts.min.js $@
+
+generate:
+	go tool templ generate -log-level error
+
+## check-generated: fail when the committed *_templ.go files are stale
+check-generated: generate
+	@git diff --exit-code -- '*_templ.go' || (echo "templ generate changed files: commit them" && exit 1)
+
+build: assets generate probe-binaries
+	go build -trimpath -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o bin/accord .
+
+## probe-binaries: static accord binaries for lab hosts of both architectures
+probe-binaries: assets
+	GOOS=linux GOARCH=amd64 go build -trimpath -o bin/accord-linux-amd64 .
+	GOOS=linux GOARCH=arm64 go build -trimpath -o bin/accord-linux-arm64 .
+
+clean:
+	rm -rf bin static/vendor/*.js

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything the process reads from its environment. It is built
+// once in main and passed down; no package reads the environment itself.
+type Config struct {
+	Listen          string
+	DatabaseURL     string
+	DBMaxConns      int32
+	DataDir         string
+	SecretKeyFile   string
+	SigningKeyFile  string
+	LogLevel        slog.Level
+	LogFormat       string
+	Dev             bool
+	MigrateOnStart  bool
+	Queues          map[string]int
+	RequestTimeout  time.Duration
+	ShutdownTimeout time.Duration
+	BaseURL         *url.URL
+	ProbeDir        string
+	RunWorkers      bool
+}
+
+// envVar documents one variable; the table is the single source for
+// parsing, `accord help config` and the README.
+type envVar struct {
+	Name    string
+	Default string
+	Help    string
+}
+
+var envVars = []envVar{
+	{"ACCORD_LISTEN", "127.0.0.1:8080", "address the web server listens on"},
+	{"DATABASE_URL", "postgres://127.0.0.1:5432/accord?sslmode=disable", "PostgreSQL connection URL (shared by the app and River)"},
+	{"ACCORD_DB_MAX_CONNS", "20", "size of the PostgreSQL connection pool"},
+	{"ACCORD_DATA_DIR", "./data", "directory for the secret key, the signing keys and the demo lab"},
+	{"ACCORD_SECRET_KEY_FILE", "$ACCORD_DATA_DIR/secret.key", "32+ random bytes that sign sessions and seal host keys; generated (mode 0400) when the default path is missing"},
+	{"ACCORD_SIGNING_KEY_FILE", "", "ECDSA P-256 report signing key (PKCS#8 PEM); empty: the keyring in $ACCORD_DATA_DIR/signing"},
+	{"ACCORD_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"ACCORD_LOG_FORMAT", "json (text when ACCORD_DEV)", "json or text"},
+	{"ACCORD_DEV", "false", "development mode: migrate at start, seed the demo, River UI without an admin"},
+	{"ACCORD_MIGRATE_ON_START", "$ACCORD_DEV", "apply pending migrations when serve starts"},
+	{"ACCORD_QUEUES", "default=10,runs=50,reports=4", "River queues this process works, as name=max_workers"},
+	{"ACCORD_REQUEST_TIMEOUT", "30s", "time limit of one HTTP request (streams excepted)"},
+	{"ACCORD_SHUTDOWN_TIMEOUT", "20s", "time to drain requests and stop River on SIGTERM"},
+	{"ACCORD_BASE_URL", "http://localhost:8080", "public URL; https makes cookies Secure"},
+	{"ACCORD_PROBE_DIR", "", "directory with static accord binaries per architecture (accord-linux-amd64, accord-linux-arm64); empty: the running binary"},
+	{"ACCORD_WORKERS", "true", "run River workers in `serve` (false: only `accord worker` processes work jobs)"},
+}
+
+// configError names the variable at fault, so start-up stops with one clear line.
+type configError struct {
+	Name, Value, Problem string
+}
+
+func (e *configError) Error() string {
+	return fmt.Sprintf("config: %s=%q: %s", e.Name, e.Value, e.Problem)
+}
+
+// loadConfig reads the configuration through getenv (os.Getenv in main, a
+// map in tests).
+func loadConfig(getenv func(string) string) (Config, error) {
+	get := func(name string) (string, bool) {
+		v := strings.TrimSpace(getenv(name))
+		return v, v != ""
+	}
+	var c Config
+	var err error
+
+	if c.Dev, err = parseBool(get, "ACCORD_DEV", false); err != nil {
+		return c, err
+	}
+	c.Listen = "127.0.0.1:8080"
+	if v, ok := get("ACCORD_LISTEN"); ok {
+		if _, _, splitErr := net.SplitHostPort(v); splitErr != nil {
+			return c, &configError{"ACCORD_LISTEN", v, "must be host:port, for example 127.0.0.1:8080 or :8080"}
+		}
+		c.Listen = v
+	}
+	c.DatabaseURL = "postgres://127.0.0.1:5432/accord?sslmode=disable"
+	if v, ok := get("DATABASE_URL"); ok {
+		u, parseErr := url.Parse(v)
+		if parseErr != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return c, &configError{"DATABASE_URL", redactURL(v), "must be a postgres:// URL"}
+		}
+		c.DatabaseURL = v
+	}
+	maxConns, err := parseInt(get, "ACCORD_DB_MAX_CONNS", 20, 2, 1000)
+	if err != nil {
+		return c, err
+	}
+	c.DBMaxConns = int32(maxConns)
+	c.DataDir = "./data"
+	if v, ok := get("ACCORD_DATA_DIR"); ok {
+		c.DataDir = v
+	}
+	c.SecretKeyFile = filepath.Join(c.DataDir, "secret.key")
+	if v, ok := get("ACCORD_SECRET_KEY_FILE"); ok {
+		c.SecretKeyFile = v
+	}
+	c.SigningKeyFile, _ = get("ACCORD_SIGNING_KEY_FILE")
+
+	c.LogLevel = slog.LevelInfo
+	if v, ok := get("ACCORD_LOG_LEVEL"); ok {
+		if unmarshalErr := c.LogLevel.UnmarshalText([]byte(v)); unmarshalErr != nil {
+			return c, &configError{"ACCORD_LOG_LEVEL", v, "must be debug, info, warn or error"}
+		}
+	}
+	c.LogFormat = "json"
+	if c.Dev {
+		c.LogFormat = "text"
+	}
+	if v, ok := get("ACCORD_LOG_FORMAT"); ok {
+		if v != "json" && v != "text" {
+			return c, &configError{"ACCORD_LOG_FORMAT", v, "must be json or text"}
+		}
+		c.LogFormat = v
+	}
+	if c.MigrateOnStart, err = parseBool(get, "ACCORD_MIGRATE_ON_START", c.Dev); err != nil {
+		return c, err
+	}
+	queues := "default=10,runs=50,reports=4"
+	if v, ok := get("ACCORD_QUEUES"); ok {
+		queues = v
+	}
+	if c.Queues, err = parseQueues(queues); err != nil {
+		return c, &configError{"ACCORD_QUEUES", queues, err.Error()}
+	}
+	if c.RequestTimeout, err = parseDuration(get, "ACCORD_REQUEST_TIMEOUT", 30*time.Second); err != nil {
+		return c, err
+	}
+	if c.ShutdownTimeout, err = parseDuration(get, "ACCORD_SHUTDOWN_TIMEOUT", 20*time.Second); err != nil {
+		return c, err
+	}
+	base := "http://localhost:8080"
+	if v, ok := get("ACCORD_BASE_URL"); ok {
+		base = v
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, &configError{"ACCORD_BASE_URL", base, "must be an absolute http(s) URL"}
+	}
+	c.BaseURL = u
+	c.ProbeDir, _ = get("ACCORD_PROBE_DIR")
+	if c.RunWorkers, err = parseBool(get, "ACCORD_WORKERS", true); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func parseBool(get func(string) (string, bool), name string, def bool) (bool, error) {
+	v, ok := get(name)
+	if !ok {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, &configError{name, v, "must be true or false"}
+	}
+	return b, nil
+}
+
+func parseInt(get func(string) (string, bool), name string, def, lo, hi int) (int, error) {
+	v, ok := get(name)
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, &configError{name, v, fmt.Sprintf("must be a whole number from %d to %d", lo, hi)}
+	}
+	return n, nil
+}
+
+func parseDuration(get func(string) (string, bool), name string, def time.Duration) (time.Duration, error) {
+	v, ok := get(name)
+	if !ok {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, &configError{name, v, "must be a positive duration such as 30s or 2m"}
+	}
+	return d, nil
+}
+
+func parseQueues(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		name, n, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("must be a list like default=10,runs=50")
+		}
+		workers, err := strconv.Atoi(n)
+		if err != nil || workers < 1 || workers > 10000 {
+			return nil, fmt.Errorf("queue %q: max workers must be 1..10000", name)
+		}
+		out[name] = workers
+	}
+	return out, nil
+}
+
+// redactURL hides a password in a connection URL before it is printed.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

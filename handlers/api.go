@@ -1,0 +1,52 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/accordlab/accord/store"
+)
+
+// apiRoutes declares the JSON API (under /api/v1, bearer tokens only). The
+// same program scope and capabilities as the pages apply.
+func (s *Server) apiRoutes(r chi.Router) {
+	r.Get("/programs", s.apiListPrograms)
+	r.Route("/programs/{programID}", func(r chi.Router) {
+		r.Use(s.inProgram)
+		r.With(s.need(capView)).Get("/", s.apiShowProgram)
+		s.apiProgramRoutes(r)
+	})
+}
+
+type apiProgram struct {
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	Vendor    string    `json:"vendor"`
+	Customer  string    `json:"customer"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func toAPIProgram(p store.ProgramAccess) apiProgram {
+	return apiProgram{ID: p.ID, Name: p.Name, Vendor: p.VendorName, Customer: p.CustomerName, Role: string(p.Role), CreatedAt: p.CreatedAt}
+}
+
+func (s *Server) apiListPrograms(w http.ResponseWriter, r *http.Request) {
+	v := viewerFrom(r.Context())
+	programs, err := s.store.ProgramsFor(r.Context(), v.ID)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	out := make([]apiProgram, 0, len(programs))
+	for _, p := range programs {
+		out = append(out, toAPIProgram(p))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"programs": out})
+}
+
+func (s *Server) apiShowProgram(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, toAPIProgram(programFrom(r.Context()).ProgramAccess))
+}

@@ -1,0 +1,114 @@
+package handlers
+
+import (
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// apiOperation documents one API route. The list is checked against the
+// router in tests, so the document cannot drift from the code.
+type apiOperation struct {
+	Method, Path, Summary, Scope string
+	Request                      string // schema name of the JSON body, if any
+	Response                     string // schema name of the 2xx body
+	Status                       int    // 2xx status (200 when zero)
+	Binary                       string // media type for a non-JSON response
+}
+
+var apiOperations = []apiOperation{
+	{Method: "GET", Path: "/api/v1/programs", Summary: "List the programs the token's user may see", Scope: "read", Response: "ProgramList"},
+	{Method: "GET", Path: "/api/v1/programs/{programID}", Summary: "Show a program", Scope: "read", Response: "Program"},
+}
+
+var apiSchemas = map[string]any{
+	"Error": obj(map[string]any{"error": str(), "fields": map[string]any{"type": "object", "additionalProperties": str()}, "request_id": str()}),
+	"Program": obj(map[string]any{"id": integer(), "name": str(), "vendor": str(), "customer": str(), "role": str(),
+		"created_at": map[string]any{"type": "string", "format": "date-time"}}),
+	"ProgramList": obj(map[string]any{"programs": arr(ref("Program"))}),
+}
+
+func obj(props map[string]any) map[string]any {
+	return map[string]any{"type": "object", "properties": props}
+}
+func str() map[string]any            { return map[string]any{"type": "string"} }
+func integer() map[string]any        { return map[string]any{"type": "integer"} }
+func number() map[string]any         { return map[string]any{"type": "number"} }
+func boolean() map[string]any        { return map[string]any{"type": "boolean"} }
+func arr(items any) map[string]any   { return map[string]any{"type": "array", "items": items} }
+func ref(name string) map[string]any { return map[string]any{"$ref": "#/components/schemas/" + name} }
+
+var pathParam = regexp.MustCompile(`\{([A-Za-z]+)\}`)
+
+func openAPIDocument(base *url.URL) map[string]any {
+	paths := map[string]any{}
+	for _, op := range apiOperations {
+		item, _ := paths[op.Path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[op.Path] = item
+		}
+		var params []any
+		for _, m := range pathParam.FindAllStringSubmatch(op.Path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": str()})
+		}
+		status := op.Status
+		if status == 0 {
+			status = 200
+		}
+		okResp := map[string]any{"description": "OK"}
+		switch {
+		case op.Binary != "":
+			okResp["content"] = map[string]any{op.Binary: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+		case op.Response != "":
+			okResp["content"] = map[string]any{"application/json": map[string]any{"schema": ref(op.Response)}}
+		}
+		errResp := map[string]any{"description": "Error", "content": map[string]any{"application/json": map[string]any{"schema": ref("Error")}}}
+		o := map[string]any{
+			"summary":     op.Summary,
+			"operationId": operationID(op),
+			"security":    []any{map[string]any{"bearer": []any{}}},
+			"description": "Needs a token with the " + op.Scope + " scope.",
+			"responses": map[string]any{
+				strconv.Itoa(status): okResp, "401": errResp, "403": errResp, "404": errResp, "422": errResp,
+			},
+		}
+		if len(params) > 0 {
+			o["parameters"] = params
+		}
+		if op.Request != "" {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref(op.Request)}}}
+		}
+		item[strings.ToLower(op.Method)] = o
+	}
+	server := "/"
+	if base != nil {
+		server = base.String()
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "Accord API",
+			"version":     "v1",
+			"description": "Joint acceptance testing of NVMe-oF storage for AI inference. Authenticate with a personal API token (Authorization: Bearer TOKEN) created on the API tokens page.",
+		},
+		"servers": []any{map[string]any{"url": server}},
+		"paths":   paths,
+		"components": map[string]any{
+			"schemas":         apiSchemas,
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}},
+		},
+	}
+}
+
+func operationID(op apiOperation) string {
+	parts := []string{strings.ToLower(op.Method)}
+	for _, p := range strings.Split(strings.TrimPrefix(op.Path, "/api/v1/"), "/") {
+		if strings.HasPrefix(p, "{") {
+			continue
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "_")
+}

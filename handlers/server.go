@@ -1,0 +1,104 @@
+// Package handlers is Accord's HTTP side: one route table (routes.go), the
+// middleware, the HTML pages and the JSON API. Handlers are methods named by
+// verb (showRunPage, createRun, cancelRun) and follow one shape: load →
+// authorize (404 for what is not the caller's) → bind → validate → re-render
+// with errors, or save → redirect.
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+
+	"github.com/accordlab/accord/handlers/auth"
+	"github.com/accordlab/accord/store"
+)
+
+// Options are the server's dependencies, built in main.
+type Options struct {
+	Log            *slog.Logger
+	Pool           *pgxpool.Pool
+	Store          *store.Store
+	River          *river.Client[pgx.Tx]
+	Dev            bool
+	BaseURL        *url.URL
+	RequestTimeout time.Duration
+	// Registry receives the HTTP metrics; /metrics serves it.
+	Registry *prometheus.Registry
+	// RiverUI is mounted under /admin/queue when set.
+	RiverUI http.Handler
+	// Keys sign sessions and API tokens (derived from the server's secret).
+	Keys *auth.Keys
+}
+
+// Server is the HTTP handler with its dependencies.
+type Server struct {
+	log     *slog.Logger
+	pool    *pgxpool.Pool
+	store   *store.Store
+	river   *river.Client[pgx.Tx]
+	dev     bool
+	baseURL *url.URL
+	timeout time.Duration
+	metrics *httpMetrics
+	reg     *prometheus.Registry
+	riverUI http.Handler
+	keys    *auth.Keys
+
+	handler http.Handler
+}
+
+// New builds the server and its route table.
+func New(opts Options) *Server {
+	s := &Server{
+		log:     opts.Log,
+		pool:    opts.Pool,
+		store:   opts.Store,
+		river:   opts.River,
+		dev:     opts.Dev,
+		baseURL: opts.BaseURL,
+		timeout: opts.RequestTimeout,
+		reg:     opts.Registry,
+		riverUI: opts.RiverUI,
+		keys:    opts.Keys,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.timeout == 0 {
+		s.timeout = 30 * time.Second
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+	}
+	s.metrics = newHTTPMetrics(s.reg)
+	s.handler = s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// secureCookies is true when the public URL is https.
+func (s *Server) secureCookies() bool { return s.baseURL != nil && s.baseURL.Scheme == "https" }
+
+// ctxKey is the type of this package's context keys.
+type ctxKey int
+
+const (
+	keyRequestID ctxKey = iota
+	keyViewer
+	keyAPIToken
+)
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(keyRequestID).(string)
+	return id
+}
