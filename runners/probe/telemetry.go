@@ -1,0 +1,368 @@
+package probe
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/facts"
+	"github.com/accordlab/accord/runners/probe/wire"
+)
+
+// cpuTimes is the aggregate "cpu" line of /proc/stat, in clock ticks.
+type cpuTimes struct {
+	Busy, Total uint64
+}
+
+// parseCPUStat reads the aggregate cpu line of /proc/stat. Idle and iowait
+// count as not busy.
+func parseCPUStat(b []byte) (cpuTimes, error) {
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != "cpu" {
+			continue
+		}
+		var t cpuTimes
+		for i, s := range f[1:] {
+			if i >= 8 { // guest and guest_nice are already in user and nice
+				break
+			}
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return cpuTimes{}, fmt.Errorf("proc stat: cpu field %d: %w", i+1, err)
+			}
+			t.Total += n
+			if i != 3 && i != 4 { // idle, iowait
+				t.Busy += n
+			}
+		}
+		return t, nil
+	}
+	return cpuTimes{}, fmt.Errorf("proc stat: no cpu line")
+}
+
+// diskCounters are one device's cumulative counters from /proc/diskstats.
+type diskCounters struct {
+	ReadSectors, WriteSectors, IOTicksMs uint64
+}
+
+// parseDiskstats parses /proc/diskstats by device name.
+func parseDiskstats(b []byte) map[string]diskCounters {
+	out := map[string]diskCounters{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 14 {
+			continue
+		}
+		var n [3]uint64
+		ok := true
+		for i, idx := range []int{5, 9, 12} { // sectors read, sectors written, io_ticks
+			v, err := strconv.ParseUint(f[idx], 10, 64)
+			if err != nil {
+				ok = false
+				break
+			}
+			n[i] = v
+		}
+		if ok {
+			out[f[2]] = diskCounters{ReadSectors: n[0], WriteSectors: n[1], IOTicksMs: n[2]}
+		}
+	}
+	return out
+}
+
+// netCounters are one interface's cumulative byte counters.
+type netCounters struct{ Rx, Tx uint64 }
+
+// parseNetDev parses /proc/net/dev by interface name.
+func parseNetDev(b []byte) map[string]netCounters {
+	out := map[string]netCounters{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 9 {
+			continue
+		}
+		rx, err1 := strconv.ParseUint(f[0], 10, 64)
+		tx, err2 := strconv.ParseUint(f[8], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out[strings.TrimSpace(name)] = netCounters{Rx: rx, Tx: tx}
+	}
+	return out
+}
+
+// devMajorMinor splits a Linux dev_t.
+func devMajorMinor(dev uint64) (uint64, uint64) {
+	major := (dev>>8)&0xfff | (dev>>32)&^uint64(0xfff)
+	minor := dev&0xff | (dev>>12)&^uint64(0xff)
+	return major, minor
+}
+
+// targetDevices resolves a fio target to the block devices whose counters
+// /proc/diskstats has: the device itself, or the device holding the file
+// (via st_dev and /sys/dev/block). A file on a file system without a block
+// device (tmpfs) has none.
+func targetDevices(target string) []string {
+	fi, err := os.Stat(target)
+	if err != nil {
+		fi, err = os.Stat(filepath.Dir(target))
+		if err != nil {
+			return nil
+		}
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	dev := st.Dev
+	if fi.Mode()&os.ModeDevice != 0 {
+		dev = st.Rdev
+	}
+	major, minor := devMajorMinor(dev)
+	link, err := os.Readlink(fmt.Sprintf("/sys/dev/block/%d:%d", major, minor))
+	if err != nil {
+		return nil
+	}
+	return []string{filepath.Base(link)}
+}
+
+// nvmeNamespaces lists the host's NVMe namespace block devices, the disks
+// telemetry watches when a step has no target of its own.
+func nvmeNamespaces() []string {
+	m, _ := filepath.Glob("/sys/block/nvme*n*")
+	var out []string
+	for _, p := range m {
+		name := filepath.Base(p)
+		if !strings.Contains(name[4:], "c") {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// telemetry samples the host every second into telemetry.jsonl and keeps
+// the samples of the current interim window.
+type telemetry struct {
+	f       *os.File
+	start   time.Time
+	devices []string
+	gpu     string // nvidia-smi path, empty when absent
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	mu     sync.Mutex
+	window []wire.TelemetrySample
+	err    error
+}
+
+func startTelemetry(ctx context.Context, dir string, devices []string) (*telemetry, error) {
+	f, err := os.OpenFile(filepath.Join(dir, wire.TelemetryFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	t := &telemetry{f: f, start: time.Now(), devices: devices, cancel: cancel, done: make(chan struct{})}
+	if p, err := exec.LookPath("nvidia-smi"); err == nil {
+		t.gpu = p
+	}
+	go t.loop(ctx)
+	return t, nil
+}
+
+type telemetryState struct {
+	at   time.Time
+	cpu  cpuTimes
+	disk map[string]diskCounters
+	net  map[string]netCounters
+}
+
+func readTelemetryState() telemetryState {
+	s := telemetryState{at: time.Now()}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		s.cpu, _ = parseCPUStat(b)
+	}
+	if b, err := os.ReadFile("/proc/diskstats"); err == nil {
+		s.disk = parseDiskstats(b)
+	}
+	if b, err := os.ReadFile("/proc/net/dev"); err == nil {
+		s.net = parseNetDev(b)
+	}
+	return s
+}
+
+func (t *telemetry) loop(ctx context.Context) {
+	defer close(t.done)
+	prev := readTelemetryState()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cur := readTelemetryState()
+		s := t.sample(ctx, prev, cur)
+		prev = cur
+		b, _ := json.Marshal(s)
+		t.mu.Lock()
+		if _, err := t.f.Write(append(b, '\n')); err != nil && t.err == nil {
+			t.err = err
+		}
+		t.window = append(t.window, s)
+		t.mu.Unlock()
+	}
+}
+
+func (t *telemetry) sample(ctx context.Context, prev, cur telemetryState) wire.TelemetrySample {
+	s := wire.TelemetrySample{T: cur.at.Sub(t.start).Nanoseconds()}
+	sec := cur.at.Sub(prev.at).Seconds()
+	if sec <= 0 {
+		sec = 1
+	}
+	if dt := cur.cpu.Total - prev.cpu.Total; cur.cpu.Total > prev.cpu.Total {
+		s.CPUBusyPct = 100 * float64(cur.cpu.Busy-prev.cpu.Busy) / float64(dt)
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		m := facts.ParseMeminfo(string(b))
+		s.MemUsedBytes = m["MemTotal"] - m["MemAvailable"]
+	}
+	var busy float64
+	for _, d := range t.devices {
+		c, p := cur.disk[d], prev.disk[d]
+		if c.ReadSectors >= p.ReadSectors && c.WriteSectors >= p.WriteSectors && c.IOTicksMs >= p.IOTicksMs {
+			s.DiskReadBps += float64(c.ReadSectors-p.ReadSectors) * 512 / sec
+			s.DiskWriteBps += float64(c.WriteSectors-p.WriteSectors) * 512 / sec
+			busy = math.Max(busy, float64(c.IOTicksMs-p.IOTicksMs)/(sec*10))
+		}
+	}
+	s.DiskBusyPct = math.Min(busy, 100)
+	for name, c := range cur.net {
+		p, ok := prev.net[name]
+		if name == "lo" || !ok || c.Rx < p.Rx || c.Tx < p.Tx {
+			continue
+		}
+		s.NICRxBps += float64(c.Rx-p.Rx) / sec
+		s.NICTxBps += float64(c.Tx-p.Tx) / sec
+	}
+	if t.gpu != "" {
+		s.GPUUtilPct = gpuUtil(ctx, t.gpu)
+	}
+	return s
+}
+
+// gpuUtil is the mean utilisation of the GPUs, nil when nvidia-smi fails.
+func gpuUtil(ctx context.Context, path string) *float64 {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits")
+	cmd.SysProcAttr = childAttr()
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var sum float64
+	var n int
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		v, err := strconv.ParseFloat(strings.TrimSpace(sc.Text()), 64)
+		if err == nil {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	mean := sum / float64(n)
+	return &mean
+}
+
+// takeWindow returns the interim statistics of the requested system metrics
+// over the samples since the last call.
+func (t *telemetry) takeWindow(ids []string) map[string]wire.InterimStats {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	samples := t.window
+	t.window = nil
+	t.mu.Unlock()
+	if len(samples) == 0 {
+		return nil
+	}
+	out := map[string]wire.InterimStats{}
+	for _, id := range ids {
+		var vals []float64
+		for _, s := range samples {
+			switch id {
+			case acceptance.MetricCPUUtil:
+				vals = append(vals, s.CPUBusyPct)
+			case acceptance.MetricDiskUtil:
+				vals = append(vals, s.DiskBusyPct)
+			case acceptance.MetricNICRxBytes:
+				vals = append(vals, s.NICRxBps)
+			case acceptance.MetricNICTxBytes:
+				vals = append(vals, s.NICTxBps)
+			case acceptance.MetricGPUUtil:
+				if s.GPUUtilPct != nil {
+					vals = append(vals, *s.GPUUtilPct)
+				}
+			}
+		}
+		if len(vals) > 0 {
+			out[id] = sampleStats(vals)
+		}
+	}
+	return out
+}
+
+// sampleStats summarises raw samples (nearest-rank percentiles).
+func sampleStats(vals []float64) wire.InterimStats {
+	s := append([]float64(nil), vals...)
+	sort.Float64s(s)
+	var sum float64
+	for _, v := range s {
+		sum += v
+	}
+	q := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	return wire.InterimStats{N: int64(len(s)), Mean: sum / float64(len(s)), P50: q(0.5), P95: q(0.95), P99: q(0.99), Max: s[len(s)-1]}
+}
+
+func (t *telemetry) stop() error {
+	if t == nil {
+		return nil
+	}
+	t.cancel()
+	<-t.done
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.f.Close(); err != nil && t.err == nil {
+		t.err = err
+	}
+	if t.err != nil {
+		return fmt.Errorf("telemetry: %w", t.err)
+	}
+	return nil
+}
