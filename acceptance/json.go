@@ -148,7 +148,10 @@ func jsonKindWord(raw []byte) string {
 	case '[':
 		return "a list"
 	case '"':
-		return "the text " + quoteShort(string(raw))
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "the text " + quoteShort(s)
+		}
 	}
 	return quoteShort(string(raw))
 }
@@ -164,7 +167,7 @@ func (w *jsonWalker) walk(raw []byte, off int, t reflect.Type, p string) {
 		return // null leaves the field empty
 	}
 	if isLeaf(t) {
-		w.flatLeaf(raw, off, t, p)
+		w.scalar(raw, off, t, p)
 		return
 	}
 	switch t.Kind() {
@@ -231,7 +234,7 @@ func (w *jsonWalker) walk(raw []byte, off int, t reflect.Type, p string) {
 	}
 }
 
-func (w *jsonWalker) flatLeaf(raw []byte, off int, t reflect.Type, p string) {
+func (w *jsonWalker) scalar(raw []byte, off int, t reflect.Type, p string) {
 	custom := reflect.PointerTo(t).Implements(jsonUnmarshaler)
 	k := t.Kind()
 	ok := true

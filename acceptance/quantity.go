@@ -39,6 +39,9 @@ func ParseDuration(s string) (Duration, error) {
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil // the encoding/json convention: null leaves the value alone
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string like \"30s\"")
@@ -120,6 +123,9 @@ func (b ByteSize) String() string {
 func (b ByteSize) MarshalJSON() ([]byte, error) { return json.Marshal(b.String()) }
 
 func (b *ByteSize) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil // the encoding/json convention: null leaves the value alone
+	}
 	var s string
 	if err := json.Unmarshal(data, &s); err != nil {
 		var n int64

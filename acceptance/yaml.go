@@ -84,6 +84,22 @@ func encodeYAML(v any) (out []byte, err error) {
 
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
+// yamlParserProblems are the messages of the YAML parser (as opposed to its
+// scanner), whose line numbers come out one too low.
+var yamlParserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
 // yamlError turns a parser error into a located FieldError.
 func yamlError(err error) FieldError {
 	var te *yaml.TypeError
@@ -94,6 +110,11 @@ func yamlError(err error) FieldError {
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		if yamlParserProblems[m[2]] {
+			// The parser reports its (zero-based) context line without
+			// adding one, unlike the scanner.
+			line++
+		}
 		return FieldError{Line: line, Message: "YAML syntax: " + m[2]}
 	}
 	return FieldError{Message: "YAML syntax: " + msg}
@@ -143,7 +164,7 @@ func decodeYAML(data []byte, what string, current int, out any) (lineIndex, Vali
 	if root.Kind != yaml.MappingNode {
 		return nil, ValidationErrors{{Line: root.Line, Message: fmt.Sprintf("a %s must be a mapping of fields (name: value), not %s", what, yamlKindWord(root))}}
 	}
-	w.walk(root, t, "")
+	w.walk(root, t, "", root.Line)
 	if len(w.errs) > 0 {
 		return nil, w.errs
 	}
@@ -159,14 +180,14 @@ type yamlWalker struct {
 	lines lineIndex
 }
 
-func (w *yamlWalker) fail(n *yaml.Node, path, format string, args ...any) {
+func (w *yamlWalker) fail(line int, path, format string, args ...any) {
 	if len(w.errs) == maxImportErrors {
-		w.errs = append(w.errs, FieldError{Line: n.Line, Message: "too many errors; fix these first"})
+		w.errs = append(w.errs, FieldError{Line: line, Message: "too many errors; fix these first"})
 	}
 	if len(w.errs) > maxImportErrors {
 		return
 	}
-	w.errs = append(w.errs, FieldError{Path: path, Line: n.Line, Message: fmt.Sprintf(format, args...)})
+	w.errs = append(w.errs, FieldError{Path: path, Line: line, Message: fmt.Sprintf(format, args...)})
 }
 
 func yamlKindWord(n *yaml.Node) string {
@@ -183,36 +204,38 @@ func yamlKindWord(n *yaml.Node) string {
 	return "an empty document"
 }
 
-func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, p string) {
+// walk checks node n against type t. line is where the field starts: the
+// line of its key, or of the list item.
+func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, p string, line int) {
 	if len(w.errs) > maxImportErrors {
 		return
 	}
-	w.lines.set(p, n.Line)
+	w.lines.set(p, line)
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
-		w.fail(n, p, "anchors and aliases (& and *) are not supported; write the value out")
+		w.fail(line, p, "anchors and aliases (& and *) are not supported; write the value out")
 		return
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return // null leaves the field empty
 	}
 	if isLeaf(t) {
-		w.flatLeaf(n, t, p)
+		w.scalar(n, t, p, line)
 		return
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		w.walk(n, t.Elem(), p)
+		w.walk(n, t.Elem(), p, line)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			w.fail(n, p, "must be a list, not %s", yamlKindWord(n))
+			w.fail(line, p, "must be a list, not %s", yamlKindWord(n))
 			return
 		}
 		for i, item := range n.Content {
-			w.walk(item, t.Elem(), specIndex(p, i))
+			w.walk(item, t.Elem(), specIndex(p, i), item.Line)
 		}
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			w.fail(n, p, "must be a mapping of fields, not %s", yamlKindWord(n))
+			w.fail(line, p, "must be a mapping of fields, not %s", yamlKindWord(n))
 			return
 		}
 		fs := fieldsOf(t, "yaml")
@@ -220,30 +243,31 @@ func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, p string) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode || k.Anchor != "" || k.Tag == "!!merge" || k.Value == "<<" {
-				w.fail(k, p, "field names must be plain words (no lists, mappings, anchors or << merges as keys)")
+				w.fail(k.Line, p, "field names must be plain words (no lists, mappings, anchors or << merges as keys)")
 				continue
 			}
 			fp := specField(p, k.Value)
 			if first, dup := seen[k.Value]; dup {
-				w.fail(k, fp, "is given twice (first on line %d)", first)
+				w.fail(k.Line, fp, "is given twice (first on line %d)", first)
 				continue
 			}
 			seen[k.Value] = k.Line
 			f, ok := fs.byName[k.Value]
 			if !ok {
-				w.fail(k, fp, "%s", unknownFieldMessage(k.Value, fs))
+				w.fail(k.Line, fp, "%s", unknownFieldMessage(k.Value, fs))
 				continue
 			}
-			w.walk(v, f.Type, fp)
+			w.walk(v, f.Type, fp, k.Line)
 		}
 	default:
-		w.fail(n, p, "cannot be imported (type %s)", t)
+		w.fail(line, p, "cannot be imported (type %s)", t)
 	}
 }
 
-func (w *yamlWalker) flatLeaf(n *yaml.Node, t reflect.Type, p string) {
+// scalar checks a leaf value: one scalar that decodes into t.
+func (w *yamlWalker) scalar(n *yaml.Node, t reflect.Type, p string, line int) {
 	if n.Kind != yaml.ScalarNode {
-		w.fail(n, p, "must be %s, not %s", typeWord(t), yamlKindWord(n))
+		w.fail(line, p, "must be %s, not %s", typeWord(t), yamlKindWord(n))
 		return
 	}
 	tag := n.ShortTag()
@@ -261,15 +285,15 @@ func (w *yamlWalker) flatLeaf(n *yaml.Node, t reflect.Type, p string) {
 		ok = tag == "!!int" || tag == "!!float"
 	}
 	if !ok {
-		w.fail(n, p, "must be %s, not %s", typeWord(t), quoteShort(n.Value))
+		w.fail(line, p, "must be %s, not %s", typeWord(t), quoteShort(n.Value))
 		return
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
 		if reflect.PointerTo(t).Implements(yamlUnmarshaler) {
 			// Our own types' messages are already plain.
-			w.fail(n, p, "%s", strings.TrimPrefix(yamlError(err).Message, "YAML syntax: "))
+			w.fail(line, p, "%s", strings.TrimPrefix(yamlError(err).Message, "YAML syntax: "))
 			return
 		}
-		w.fail(n, p, "must be %s, not %s (out of range?)", typeWord(t), quoteShort(n.Value))
+		w.fail(line, p, "must be %s, not %s (out of range?)", typeWord(t), quoteShort(n.Value))
 	}
 }
