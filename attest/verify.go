@@ -268,12 +268,10 @@ func (br *bundleReader) readFile(rel string, size int64, r io.Reader) error {
 			return fmt.Errorf("bundle: store artifact %s: %w", name, err)
 		}
 		// Hash whatever the sink left unread.
-		rest, err := io.Copy(io.Discard, counted)
-		if err != nil {
+		if _, err := io.Copy(io.Discard, counted); err != nil {
 			return fmt.Errorf("bundle: read %s: %w", rel, err)
 		}
 		n = counted.n
-		_ = rest
 	} else {
 		n, err = io.Copy(h, r)
 		if err != nil {
