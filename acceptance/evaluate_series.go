@@ -1,0 +1,865 @@
+package acceptance
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/accordlab/accord/acceptance/stats"
+)
+
+type sideKey struct {
+	baseline bool
+	key      SeriesKey
+}
+
+type evaluator struct {
+	cand, base    seriesIndex
+	hasBaseline   bool
+	comparability Comparability
+	resamples     int
+	inputsDigest  string
+
+	cache       map[sideKey]*preparedSide
+	cacheMetric string
+}
+
+// preparedSide is one side's data for one metric in one series.
+type preparedSide struct {
+	ms   []Measurement
+	data string // samples, histogram or tool-summary
+	// Distribution metrics with samples: one sorted sample per repetition
+	// (repetitions without samples left out), pooled, and the bootstrap side.
+	reps   []stats.Sample
+	pooled stats.Sample
+	side   *stats.Side
+	// Rate metrics: one value per repetition.
+	rates []float64
+	tools []string
+	notes []string
+}
+
+const (
+	dataSamples   = "samples"
+	dataHistogram = "histogram"
+	dataSummary   = "tool-summary"
+)
+
+func (e *evaluator) prepared(baseline bool, m Metric, key SeriesKey) (*preparedSide, error) {
+	sk := sideKey{baseline, key}
+	if p, ok := e.cache[sk]; ok {
+		return p, nil
+	}
+	idx := e.cand
+	who := "candidate"
+	if baseline {
+		idx, who = e.base, "baseline"
+	}
+	ms := idx[m.ID][key]
+	if ms == nil {
+		e.cache[sk] = nil
+		return nil, nil
+	}
+	p, err := prepareSide(m, ms)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s in %s: %w", who, m.ID, seriesLabel(key), err)
+	}
+	e.cache[sk] = p
+	return p, nil
+}
+
+func prepareSide(m Metric, ms []Measurement) (*preparedSide, error) {
+	p := &preparedSide{ms: ms}
+	toolSet := map[string]bool{}
+	for _, x := range ms {
+		if t := strings.TrimSpace(x.Source.Tool + " " + x.Source.ToolVersion); t != "" {
+			toolSet[t] = true
+		}
+	}
+	for t := range toolSet {
+		p.tools = append(p.tools, t)
+	}
+	slices.Sort(p.tools)
+
+	if m.Kind == KindRate {
+		p.data = dataSamples
+		for _, x := range ms {
+			switch {
+			case len(x.Values) == 1:
+				v := x.Values[0]
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return nil, fmt.Errorf("repetition %d: value is %v", x.Repetition, v)
+				}
+				p.rates = append(p.rates, v)
+			case len(x.Values) > 1:
+				return nil, fmt.Errorf("repetition %d: a rate metric has one value per repetition, not %d", x.Repetition, len(x.Values))
+			default:
+				p.notes = append(p.notes, fmt.Sprintf("repetition %d has no value and is left out", x.Repetition))
+			}
+		}
+		return p, nil
+	}
+
+	var withValues []Measurement
+	for _, x := range ms {
+		if len(x.Values) > 0 {
+			withValues = append(withValues, x)
+		}
+	}
+	if len(withValues) == 0 {
+		p.data = dataSummary
+		return p, nil
+	}
+	p.data = dataSamples
+	for _, x := range ms {
+		if len(x.Values) == 0 {
+			p.notes = append(p.notes, fmt.Sprintf("repetition %d has only the tool's summary and is left out", x.Repetition))
+			continue
+		}
+		s, err := stats.NewSample(x.Values, x.Counts)
+		if err != nil {
+			return nil, fmt.Errorf("repetition %d: %w", x.Repetition, err)
+		}
+		if s.N() == 0 {
+			p.notes = append(p.notes, fmt.Sprintf("repetition %d has no samples and is left out", x.Repetition))
+			continue
+		}
+		if s.Min() < 0 {
+			return nil, fmt.Errorf("repetition %d: value %v is negative", x.Repetition, s.Min())
+		}
+		if x.Counts != nil {
+			p.data = dataHistogram
+		}
+		p.reps = append(p.reps, s)
+	}
+	if len(p.reps) > 0 {
+		p.pooled = stats.Merge(p.reps...)
+	}
+	return p, nil
+}
+
+func (p *preparedSide) bootSide() (*stats.Side, error) {
+	if p.side != nil {
+		return p.side, nil
+	}
+	var err error
+	if p.rates != nil {
+		reps := make([]stats.Sample, len(p.rates))
+		for i, v := range p.rates {
+			if reps[i], err = stats.NewSample([]float64{v}, nil); err != nil {
+				return nil, err
+			}
+		}
+		p.side, err = stats.NewSide(reps)
+	} else {
+		p.side, err = stats.NewSide(p.reps)
+	}
+	return p.side, err
+}
+
+// hasData reports whether the side has anything to judge.
+func (p *preparedSide) hasData() bool {
+	return p != nil && (len(p.reps) > 0 || len(p.rates) > 0 || p.data == dataSummary)
+}
+
+// summary returns the tool's value of stat per repetition (all must have it)
+// and the sample count when every repetition states one.
+func (p *preparedSide) summary(st Statistic) (values []float64, n int64, ok bool) {
+	for _, x := range p.ms {
+		v, has := x.ToolSummary[string(st)]
+		if !has || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, 0, false
+		}
+		values = append(values, v)
+		c, hasN := x.ToolSummary["n"]
+		if !hasN {
+			c, hasN = x.ToolSummary["count"]
+		}
+		if hasN && n >= 0 {
+			n += int64(c)
+		} else {
+			n = -1
+		}
+	}
+	return values, max(n, 0), true
+}
+
+// critCtx is what every series of one criterion shares.
+type critCtx struct {
+	index int
+	c     Criterion
+	m     Metric
+	limit float64 // canonical unit (absolute) or percent (relative)
+	conf  float64
+	alpha float64
+	q     float64 // quantile of a percentile statistic
+	isQ   bool
+}
+
+func (cc *critCtx) le() bool { return cc.c.Comparator == LessOrEqual }
+
+func (e *evaluator) evaluateCriterion(index int, c Criterion) (CriterionResult, error) {
+	m, _ := LookupMetric(c.Metric) // the gate set is validated
+	limit, err := CanonicalThreshold(c)
+	if err != nil {
+		return CriterionResult{}, err
+	}
+	unit := string(m.Unit)
+	if c.Mode == Relative {
+		unit = "%"
+	}
+	cr := CriterionResult{
+		Index: index, Name: c.Name, Metric: c.Metric, Statistic: c.Statistic, Mode: c.Mode,
+		Comparator: c.Comparator, Threshold: c.Threshold, ThresholdUnit: c.Unit, Limit: limit, Unit: unit,
+		Severity: c.Severity, Confidence: c.Confidence, MinSamples: c.MinSamples,
+	}
+	cc := &critCtx{index: index, c: c, m: m, limit: limit, conf: c.Confidence, alpha: alphaOf(c.Confidence)}
+	cc.q, cc.isQ = c.Statistic.Quantile()
+
+	var keys []SeriesKey
+	for _, k := range e.cand.seriesKeys(c.Metric) {
+		if c.Step == "" || k.Step == c.Step {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		sr := SeriesResult{Step: c.Step, Verdict: Inconclusive, Reason: reasonNoData, Interval: IntervalNone,
+			Method: "no data", Candidate: SideSummary{Data: "none"}}
+		where := "any step"
+		if c.Step != "" {
+			where = "step " + c.Step
+		}
+		sr.Explanation = fmt.Sprintf("The run produced no %s for %s, so this criterion cannot be judged.", metricLabel(m), where)
+		cr.Series = []SeriesResult{sr}
+		return cr, nil
+	}
+	for _, k := range keys {
+		sr, err := e.evaluateSeries(cc, k)
+		if err != nil {
+			return CriterionResult{}, err
+		}
+		cr.Series = append(cr.Series, sr)
+	}
+	return cr, nil
+}
+
+func (e *evaluator) evaluateSeries(cc *critCtx, key SeriesKey) (SeriesResult, error) {
+	cs, err := e.prepared(false, cc.m, key)
+	if err != nil {
+		return SeriesResult{}, err
+	}
+	sr := SeriesResult{Step: key.Step, Level: key.Level, Interval: IntervalNone}
+	sr.Candidate = sideSummary(cc, cs)
+	sr.Notes = append(sr.Notes, prefixed("candidate", cs.notes)...)
+	if !cs.hasData() {
+		sr.Verdict, sr.Reason, sr.Method = Inconclusive, reasonNoData, "no data"
+		sr.Explanation = fmt.Sprintf("No repetition of %s has %s values, so it cannot be judged.", seriesLabel(key), metricLabel(cc.m))
+		return sr, nil
+	}
+	if cc.c.Mode == Absolute {
+		return e.absolute(cc, key, cs, sr)
+	}
+	if !e.hasBaseline {
+		sr.Verdict, sr.Reason, sr.Method = Inconclusive, reasonNoBaseline, "no baseline"
+		sr.Explanation = fmt.Sprintf("This criterion compares with a baseline run, and none was given; %s is %s.",
+			statLabel(cc.c.Statistic, cc.m), orUnknown(sr.Candidate.Value, cc.m.Unit))
+		return sr, nil
+	}
+	bs, err := e.prepared(true, cc.m, key)
+	if err != nil {
+		return SeriesResult{}, err
+	}
+	if !bs.hasData() {
+		sr.Verdict, sr.Reason, sr.Method = Incomparable, reasonBaselineNoSeries, "no baseline series"
+		sr.Explanation = fmt.Sprintf("The baseline run has no %s for %s, so there is nothing to compare with.", metricLabel(cc.m), seriesLabel(key))
+		return sr, nil
+	}
+	b := sideSummary(cc, bs)
+	sr.Baseline = &b
+	sr.Notes = append(sr.Notes, prefixed("baseline", bs.notes)...)
+	sr, err = e.relative(cc, key, cs, bs, sr)
+	if err != nil {
+		return SeriesResult{}, err
+	}
+	if !e.comparability.Comparable {
+		sr.Verdict, sr.Reason = Incomparable, reasonFactsDiffer
+		sr.Needed = nil
+		sr.Explanation = fmt.Sprintf("The candidate and baseline hosts differ in %s, so the comparison is void; for information only: %s",
+			factList(e.comparability.Differences), sr.Explanation)
+	}
+	return sr, nil
+}
+
+func prefixed(who string, notes []string) []string {
+	out := make([]string, len(notes))
+	for i, n := range notes {
+		out[i] = who + ": " + n
+	}
+	return out
+}
+
+// sideSummary describes a side: n, repetitions, the statistic pooled and
+// per repetition.
+func sideSummary(cc *critCtx, p *preparedSide) SideSummary {
+	s := SideSummary{Data: p.data, Tools: p.tools, Repetitions: len(p.ms)}
+	switch {
+	case p.rates != nil || cc.m.Kind == KindRate:
+		s.N = int64(len(p.rates))
+		s.Repetitions = len(p.rates)
+		if len(p.rates) > 0 {
+			s.Value = num(mean(p.rates))
+			s.PerRepetition = slices.Clone(p.rates)
+		}
+	case p.data == dataSummary:
+		vals, n, ok := p.summary(cc.c.Statistic)
+		s.N = n
+		if ok {
+			s.Value = num(mean(vals))
+			s.PerRepetition = vals
+		}
+	default:
+		s.N = p.pooled.N()
+		s.Repetitions = len(p.reps)
+		if len(p.reps) > 0 {
+			s.Value = num(sampleStat(p.pooled, cc))
+			for _, r := range p.reps {
+				s.PerRepetition = append(s.PerRepetition, sampleStat(r, cc))
+			}
+		}
+	}
+	return s
+}
+
+func sampleStat(s stats.Sample, cc *critCtx) float64 {
+	switch {
+	case cc.isQ:
+		return s.Quantile(cc.q)
+	case cc.c.Statistic == StatMean:
+		return s.Mean()
+	default: // max
+		return s.Max()
+	}
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// num returns a pointer to v, or nil when v is not a finite number (JSON
+// has no NaN or infinity).
+func num(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func (e *evaluator) seed(cc *critCtx, key SeriesKey) ([32]byte, string) {
+	cj, err := canonicalJSON(cc.c)
+	if err != nil { // a validated criterion always encodes
+		panic(fmt.Sprintf("acceptance: encode criterion: %v", err))
+	}
+	w := newDigestWriter("accord bootstrap seed v1\n")
+	w.str(e.inputsDigest)
+	w.varint(int64(cc.index))
+	w.str(string(cj))
+	w.str(key.Step)
+	w.str(key.Level)
+	s := w.raw()
+	return s, fmt.Sprintf("%x", s[:16])
+}
+
+// decide turns the two p-values into a verdict at level alpha.
+func decide(pPass, pFail, alpha float64) Verdict {
+	switch {
+	case pPass <= alpha*(1+1e-12):
+		return Pass
+	case pFail <= alpha*(1+1e-12):
+		return Fail
+	}
+	return Inconclusive
+}
+
+// growth is the factor by which the sample size would have to grow for a
+// p-value p to reach level a, if the effect stayed and the standard error
+// shrank as 1/√n; 0 when p says nothing about the direction (p ≥ 0.5).
+func growth(p, a float64) float64 {
+	if p >= 0.5 || p <= 0 {
+		return 0
+	}
+	r := stats.NormalQuantile(1-a) / stats.NormalQuantile(1-p)
+	return r * r
+}
+
+func grow(n int64, f float64) int64 {
+	if f <= 0 {
+		return 0
+	}
+	return max(int64(math.Ceil(float64(n)*f)), n+1)
+}
+
+// ---- absolute criteria ----
+
+func (e *evaluator) absolute(cc *critCtx, key SeriesKey, cs *preparedSide, sr SeriesResult) (SeriesResult, error) {
+	switch {
+	case cc.m.Kind == KindRate:
+		return absRate(cc, cs, sr), nil
+	case cs.data == dataSummary:
+		return absSummary(cc, cs, sr), nil
+	case cc.c.Statistic == StatMax:
+		return absMax(cc, cs, sr), nil
+	}
+	n := cs.pooled.N()
+	sr.Estimate = sr.Candidate.Value
+	if cc.c.MinSamples > 0 && n < int64(cc.c.MinSamples) {
+		return minSamples(cc, sr, n, "samples"), nil
+	}
+	if cc.isQ {
+		return e.absQuantile(cc, key, cs, sr)
+	}
+	return e.absMean(cc, key, cs, sr)
+}
+
+func minSamples(cc *critCtx, sr SeriesResult, n int64, what string) SeriesResult {
+	sr.Verdict, sr.Reason = Inconclusive, reasonMinSamples
+	sr.Method = fmt.Sprintf("min_samples %d not reached", cc.c.MinSamples)
+	if what == "repetitions" {
+		sr.Needed = &Needed{CandidateRepetitions: cc.c.MinSamples, Basis: "min_samples of the criterion"}
+		if sr.Baseline != nil {
+			sr.Needed.BaselineRepetitions = cc.c.MinSamples
+		}
+	} else {
+		sr.Needed = &Needed{CandidateSamples: int64(cc.c.MinSamples), Basis: "min_samples of the criterion"}
+		if sr.Baseline != nil {
+			sr.Needed.BaselineSamples = int64(cc.c.MinSamples)
+		}
+	}
+	sr.Explanation = fmt.Sprintf("Only %s %s of %s (the criterion asks for at least %s), so it is not judged; run at least %s.",
+		fmtCount(n), what, metricLabel(cc.m), fmtCount(int64(cc.c.MinSamples)), fmtCount(int64(cc.c.MinSamples)))
+	return sr
+}
+
+func (e *evaluator) absQuantile(cc *critCtx, key SeriesKey, cs *preparedSide, sr SeriesResult) (SeriesResult, error) {
+	pooled := cs.pooled
+	n, q, a, le := pooled.N(), cc.q, cc.alpha, cc.le()
+	u, okU := stats.UpperBoundRank(n, q, cc.conf)
+	l, okL := stats.LowerBoundRank(n, q, cc.conf)
+	var lower, upper *float64
+	if okU {
+		upper = num(pooled.At(u))
+	}
+	if okL {
+		lower = num(pooled.At(l))
+	}
+	var k int64
+	var pPass, pFail float64
+	if le {
+		k = pooled.CountAtMost(cc.limit)
+		pPass, pFail = stats.PAtMost(n, q, k), stats.PAbove(n, q, k)
+	} else {
+		k = pooled.CountBelow(cc.limit)
+		pPass, pFail = stats.PAtLeast(n, q, k), stats.PBelow(n, q, k)
+	}
+	sr.Interval = IntervalOrderStatistic
+	sr.Method = fmt.Sprintf("nearest-rank %s of %s pooled samples; one-sided %s bounds from order statistics (exact binomial, distribution-free)",
+		cc.c.Statistic, fmtCount(n), fmtConf(cc.conf))
+	if cs.data == dataHistogram {
+		sr.Method += "; values are the input histogram's bucket values"
+	}
+	var bootPass, bootFail float64
+	if len(cs.reps) >= 2 {
+		side, err := cs.bootSide()
+		if err != nil {
+			return sr, err
+		}
+		seed, seedHex := e.seed(cc, key)
+		reps := stats.Replicates(stats.NewRand(seed), side, stats.StatQuantile(q), e.resamplesFor())
+		bl, bu := stats.LowerBound(reps, a), stats.UpperBound(reps, a)
+		if le {
+			bootPass, bootFail = stats.ShareAbove(reps, cc.limit), stats.ShareAtMost(reps, cc.limit)
+		} else {
+			bootPass, bootFail = stats.ShareBelow(reps, cc.limit), stats.ShareAtLeast(reps, cc.limit)
+		}
+		pPass, pFail = max(pPass, bootPass), max(pFail, bootFail)
+		if upper != nil {
+			upper = num(max(*upper, bu))
+		}
+		if lower != nil {
+			lower = num(min(*lower, bl))
+		}
+		sr.Interval = IntervalOrderStatBoot
+		sr.Resamples, sr.Seed = len(reps), seedHex
+		sr.Method += fmt.Sprintf(", and from a two-stage bootstrap over the %d repetitions (%s resamples: repetitions, then samples, drawn as multinomial counts on a log-bucketed histogram with ≤ %s relative bucket error); the more conservative bound of the two is used",
+			len(cs.reps), fmtCount(int64(len(reps))), fmtPctPlain(100*stats.HistogramRelativeError))
+	}
+	sr.Lower, sr.Upper = lower, upper
+	sr.PValue, sr.PValueFail = num(pPass), num(pFail)
+	sr.Verdict = decide(pPass, pFail, a)
+	sr.Reason = reasonDecided
+	if sr.Verdict == Inconclusive {
+		sr.Reason = reasonStraddles
+		leanPass := pPass < pFail
+		frac := float64(k) / float64(n)
+		var need int64
+		// Order statistics: the smallest n at which the same share of samples
+		// under the limit would decide.
+		if leanPass {
+			need = stats.SamplesToDecide(n, q, frac, a, le)
+		} else {
+			need = stats.SamplesToDecide(n, q, frac, a, !le)
+		}
+		if len(cs.reps) >= 2 {
+			bp := bootPass
+			if !leanPass {
+				bp = bootFail
+			}
+			need = max(need, grow(n, growth(bp, a)))
+		}
+		boundMissing := (leanPass && le && !okU) || (leanPass && !le && !okL)
+		if boundMissing {
+			sr.Reason = reasonTooFewForBound
+			var minN int64
+			if le {
+				minN = stats.MinSamplesUpper(q, cc.conf)
+			} else {
+				minN = stats.MinSamplesLower(q, cc.conf)
+			}
+			need = max(need, minN)
+		}
+		if need > 0 {
+			sr.Needed = &Needed{CandidateSamples: need, Basis: "samples at which the same distribution would decide, from the binomial tail (and the bootstrap's spread, scaled as 1/√n)"}
+		}
+	}
+	sr.Explanation = explainAbsolute(cc, sr)
+	return sr, nil
+}
+
+func (e *evaluator) resamplesFor() int { return e.resamples }
+
+func (e *evaluator) absMean(cc *critCtx, key SeriesKey, cs *preparedSide, sr SeriesResult) (SeriesResult, error) {
+	side, err := cs.bootSide()
+	if err != nil {
+		return sr, err
+	}
+	seed, seedHex := e.seed(cc, key)
+	reps := stats.Replicates(stats.NewRand(seed), side, stats.StatMean, e.resamplesFor())
+	a := cc.alpha
+	sr.Lower, sr.Upper = num(stats.LowerBound(reps, a)), num(stats.UpperBound(reps, a))
+	var pPass, pFail float64
+	if cc.le() {
+		pPass, pFail = stats.ShareAbove(reps, cc.limit), stats.ShareAtMost(reps, cc.limit)
+	} else {
+		pPass, pFail = stats.ShareBelow(reps, cc.limit), stats.ShareAtLeast(reps, cc.limit)
+	}
+	sr.PValue, sr.PValueFail = num(pPass), num(pFail)
+	sr.Interval, sr.Resamples, sr.Seed = IntervalBootstrap, len(reps), seedHex
+	sr.Method = fmt.Sprintf("mean of %s pooled samples; one-sided %s percentile bounds from a bootstrap %s (%s resamples, repetitions then samples within them; a resampled mean of more than %s draws is taken from its normal limit)",
+		fmtCount(cs.pooled.N()), fmtConf(cc.conf), repetitionsPhrase(len(cs.reps)), fmtCount(int64(len(reps))), fmtCount(stats.ExactMeanDraws))
+	sr.Verdict, sr.Reason = decide(pPass, pFail, a), reasonDecided
+	if sr.Verdict == Inconclusive {
+		sr.Reason = reasonStraddles
+		if need := grow(cs.pooled.N(), growth(min(pPass, pFail), a)); need > 0 {
+			sr.Needed = &Needed{CandidateSamples: need, Basis: "standard error scaled as 1/√n at the same mean"}
+		}
+	}
+	sr.Explanation = explainAbsolute(cc, sr)
+	return sr, nil
+}
+
+func absMax(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
+	v := cs.pooled.Max()
+	sr.Estimate = num(v)
+	sr.Interval = IntervalNone
+	sr.Method = "largest observed value; a maximum has no confidence bound"
+	sr.Reason = reasonDecided
+	if (cc.le() && v <= cc.limit) || (!cc.le() && v >= cc.limit) {
+		sr.Verdict = Pass
+	} else {
+		sr.Verdict = Fail
+	}
+	if cc.c.MinSamples > 0 && cs.pooled.N() < int64(cc.c.MinSamples) && sr.Verdict == Pass {
+		return minSamples(cc, sr, cs.pooled.N(), "samples")
+	}
+	sr.Explanation = explainMax(cc, sr, v)
+	return sr
+}
+
+func absSummary(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
+	vals, n, ok := cs.summary(cc.c.Statistic)
+	sr.Interval = IntervalNone
+	if !ok {
+		sr.Verdict, sr.Reason, sr.Method = Inconclusive, reasonNoData, "tool summary without this statistic"
+		sr.Explanation = fmt.Sprintf("There are no %s samples, and the tool's own summary does not give %s, so it cannot be judged.",
+			metricLabel(cc.m), cc.c.Statistic)
+		return sr
+	}
+	v := mean(vals)
+	sr.Estimate = num(v)
+	sr.Method = "the tool's own summary value"
+	if len(vals) > 1 {
+		sr.Method += fmt.Sprintf(" (mean over %d repetitions)", len(vals))
+	}
+	sr.Method += "; no samples, so no interval"
+	if cc.c.MinSamples > 0 {
+		if n == 0 {
+			sr.Verdict, sr.Reason = Inconclusive, reasonUnknownSampleSize
+			sr.Explanation = fmt.Sprintf("%s is %s by the tool's own summary, but the summary does not say how many samples it covers, and the criterion asks for at least %s.",
+				capitalize(statLabel(cc.c.Statistic, cc.m)), fmtValue(v, cc.m.Unit), fmtCount(int64(cc.c.MinSamples)))
+			return sr
+		}
+		if n < int64(cc.c.MinSamples) {
+			return minSamples(cc, sr, n, "samples")
+		}
+	}
+	sr.Reason = reasonDecided
+	if (cc.le() && v <= cc.limit) || (!cc.le() && v >= cc.limit) {
+		sr.Verdict = Pass
+	} else {
+		sr.Verdict = Fail
+	}
+	sr.Explanation = explainSummary(cc, sr, v, cs.tools)
+	return sr
+}
+
+func absRate(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
+	r := len(cs.rates)
+	sr.Estimate = sr.Candidate.Value
+	if cc.c.MinSamples > 0 && r < cc.c.MinSamples {
+		return minSamples(cc, sr, int64(r), "repetitions")
+	}
+	ti, ok := stats.NewTInterval(cs.rates)
+	if !ok {
+		sr.Verdict, sr.Reason = Inconclusive, reasonTooFewReps
+		sr.Method = "one value per repetition; an interval needs at least 2"
+		sr.Needed = &Needed{CandidateRepetitions: 2, Basis: "a rate has one value per repetition; Student's t needs two"}
+		sr.Explanation = fmt.Sprintf("%s is %s from a single repetition; a rate has one value per repetition, so a confidence interval needs at least 2 repetitions: run at least 2.",
+			capitalize(statLabel(cc.c.Statistic, cc.m)), orUnknown(sr.Estimate, cc.m.Unit))
+		return sr
+	}
+	a := cc.alpha
+	sr.Lower, sr.Upper = num(ti.Lower(a)), num(ti.Upper(a))
+	var pPass, pFail float64
+	if cc.le() {
+		pPass, pFail = ti.PAtMost(cc.limit), ti.PAbove(cc.limit)
+	} else {
+		pPass, pFail = ti.PAtLeast(cc.limit), ti.PBelow(cc.limit)
+	}
+	sr.PValue, sr.PValueFail = num(pPass), num(pFail)
+	sr.Interval = IntervalStudentT
+	sr.Method = fmt.Sprintf("Student's t on the mean of %d repetitions (one value each), %d degrees of freedom", r, ti.DF)
+	sr.Verdict, sr.Reason = decide(pPass, pFail, a), reasonDecided
+	if sr.Verdict == Inconclusive {
+		sr.Reason = reasonStraddles
+		// The smallest R' with t(1−α; R'−1)·s/√R' ≤ |mean − limit|.
+		s := ti.SE * math.Sqrt(float64(r))
+		d := math.Abs(ti.Mean - cc.limit)
+		for rr := r + 1; rr <= 10000 && d > 0; rr++ {
+			if stats.StudentQuantile(1-a, float64(rr-1))*s/math.Sqrt(float64(rr)) <= d {
+				sr.Needed = &Needed{CandidateRepetitions: rr, Basis: "Student's t with the same mean and spread"}
+				break
+			}
+		}
+	}
+	sr.Explanation = explainAbsolute(cc, sr)
+	return sr
+}
+
+// ---- relative criteria ----
+
+func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, sr SeriesResult) (SeriesResult, error) {
+	c, b := sr.Candidate.Value, sr.Baseline.Value
+	if c != nil && b != nil {
+		sr.Estimate = num(stats.RelativeDifference(*c, *b))
+	}
+	pointOnly := cs.data == dataSummary || bs.data == dataSummary || cc.c.Statistic == StatMax
+	if c == nil || b == nil {
+		sr.Verdict, sr.Reason, sr.Method = Inconclusive, reasonNoData, "no value to compare"
+		sr.Explanation = fmt.Sprintf("%s is missing on one side (the tool's summary lacks it), so no relative change can be computed.",
+			capitalize(statLabel(cc.c.Statistic, cc.m)))
+		return sr, nil
+	}
+	if *b == 0 {
+		sr.Verdict, sr.Reason, sr.Method = Inconclusive, reasonBaselineZero, "relative change undefined"
+		sr.Explanation = fmt.Sprintf("The baseline's %s is 0, so a relative change is undefined.", statLabel(cc.c.Statistic, cc.m))
+		return sr, nil
+	}
+	if pointOnly {
+		return relPointOnly(cc, cs, bs, sr), nil
+	}
+	if cc.m.Kind == KindRate {
+		return e.relRate(cc, key, cs, bs, sr)
+	}
+	nc, nb := cs.pooled.N(), bs.pooled.N()
+	if cc.c.MinSamples > 0 && min(nc, nb) < int64(cc.c.MinSamples) {
+		return minSamples(cc, sr, min(nc, nb), "samples"), nil
+	}
+	st := stats.StatMean
+	what := "mean"
+	if cc.isQ {
+		st = stats.StatQuantile(cc.q)
+		what = "nearest-rank " + string(cc.c.Statistic)
+	}
+	sc, err := cs.bootSide()
+	if err != nil {
+		return sr, err
+	}
+	sb, err := bs.bootSide()
+	if err != nil {
+		return sr, err
+	}
+	seed, seedHex := e.seed(cc, key)
+	reps := stats.RelativeReplicates(stats.NewRand(seed), sc, sb, st, e.resamplesFor())
+	a := cc.alpha
+	sr.Lower, sr.Upper = num(stats.LowerBound(reps, a)), num(stats.UpperBound(reps, a))
+	pPass, pFail := relShares(cc, reps)
+	sr.PValue, sr.PValueFail = num(pPass), num(pFail)
+	sr.Interval, sr.Resamples, sr.Seed = IntervalBootstrap, len(reps), seedHex
+	sr.Method = fmt.Sprintf("percentile bootstrap of 100·(candidate − baseline)/baseline of the pooled %s, %s resamples; each side resampled in two stages (its repetitions, then samples within them)",
+		what, fmtCount(int64(len(reps))))
+	if cc.isQ {
+		sr.Method += fmt.Sprintf(", drawn as multinomial counts on a log-bucketed histogram with ≤ %s relative bucket error", fmtPctPlain(100*stats.HistogramRelativeError))
+	} else {
+		sr.Method += fmt.Sprintf("; a resampled mean of more than %s draws is taken from its normal limit", fmtCount(stats.ExactMeanDraws))
+	}
+	sr.Verdict, sr.Reason = decide(pPass, pFail, a), reasonDecided
+	if sr.Verdict == Inconclusive {
+		sr.Reason = reasonStraddles
+		if f := growth(min(pPass, pFail), a); f > 0 {
+			sr.Needed = &Needed{CandidateSamples: grow(nc, f), BaselineSamples: grow(nb, f),
+				Basis: "bootstrap spread scaled as 1/√n on both sides at the same difference"}
+		}
+	}
+	sr.Explanation = explainRelative(cc, sr)
+	return sr, nil
+}
+
+// relShares returns the shares of replicates against the claim (p-values)
+// for passing and for failing.
+func relShares(cc *critCtx, reps []float64) (pPass, pFail float64) {
+	if cc.le() {
+		return stats.ShareAbove(reps, cc.limit), stats.ShareAtMost(reps, cc.limit)
+	}
+	return stats.ShareBelow(reps, cc.limit), stats.ShareAtLeast(reps, cc.limit)
+}
+
+func (e *evaluator) relRate(cc *critCtx, key SeriesKey, cs, bs *preparedSide, sr SeriesResult) (SeriesResult, error) {
+	rc, rb := len(cs.rates), len(bs.rates)
+	if cc.c.MinSamples > 0 && min(rc, rb) < cc.c.MinSamples {
+		return minSamples(cc, sr, int64(min(rc, rb)), "repetitions"), nil
+	}
+	if rc < MinRateRepetitions || rb < MinRateRepetitions {
+		sr.Verdict, sr.Reason = Inconclusive, reasonTooFewReps
+		sr.Method = fmt.Sprintf("one value per repetition; the bootstrap over repetitions needs at least %d per side", MinRateRepetitions)
+		sr.Needed = &Needed{CandidateRepetitions: max(rc, MinRateRepetitions), BaselineRepetitions: max(rb, MinRateRepetitions),
+			Basis: "a rate has one value per repetition; its interval comes from repetitions"}
+		sr.Explanation = fmt.Sprintf("%s changed by %s against the baseline, from %d vs %d repetitions; a rate has one value per repetition, so its interval comes from repetitions, and that needs at least %d on each side.",
+			capitalize(statLabel(cc.c.Statistic, cc.m)), orUnknownPct(sr.Estimate), rc, rb, MinRateRepetitions)
+		return sr, nil
+	}
+	sc, err := cs.bootSide()
+	if err != nil {
+		return sr, err
+	}
+	sb, err := bs.bootSide()
+	if err != nil {
+		return sr, err
+	}
+	exp, err := stats.NewRelativeExpansion(cs.rates, bs.rates)
+	if err != nil {
+		return sr, err
+	}
+	seed, seedHex := e.seed(cc, key)
+	reps := stats.RelativeReplicates(stats.NewRand(seed), sc, sb, stats.StatRepetitionMean, e.resamplesFor())
+	a := cc.alpha
+	a2 := exp.Alpha(a)
+	sr.Lower, sr.Upper = num(stats.LowerBound(reps, a2)), num(stats.UpperBound(reps, a2))
+	sharePass, shareFail := relShares(cc, reps)
+	pPass, pFail := exp.PValue(sharePass), exp.PValue(shareFail)
+	sr.PValue, sr.PValueFail = num(pPass), num(pFail)
+	sr.Interval, sr.Resamples, sr.Seed = IntervalExpandedBoot, len(reps), seedHex
+	df := "∞"
+	if !math.IsInf(exp.DF, 1) {
+		df = fmtNum(exp.DF)
+	}
+	sr.Method = fmt.Sprintf("bootstrap over repetitions of 100·(candidate − baseline)/baseline of the mean rate, %s resamples, read at the expanded level α' = %s that calibrates the percentile interval to Student's t with %s degrees of freedom (Hesterberg 2015)",
+		fmtCount(int64(len(reps))), fmtNum(a2), df)
+	sr.Verdict, sr.Reason = decide(pPass, pFail, a), reasonDecided
+	if sr.Verdict == Inconclusive {
+		sr.Reason = reasonStraddles
+		if f := growth(min(pPass, pFail), a); f > 0 {
+			sr.Needed = &Needed{
+				CandidateRepetitions: int(grow(int64(rc), f)), BaselineRepetitions: int(grow(int64(rb), f)),
+				Basis: "spread of the repetitions scaled as 1/√R at the same difference",
+			}
+		}
+	}
+	sr.Explanation = explainRelative(cc, sr)
+	return sr, nil
+}
+
+func relPointOnly(cc *critCtx, cs, bs *preparedSide, sr SeriesResult) SeriesResult {
+	d := *sr.Estimate
+	sr.Interval = IntervalNone
+	switch {
+	case cc.c.Statistic == StatMax:
+		sr.Method = "relative change of the largest observed values; a maximum has no confidence interval"
+	default:
+		sr.Method = "relative change of the tools' own summary values; no samples on at least one side, so no interval"
+	}
+	if cc.c.MinSamples > 0 {
+		nc, nb := sr.Candidate.N, sr.Baseline.N
+		if nc == 0 || nb == 0 {
+			sr.Verdict, sr.Reason = Inconclusive, reasonUnknownSampleSize
+			sr.Explanation = fmt.Sprintf("%s changed by %s against the baseline by the tools' own summaries, but they do not say how many samples they cover, and the criterion asks for at least %s.",
+				capitalize(statLabel(cc.c.Statistic, cc.m)), fmtPct(d), fmtCount(int64(cc.c.MinSamples)))
+			return sr
+		}
+		if min(nc, nb) < int64(cc.c.MinSamples) {
+			return minSamples(cc, sr, min(nc, nb), "samples")
+		}
+	}
+	sr.Reason = reasonDecided
+	if (cc.le() && d <= cc.limit) || (!cc.le() && d >= cc.limit) {
+		sr.Verdict = Pass
+	} else {
+		sr.Verdict = Fail
+	}
+	tools := append(slices.Clone(cs.tools), bs.tools...)
+	sr.Explanation = explainRelativePoint(cc, sr, tools)
+	return sr
+}
+
+// holdBackForHolm turns a passing series into INCONCLUSIVE because it does
+// not survive Holm's correction at the given level.
+func holdBackForHolm(cr *CriterionResult, sr *SeriesResult, level float64) {
+	sr.Verdict, sr.Reason = Inconclusive, reasonHolm
+	p := *sr.PValue
+	var needed *Needed
+	f := growth(p, level)
+	if f > 0 {
+		needed = &Needed{Basis: "p-value reaching the Holm level, standard error scaled as 1/√n"}
+		switch {
+		case sr.Candidate.Repetitions > 0 && cr.Statistic == StatRate:
+			needed.CandidateRepetitions = int(grow(int64(sr.Candidate.Repetitions), f))
+			if sr.Baseline != nil {
+				needed.BaselineRepetitions = int(grow(int64(sr.Baseline.Repetitions), f))
+			}
+		default:
+			needed.CandidateSamples = grow(sr.Candidate.N, f)
+			if sr.Baseline != nil {
+				needed.BaselineSamples = grow(sr.Baseline.N, f)
+			}
+		}
+	}
+	sr.Needed = needed
+	sr.Explanation += fmt.Sprintf(" On its own that passes at %s, but with Holm's correction over %d blocking criteria it must reach p ≤ %s and its p is %s, so it is held back as inconclusive.",
+		fmtConf(cr.Confidence), cr.Holm.Family, fmtP(level), fmtP(p))
+	if needed != nil {
+		sr.Explanation += " " + neededSentence(needed)
+	}
+}
