@@ -1,0 +1,143 @@
+package acceptance
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestProfileTemplates(t *testing.T) {
+	t.Parallel()
+	ids := map[string]bool{}
+	for _, tmpl := range ProfileTemplates() {
+		require.False(t, ids[tmpl.ID], "duplicate id %s", tmpl.ID)
+		ids[tmpl.ID] = true
+		require.Regexp(t, `^[a-z0-9-]+$`, tmpl.ID)
+		require.NotEmpty(t, tmpl.Title)
+		require.NotEmpty(t, tmpl.Description)
+		require.NotContains(t, tmpl.Description, "\n")
+		require.Nil(t, ValidateProfile(tmpl.Spec), tmpl.ID)
+		for _, s := range tmpl.Spec.Steps {
+			if s.Inference != nil {
+				require.Equal(t, EmulatorEndpoint, s.Inference.Endpoint, tmpl.ID)
+				require.Equal(t, EmulatorModel, s.Inference.Model, tmpl.ID)
+			}
+		}
+	}
+	for _, id := range []string{"kv-cache-lookup", "checkpoint-restore", "inference-ttft-sweep", "cold-warm-ttft", "soak-2h"} {
+		require.True(t, ids[id], id)
+	}
+
+	sweep, ok := LookupProfileTemplate("inference-ttft-sweep")
+	require.True(t, ok)
+	require.Equal(t, []float64{1, 2, 4, 8, 16, 32, 64}, sweep.Spec.Steps[0].Inference.Load.Sweep)
+	kv, _ := LookupProfileTemplate("kv-cache-lookup")
+	require.Equal(t, ByteSize(4096), kv.Spec.Steps[0].Fio.BlockSize)
+	require.Equal(t, 32, kv.Spec.Steps[0].Fio.IODepth)
+	cw, _ := LookupProfileTemplate("cold-warm-ttft")
+	var kinds []StepKind
+	for _, s := range cw.Spec.Steps {
+		kinds = append(kinds, s.Kind)
+	}
+	require.Equal(t, []StepKind{StepDropCaches, StepInference, StepPause, StepInference}, kinds)
+	soak, _ := LookupProfileTemplate("soak-2h")
+	require.Equal(t, "2h0m0s", soak.Spec.Steps[0].Inference.Duration.String())
+
+	_, ok = LookupProfileTemplate("nope")
+	require.False(t, ok)
+}
+
+func TestGateSetTemplates(t *testing.T) {
+	t.Parallel()
+	ids := map[string]bool{}
+	for _, tmpl := range GateSetTemplates() {
+		require.False(t, ids[tmpl.ID], "duplicate id %s", tmpl.ID)
+		ids[tmpl.ID] = true
+		require.NotContains(t, tmpl.Description, "\n")
+		require.Nil(t, ValidateGateSet(tmpl.Spec), tmpl.ID)
+		require.NotEmpty(t, tmpl.Profiles, tmpl.ID)
+		// Each gate set can judge every profile it is offered with.
+		for _, pid := range tmpl.Profiles {
+			p, ok := LookupProfileTemplate(pid)
+			require.True(t, ok, "%s names unknown profile template %s", tmpl.ID, pid)
+			require.Nil(t, ValidateGateSetForProfile(tmpl.Spec, p.Spec), "%s with %s", tmpl.ID, pid)
+		}
+	}
+	mlperf, ok := LookupGateSetTemplate("mlperf-llama2-70b-server")
+	require.True(t, ok)
+	requireCriterion(t, mlperf.Spec, MetricTTFT, StatP99, LessOrEqual, 2000)
+	requireCriterion(t, mlperf.Spec, MetricTPOT, StatP99, LessOrEqual, 200)
+	uplift, _ := LookupGateSetTemplate("nvmeof-uplift")
+	requireCriterion(t, uplift.Spec, MetricOutputTokenThroughput, StatRate, GreaterOrEqual, 25)
+	requireCriterion(t, uplift.Spec, MetricTTFT, StatP99, LessOrEqual, -20)
+	kv, _ := LookupGateSetTemplate("kv-cache-io")
+	requireCriterion(t, kv.Spec, MetricReadIOPS, StatRate, GreaterOrEqual, -5)
+	requireCriterion(t, kv.Spec, MetricReadCLat, StatP99, LessOrEqual, 500)
+
+	stopLosses := 0
+	for _, tmpl := range GateSetTemplates() {
+		for _, c := range tmpl.Spec.Criteria {
+			if c.StopLoss != nil {
+				stopLosses++
+			}
+		}
+	}
+	require.GreaterOrEqual(t, stopLosses, 3)
+}
+
+// requireCriterion finds the criterion on metric × statistic and checks its
+// comparator and its threshold in the canonical unit (or percent).
+func requireCriterion(t *testing.T, g GateSetSpec, metric string, stat Statistic, cmp Comparator, canonical float64) {
+	t.Helper()
+	for _, c := range g.Criteria {
+		if c.Metric == metric && c.Statistic == stat {
+			require.Equal(t, cmp, c.Comparator)
+			v, err := CanonicalThreshold(c)
+			require.NoError(t, err)
+			require.Equal(t, canonical, v)
+			return
+		}
+	}
+	t.Fatalf("%s has no %s %s criterion", g.Name, metric, stat)
+}
+
+// TestTemplatesRoundTrip: export → import gives the same version hash, for
+// every template, in YAML and JSON.
+func TestTemplatesRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, tmpl := range ProfileTemplates() {
+		want, err := ProfileDigest(tmpl.Spec)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(want, "sha256:"))
+		y, err := ExportProfileYAML(tmpl.Spec)
+		require.NoError(t, err)
+		back, err := ImportProfileYAML(y)
+		require.NoError(t, err, tmpl.ID)
+		got, err := ProfileDigest(back)
+		require.NoError(t, err)
+		require.Equal(t, want, got, tmpl.ID)
+		y2, err := ExportProfileYAML(back)
+		require.NoError(t, err)
+		require.Equal(t, string(y), string(y2), tmpl.ID)
+	}
+	for _, tmpl := range GateSetTemplates() {
+		want, err := GateSetDigest(tmpl.Spec)
+		require.NoError(t, err)
+		y, err := ExportGateSetYAML(tmpl.Spec)
+		require.NoError(t, err)
+		back, err := ImportGateSetYAML(y)
+		require.NoError(t, err, tmpl.ID)
+		got, err := GateSetDigest(back)
+		require.NoError(t, err)
+		require.Equal(t, want, got, tmpl.ID)
+	}
+}
+
+func TestTemplatesAreFreshCopies(t *testing.T) {
+	t.Parallel()
+	a := ProfileTemplates()
+	a[0].Spec.Steps[0].Fio.IODepth = 1
+	b := ProfileTemplates()
+	require.Equal(t, 32, b[0].Spec.Steps[0].Fio.IODepth)
+}
