@@ -385,8 +385,11 @@ func fioLatency(metric string, dirs []*fioDir, pick func(*fioDir) (*fioLat, stri
 			if c < 0 || c != math.Trunc(c) || c > 1e15 {
 				return nil, nil, errf(in, 0, fieldAt("bins."+k), "%g is not a count", c)
 			}
-			bins[val] += int64(c)
 			binTotal += c
+			if binTotal > 1e15 {
+				return nil, nil, errf(in, 0, fieldAt("bins"), "the bins hold more than 1e15 samples: not a real run")
+			}
+			bins[val] += int64(c)
 		}
 		stats = append(stats, st)
 	}

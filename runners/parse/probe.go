@@ -69,8 +69,8 @@ func importProbeRecords(r io.Reader, size int64, opts Options) ([]acceptance.Mea
 	if sum == nil {
 		return nil, nil, errf(resName, 0, "inference", "missing: an inference step's result must carry the load generator's summary")
 	}
-	if math.IsNaN(sum.WindowSec) || math.IsInf(sum.WindowSec, 0) || sum.WindowSec <= 0 || sum.WindowSec > 366*24*3600 {
-		return nil, nil, errf(resName, 0, "inference.window_sec", "must be a positive number of seconds, got %v", sum.WindowSec)
+	if math.IsNaN(sum.WindowSec) || math.IsInf(sum.WindowSec, 0) || sum.WindowSec < 1e-3 || sum.WindowSec > 366*24*3600 {
+		return nil, nil, errf(resName, 0, "inference.window_sec", "must be a positive number of seconds (at least 1 ms, at most a year), got %v", sum.WindowSec)
 	}
 	openLoop := sum.OfferedRate > 0
 	if math.IsNaN(sum.OfferedRate) || math.IsInf(sum.OfferedRate, 0) || sum.OfferedRate < 0 {
@@ -165,13 +165,16 @@ func blank(b []byte) bool {
 // add validates one record and accumulates it. It returns the field at
 // fault with the error.
 func (a *probeAcc) add(r *recordLine, openLoop, hasSLO bool, slo acceptance.SLO) (string, error) {
-	for _, t := range []struct {
-		name string
-		v    int64
-	}{{"t_intended", r.Intended}, {"t_sent", r.Sent}, {"t_first_chunk", r.FirstChunk}, {"t_first_token", r.FirstToken},
-		{"t_first_content", r.FirstContent}, {"t_last_token", r.LastToken}, {"t_done", r.Done}} {
-		if t.v < 0 {
-			return t.name, fmt.Errorf("negative time %d ns", t.v)
+	// The OR of the times is negative when any one is: one test per record.
+	if r.Intended|r.Sent|r.FirstChunk|r.FirstToken|r.FirstContent|r.LastToken|r.Done < 0 {
+		for _, t := range []struct {
+			name string
+			v    int64
+		}{{"t_intended", r.Intended}, {"t_sent", r.Sent}, {"t_first_chunk", r.FirstChunk}, {"t_first_token", r.FirstToken},
+			{"t_first_content", r.FirstContent}, {"t_last_token", r.LastToken}, {"t_done", r.Done}} {
+			if t.v < 0 {
+				return t.name, fmt.Errorf("negative time %d ns", t.v)
+			}
 		}
 	}
 	if r.PromptTokens < 0 || r.PromptTokens > maxTokensPerRequest {

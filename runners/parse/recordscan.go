@@ -1,9 +1,9 @@
 package parse
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/accordlab/accord/runners/probe/wire"
@@ -139,47 +139,55 @@ var recordFields = []string{
 }
 
 func (s *scanner) field(key []byte, r *recordLine) error {
-	name := string(key) // no allocation: the switch compares in place
-	switch name {
+	// switch string(key) compares without allocating; the field names
+	// passed on are constants for the same reason.
+	switch string(key) {
 	case "id":
-		return s.int(name, &r.ID)
+		return s.int("id", &r.ID)
 	case "t_intended":
-		return s.int(name, &r.Intended)
+		return s.int("t_intended", &r.Intended)
 	case "t_sent":
-		return s.int(name, &r.Sent)
+		return s.int("t_sent", &r.Sent)
 	case "t_first_chunk":
-		return s.int(name, &r.FirstChunk)
+		return s.int("t_first_chunk", &r.FirstChunk)
 	case "t_first_token":
-		return s.int(name, &r.FirstToken)
+		return s.int("t_first_token", &r.FirstToken)
 	case "t_first_content":
-		return s.int(name, &r.FirstContent)
+		return s.int("t_first_content", &r.FirstContent)
 	case "t_last_token":
-		return s.int(name, &r.LastToken)
+		return s.int("t_last_token", &r.LastToken)
 	case "t_done":
-		return s.int(name, &r.Done)
+		return s.int("t_done", &r.Done)
 	case "prompt_tokens":
-		return s.intInt(name, &r.PromptTokens)
+		return s.intInt("prompt_tokens", &r.PromptTokens)
 	case "output_tokens":
-		return s.intInt(name, &r.OutputTokens)
+		return s.intInt("output_tokens", &r.OutputTokens)
 	case "chunks":
-		return s.intInt(name, &r.Chunks)
+		return s.intInt("chunks", &r.Chunks)
 	case "http_status":
-		return s.intInt(name, &r.HTTPStatus)
+		return s.intInt("http_status", &r.HTTPStatus)
 	case "warmup":
-		return s.bool(name, &r.Warmup)
+		return s.bool("warmup", &r.Warmup)
 	case "usage_counted":
-		return s.bool(name, &r.UsageCounted)
+		return s.bool("usage_counted", &r.UsageCounted)
 	case "error_kind":
-		return s.strField(name, &r.errorKind, nil)
+		return s.strField("error_kind", &r.errorKind, nil)
 	case "error":
-		return s.strField(name, nil, &r.errorText)
+		return s.strField("error", nil, &r.errorText)
 	}
 	for _, f := range recordFields {
-		if strings.EqualFold(f, name) {
+		if bytes.EqualFold([]byte(f), key) {
 			return s.field([]byte(f), r)
 		}
 	}
-	return s.skip(name)
+	if err := s.skip(""); err != nil {
+		var se *scanError
+		if errors.As(err, &se) && se.field == "" {
+			se.field = string(key)
+		}
+		return err
+	}
+	return nil
 }
 
 func (s *scanner) null() bool {

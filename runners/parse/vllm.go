@@ -130,6 +130,11 @@ func ImportVLLM(data []byte, opts Options) ([]acceptance.Measurement, []string, 
 		if !has && !canRecompute {
 			return nil
 		}
+		if canRecompute {
+			if err := checkRate(recomputed, max); err != nil {
+				return errf(in, 0, how, "%v", err)
+			}
+		}
 		m := opts.measurement(metric, src(key, ""))
 		if canRecompute {
 			m.Values = []float64{recomputed}
