@@ -57,7 +57,14 @@ func (c *riverJobCollector) Describe(ch chan<- *prometheus.Desc) { ch <- riverJo
 func (c *riverJobCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	rows, err := c.pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job GROUP BY queue, state`)
+	// Every state of every known queue, zero included, so that dashboards
+	// see a series before the first job of a kind.
+	rows, err := c.pool.Query(ctx, `WITH queues AS (
+			SELECT name AS queue FROM river_queue UNION SELECT DISTINCT queue FROM river_job UNION SELECT 'default'
+		), states AS (SELECT unnest(enum_range(NULL::river_job_state)) AS state)
+		SELECT q.queue, s.state::text, count(j.id)
+		FROM queues q CROSS JOIN states s LEFT JOIN river_job j ON j.queue = q.queue AND j.state = s.state
+		GROUP BY q.queue, s.state`)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(riverJobsDesc, err)
 		return

@@ -6,12 +6,12 @@ package web
 
 // Viewer is the signed-in user as pages show them.
 type Viewer struct {
-	ID       int64
-	Name     string
-	Email    string
-	IsAdmin  bool
-	OrgName  string
-	OrgKind  string // vendor, customer or "" for an admin without organisation
+	ID      int64
+	Name    string
+	Email   string
+	IsAdmin bool
+	OrgName string
+	OrgKind string // vendor, customer or "" for an admin without organisation
 }
 
 // Flash is a one-line message shown at the top of a page.

@@ -1,0 +1,128 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/handlers/auth"
+	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/store/storetest"
+)
+
+const testPassword = "correct-horse-42"
+
+// passwordHash is computed once: argon2id is deliberately slow.
+var passwordHash = func() string {
+	h, err := auth.HashPassword(testPassword)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}()
+
+type testBundle struct {
+	pool   *pgxpool.Pool
+	store  *store.Store
+	keys   *auth.Keys
+	server *Server
+	ts     *httptest.Server
+	log    *slog.Logger
+}
+
+type setupOpts struct {
+	dev bool
+}
+
+func setup(t *testing.T, opts ...setupOpts) *testBundle {
+	t.Helper()
+	var o setupOpts
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	pool := storetest.NewPool(t)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	keys, err := auth.NewKeys(secret)
+	require.NoError(t, err)
+	logOut := io.Discard
+	if os.Getenv("ACCORD_TEST_LOG") != "" {
+		logOut = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st := store.New(pool)
+	b := &testBundle{pool: pool, store: st, keys: keys, log: log}
+	b.ts = httptest.NewUnstartedServer(nil)
+	b.ts.Start()
+	base, _ := url.Parse(b.ts.URL)
+	b.server = New(Options{Log: log, Pool: pool, Store: st, Keys: keys, BaseURL: base, Dev: o.dev, Registry: prometheus.NewRegistry()})
+	b.ts.Config.Handler = b.server
+	t.Cleanup(b.ts.Close)
+	return b
+}
+
+func (b *testBundle) createOrg(t *testing.T, name, kind string) int64 {
+	t.Helper()
+	id, err := b.store.CreateOrganization(context.Background(), name, kind)
+	require.NoError(t, err)
+	return id
+}
+
+func (b *testBundle) createUser(t *testing.T, email string, org *int64, admin bool) int64 {
+	t.Helper()
+	id, err := b.store.CreateUser(context.Background(), store.NewUser{Email: email, DisplayName: strings.Split(email, "@")[0], PasswordHash: passwordHash, OrganizationID: org, IsAdmin: admin})
+	require.NoError(t, err)
+	return id
+}
+
+// client is a browser-like client with cookies that does not follow redirects.
+func (b *testBundle) client(t *testing.T) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// signIn returns a client signed in as email.
+func (b *testBundle) signIn(t *testing.T, email string) *http.Client {
+	t.Helper()
+	c := b.client(t)
+	res := b.postForm(t, c, "/signin", url.Values{"email": {email}, "password": {testPassword}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, "sign in as %s", email)
+	return c
+}
+
+func (b *testBundle) get(t *testing.T, c *http.Client, path string) (*http.Response, string) {
+	t.Helper()
+	res, err := c.Get(b.ts.URL + path)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, string(body)
+}
+
+// postForm posts like a same-origin browser form.
+func (b *testBundle) postForm(t *testing.T, c *http.Client, path string, form url.Values) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, b.ts.URL+path, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("Origin", b.ts.URL)
+	res, err := c.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res
+}

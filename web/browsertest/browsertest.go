@@ -1,0 +1,224 @@
+// Package browsertest drives Debian's Chromium, headless, for Accord's
+// browser tests. Each Browser is a fresh profile that records everything a
+// test must check afterwards: console errors, uncaught exceptions, Content
+// Security Policy violations, and every URL the page requested.
+package browsertest
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+)
+
+// Browser is one headless Chromium with one tab.
+type Browser struct {
+	Ctx context.Context
+	t   testing.TB
+
+	mu       sync.Mutex
+	console  []chromedp.ConsoleMessage
+	requests []string
+}
+
+// ChromiumPath finds Debian's Chromium.
+func ChromiumPath() (string, error) {
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("chromium is not installed (Debian: apt-get install chromium)")
+}
+
+// New starts Chromium for the test and closes it at the end.
+func New(t testing.TB) *Browser {
+	t.Helper()
+	path, err := ChromiumPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1366, 900),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+	})
+	b := &Browser{Ctx: ctx, t: t}
+	// Start the browser and subscribe before any navigation.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	console := chromedp.Console(ctx)
+	requests := chromedp.Events(ctx, network.RequestWillBeSent)
+	go func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.console = append(b.console, m)
+			b.mu.Unlock()
+		}
+	}()
+	go func() {
+		for ev, err := range requests {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.requests = append(b.requests, ev.Request.URL)
+			b.mu.Unlock()
+		}
+	}()
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatalf("enable network events: %v", err)
+	}
+	return b
+}
+
+// Do runs actions and fails the test on error, with a screenshot.
+func (b *Browser) Do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.Ctx, actions...); err != nil {
+		b.Screenshot("failure-" + sanitize(b.t.Name()))
+		b.t.Fatalf("browser: %v (problems so far: %v)", err, b.Problems())
+	}
+}
+
+// Text returns the visible text of the first element matching a CSS selector.
+func (b *Browser) Text(css string) string {
+	b.t.Helper()
+	text, err := chromedp.Run(b.Ctx, chromedp.Text(chromedp.CSS(css)))
+	if err != nil {
+		b.Screenshot("failure-" + sanitize(b.t.Name()))
+		b.t.Fatalf("browser: text of %s: %v", css, err)
+	}
+	return text
+}
+
+// Eval evaluates JavaScript through DevTools (not affected by the page's CSP).
+func Eval[T any](b *Browser, js string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.Ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		b.t.Fatalf("browser: evaluate %q: %v", js, err)
+	}
+	return v
+}
+
+// Problems returns console errors, exceptions and CSP violations so far.
+// Give it a moment after the last action: console events arrive
+// asynchronously.
+func (b *Browser) Problems() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, m := range b.console {
+		text := strings.ToLower(m.Text)
+		if m.IsException() || m.Type == "error" || m.Type == "assert" ||
+			strings.Contains(text, "content security policy") || strings.Contains(text, "refused to") {
+			out = append(out, fmt.Sprintf("%s: %s (%s:%d)", m.Type, m.Text, m.URL, m.Line+1))
+		}
+	}
+	return out
+}
+
+// Requests returns every URL the page requested.
+func (b *Browser) Requests() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.requests...)
+}
+
+// ForeignRequests returns the requests that went anywhere but origin
+// (data: URLs excepted).
+func (b *Browser) ForeignRequests(origin string) []string {
+	base, _ := url.Parse(origin)
+	var out []string
+	for _, r := range b.Requests() {
+		u, err := url.Parse(r)
+		if err != nil || u.Scheme == "data" || u.Scheme == "blob" {
+			continue
+		}
+		if u.Host != base.Host || u.Scheme != base.Scheme {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Screenshot saves a PNG of the whole page under the test artifacts folder
+// (ACCORD_TEST_ARTIFACTS, default test-artifacts/ at the repository root)
+// and returns its path.
+func (b *Browser) Screenshot(name string) string {
+	buf, err := chromedp.Run(b.Ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return ""
+	}
+	dir := ArtifactsDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return ""
+	}
+	path := filepath.Join(dir, sanitize(name)+".png")
+	if err := os.WriteFile(path, buf, 0o644); err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return ""
+	}
+	return path
+}
+
+// ArtifactsDir is where browser tests save screenshots and downloads.
+func ArtifactsDir() string {
+	if d := os.Getenv("ACCORD_TEST_ARTIFACTS"); d != "" {
+		return d
+	}
+	// Walk up to the module root.
+	dir, _ := os.Getwd()
+	for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "test-artifacts")
+		}
+	}
+	return filepath.Join(os.TempDir(), "accord-test-artifacts")
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, s)
+}
