@@ -234,3 +234,29 @@ func TestPublishedKeyFormats(t *testing.T) {
 	_, err = ParseTrustedKeys([]byte(other))
 	require.ErrorContains(t, err, "no allowed_signers line")
 }
+
+func TestParseAllowedSignersForms(t *testing.T) {
+	t.Parallel()
+	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	require.NoError(t, err)
+	s, err := kr.Active()
+	require.NoError(t, err)
+	key := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.PublicKey().SSH)))
+
+	keys, err := ParseAllowedSigners([]byte(strings.Join([]string{
+		"# comment",
+		`"erin@customer.example,qa@customer.example" namespaces="file,accord-report@accordlab" ` + key + " erin's key",
+		"carl@customer.example\t" + key,
+		`git-only namespaces="git" ` + key,
+	}, "\n")))
+	require.NoError(t, err)
+	require.Len(t, keys, 2)
+	require.Equal(t, "erin@customer.example", keys[0].Principal)
+	require.Equal(t, s.KeyID(), keys[0].ID)
+	require.Equal(t, "carl@customer.example", keys[1].Principal)
+
+	_, err = ParseAllowedSigners([]byte("ca cert-authority " + key))
+	require.ErrorContains(t, err, "cert-authority")
+	_, err = ParseAllowedSigners([]byte("nobody"))
+	require.ErrorContains(t, err, "no key")
+}

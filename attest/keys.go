@@ -1,8 +1,3 @@
-// Package attest signs and verifies Accord's evidence: the installation's
-// signing keys, in-toto statements in DSSE envelopes, SSH-signed report
-// manifests, report bundles, and the hash-chained decision log. Everything
-// it writes can be checked offline, with this package or with standard tools
-// (sha256sum, ssh-keygen -Y verify, openssl).
 package attest
 
 import (
@@ -317,7 +312,7 @@ func ParseAllowedSigners(data []byte) ([]PublicKey, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		principals, rest, ok := strings.Cut(line, " ")
+		principals, rest, ok := cutPrincipals(line)
 		if !ok {
 			return nil, fmt.Errorf("attest: allowed_signers line %d: no key", n+1)
 		}
@@ -348,6 +343,20 @@ func ParseAllowedSigners(data []byte) ([]PublicKey, error) {
 		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// cutPrincipals splits an allowed_signers line after its principals field,
+// which may be double-quoted.
+func cutPrincipals(line string) (principals, rest string, ok bool) {
+	if quoted, ok := strings.CutPrefix(line, `"`); ok {
+		principals, rest, ok = strings.Cut(quoted, `"`)
+		return principals, strings.TrimLeft(rest, " \t"), ok && principals != "" && rest != ""
+	}
+	i := strings.IndexAny(line, " \t")
+	if i < 0 {
+		return "", "", false
+	}
+	return line[:i], strings.TrimLeft(line[i:], " \t"), true
 }
 
 func parsePEMPublicKeys(data []byte) ([]PublicKey, error) {
