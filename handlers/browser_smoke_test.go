@@ -33,4 +33,3 @@ func TestBrowserSmokeHomePage(t *testing.T) {
 	require.True(t, sawHTMX && sawECharts, "both libraries came from our origin: %v", br.Requests())
 	br.Screenshot("home")
 }
-

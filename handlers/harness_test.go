@@ -67,7 +67,9 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	b.ts = httptest.NewUnstartedServer(nil)
 	b.ts.Start()
 	base, _ := url.Parse(b.ts.URL)
-	b.server = New(Options{Log: log, Pool: pool, Store: st, Keys: keys, BaseURL: base, Dev: o.dev, Registry: prometheus.NewRegistry()})
+	// A stand-in for River UI, so that its route's protection is tested.
+	riverUI := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("river ui")) })
+	b.server = New(Options{Log: log, Pool: pool, Store: st, Keys: keys, BaseURL: base, Dev: o.dev, Registry: prometheus.NewRegistry(), RiverUI: riverUI})
 	b.ts.Config.Handler = b.server
 	t.Cleanup(b.ts.Close)
 	return b
@@ -126,3 +128,5 @@ func (b *testBundle) postForm(t *testing.T, c *http.Client, path string, form ur
 	res.Body.Close()
 	return res
 }
+
+func ioCopy(w io.Writer, res *http.Response) (int64, error) { return io.Copy(w, res.Body) }
