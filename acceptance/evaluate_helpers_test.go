@@ -53,4 +53,3 @@ func relativeCriterion(metric string, st Statistic, cmp Comparator, pct float64)
 	return Criterion{Metric: metric, Statistic: st, Mode: Relative, Comparator: cmp, Threshold: pct, Unit: "%"}
 }
 
-func ptr[T any](v T) *T { return &v }

@@ -308,21 +308,21 @@ func sideSummary(cc *critCtx, p *preparedSide) SideSummary {
 		s.N = int64(len(p.rates))
 		s.Repetitions = len(p.rates)
 		if len(p.rates) > 0 {
-			s.Value = num(mean(p.rates))
+			s.Value = finiteOrNil(meanOf(p.rates))
 			s.PerRepetition = slices.Clone(p.rates)
 		}
 	case p.data == dataSummary:
 		vals, n, ok := p.summary(cc.c.Statistic)
 		s.N = n
 		if ok {
-			s.Value = num(mean(vals))
+			s.Value = finiteOrNil(meanOf(vals))
 			s.PerRepetition = vals
 		}
 	default:
 		s.N = p.pooled.N()
 		s.Repetitions = len(p.reps)
 		if len(p.reps) > 0 {
-			s.Value = num(sampleStat(p.pooled, cc))
+			s.Value = finiteOrNil(sampleStat(p.pooled, cc))
 			for _, r := range p.reps {
 				s.PerRepetition = append(s.PerRepetition, sampleStat(r, cc))
 			}
@@ -342,7 +342,7 @@ func sampleStat(s stats.Sample, cc *critCtx) float64 {
 	}
 }
 
-func mean(v []float64) float64 {
+func meanOf(v []float64) float64 {
 	var s float64
 	for _, x := range v {
 		s += x
@@ -352,7 +352,7 @@ func mean(v []float64) float64 {
 
 // num returns a pointer to v, or nil when v is not a finite number (JSON
 // has no NaN or infinity).
-func num(v float64) *float64 {
+func finiteOrNil(v float64) *float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil
 	}
@@ -375,7 +375,7 @@ func (e *evaluator) seed(cc *critCtx, key SeriesKey) ([32]byte, string) {
 }
 
 // decide turns the two p-values into a verdict at level alpha.
-func decide(pPass, pFail, alpha float64) Verdict {
+func verdictFromP(pPass, pFail, alpha float64) Verdict {
 	switch {
 	case pPass <= alpha*(1+1e-12):
 		return Pass
@@ -451,10 +451,10 @@ func (e *evaluator) absQuantile(cc *critCtx, key SeriesKey, cs *preparedSide, sr
 	l, okL := stats.LowerBoundRank(n, q, cc.conf)
 	var lower, upper *float64
 	if okU {
-		upper = num(pooled.At(u))
+		upper = finiteOrNil(pooled.At(u))
 	}
 	if okL {
-		lower = num(pooled.At(l))
+		lower = finiteOrNil(pooled.At(l))
 	}
 	var k int64
 	var pPass, pFail float64
@@ -487,10 +487,10 @@ func (e *evaluator) absQuantile(cc *critCtx, key SeriesKey, cs *preparedSide, sr
 		}
 		pPass, pFail = max(pPass, bootPass), max(pFail, bootFail)
 		if upper != nil {
-			upper = num(max(*upper, bu))
+			upper = finiteOrNil(max(*upper, bu))
 		}
 		if lower != nil {
-			lower = num(min(*lower, bl))
+			lower = finiteOrNil(min(*lower, bl))
 		}
 		sr.Interval = IntervalOrderStatBoot
 		sr.Resamples, sr.Seed = len(reps), seedHex
@@ -498,8 +498,8 @@ func (e *evaluator) absQuantile(cc *critCtx, key SeriesKey, cs *preparedSide, sr
 			len(cs.reps), fmtCount(int64(len(reps))), fmtPctPlain(100*stats.HistogramRelativeError))
 	}
 	sr.Lower, sr.Upper = lower, upper
-	sr.PValue, sr.PValueFail = num(pPass), num(pFail)
-	sr.Verdict = decide(pPass, pFail, a)
+	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
+	sr.Verdict = verdictFromP(pPass, pFail, a)
 	sr.Reason = reasonDecided
 	if sr.Verdict == Inconclusive {
 		sr.Reason = reasonStraddles
@@ -549,18 +549,18 @@ func (e *evaluator) absMean(cc *critCtx, key SeriesKey, cs *preparedSide, sr Ser
 	seed, seedHex := e.seed(cc, key)
 	reps := stats.Replicates(stats.NewRand(seed), side, stats.StatMean, e.resamplesFor())
 	a := cc.alpha
-	sr.Lower, sr.Upper = num(stats.LowerBound(reps, a)), num(stats.UpperBound(reps, a))
+	sr.Lower, sr.Upper = finiteOrNil(stats.LowerBound(reps, a)), finiteOrNil(stats.UpperBound(reps, a))
 	var pPass, pFail float64
 	if cc.le() {
 		pPass, pFail = stats.ShareAbove(reps, cc.limit), stats.ShareAtMost(reps, cc.limit)
 	} else {
 		pPass, pFail = stats.ShareBelow(reps, cc.limit), stats.ShareAtLeast(reps, cc.limit)
 	}
-	sr.PValue, sr.PValueFail = num(pPass), num(pFail)
+	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
 	sr.Interval, sr.Resamples, sr.Seed = IntervalBootstrap, len(reps), seedHex
 	sr.Method = fmt.Sprintf("mean of %s pooled samples; one-sided %s percentile bounds from a bootstrap %s (%s resamples, repetitions then samples within them; a resampled mean of more than %s draws is taken from its normal limit)",
 		fmtCount(cs.pooled.N()), fmtConf(cc.conf), repetitionsPhrase(len(cs.reps)), fmtCount(int64(len(reps))), fmtCount(stats.ExactMeanDraws))
-	sr.Verdict, sr.Reason = decide(pPass, pFail, a), reasonDecided
+	sr.Verdict, sr.Reason = verdictFromP(pPass, pFail, a), reasonDecided
 	if sr.Verdict == Inconclusive {
 		sr.Reason = reasonStraddles
 		if need := grow(cs.pooled.N(), growth(min(pPass, pFail), a)); need > 0 {
@@ -573,7 +573,7 @@ func (e *evaluator) absMean(cc *critCtx, key SeriesKey, cs *preparedSide, sr Ser
 
 func absMax(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
 	v := cs.pooled.Max()
-	sr.Estimate = num(v)
+	sr.Estimate = finiteOrNil(v)
 	sr.Interval = IntervalNone
 	sr.Method = "largest observed value; a maximum has no confidence bound"
 	sr.Reason = reasonDecided
@@ -598,8 +598,8 @@ func absSummary(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
 			metricLabel(cc.m), cc.c.Statistic)
 		return sr
 	}
-	v := mean(vals)
-	sr.Estimate = num(v)
+	v := meanOf(vals)
+	sr.Estimate = finiteOrNil(v)
 	sr.Method = "the tool's own summary value"
 	if len(vals) > 1 {
 		sr.Method += fmt.Sprintf(" (mean over %d repetitions)", len(vals))
@@ -642,17 +642,17 @@ func absRate(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
 		return sr
 	}
 	a := cc.alpha
-	sr.Lower, sr.Upper = num(ti.Lower(a)), num(ti.Upper(a))
+	sr.Lower, sr.Upper = finiteOrNil(ti.Lower(a)), finiteOrNil(ti.Upper(a))
 	var pPass, pFail float64
 	if cc.le() {
 		pPass, pFail = ti.PAtMost(cc.limit), ti.PAbove(cc.limit)
 	} else {
 		pPass, pFail = ti.PAtLeast(cc.limit), ti.PBelow(cc.limit)
 	}
-	sr.PValue, sr.PValueFail = num(pPass), num(pFail)
+	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
 	sr.Interval = IntervalStudentT
 	sr.Method = fmt.Sprintf("Student's t on the mean of %d repetitions (one value each), %d degrees of freedom", r, ti.DF)
-	sr.Verdict, sr.Reason = decide(pPass, pFail, a), reasonDecided
+	sr.Verdict, sr.Reason = verdictFromP(pPass, pFail, a), reasonDecided
 	if sr.Verdict == Inconclusive {
 		sr.Reason = reasonStraddles
 		// The smallest R' with t(1−α; R'−1)·s/√R' ≤ |mean − limit|.
@@ -674,7 +674,7 @@ func absRate(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
 func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, sr SeriesResult) (SeriesResult, error) {
 	c, b := sr.Candidate.Value, sr.Baseline.Value
 	if c != nil && b != nil {
-		sr.Estimate = num(stats.RelativeDifference(*c, *b))
+		sr.Estimate = finiteOrNil(stats.RelativeDifference(*c, *b))
 	}
 	pointOnly := cs.data == dataSummary || bs.data == dataSummary || cc.c.Statistic == StatMax
 	if c == nil || b == nil {
@@ -698,6 +698,22 @@ func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, s
 	if cc.c.MinSamples > 0 && min(nc, nb) < int64(cc.c.MinSamples) {
 		return minSamples(cc, sr, min(nc, nb), "samples"), nil
 	}
+	if cc.isQ {
+		// A bootstrap of a quantile that sits at the sample's edge (p99 of
+		// 60 samples is the largest) is unreliable; ask for as many samples
+		// as a distribution-free bound on that quantile needs.
+		minN := stats.MinSamplesUpper(cc.q, cc.conf)
+		if nc < minN || nb < minN {
+			sr.Verdict, sr.Reason = Inconclusive, reasonTooFewForBound
+			sr.Method = fmt.Sprintf("at least %s samples a side are needed to resample %s", fmtCount(minN), cc.c.Statistic)
+			sr.Needed = &Needed{CandidateSamples: max(nc, minN), BaselineSamples: max(nb, minN),
+				Basis: "samples for the quantile to lie inside the sample (as for a distribution-free bound)"}
+			sr.Explanation = fmt.Sprintf("%s changed by %s against the baseline (%s vs %s, n = %s vs %s), but resampling %s needs at least %s samples on each side, so it cannot be judged yet.",
+				capitalize(statLabel(cc.c.Statistic, cc.m)), orUnknownPct(sr.Estimate), orUnknown(c, cc.m.Unit), orUnknown(b, cc.m.Unit),
+				fmtCount(nc), fmtCount(nb), cc.c.Statistic, fmtCount(minN))
+			return sr, nil
+		}
+	}
 	st := stats.StatMean
 	what := "mean"
 	if cc.isQ {
@@ -715,9 +731,9 @@ func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, s
 	seed, seedHex := e.seed(cc, key)
 	reps := stats.RelativeReplicates(stats.NewRand(seed), sc, sb, st, e.resamplesFor())
 	a := cc.alpha
-	sr.Lower, sr.Upper = num(stats.LowerBound(reps, a)), num(stats.UpperBound(reps, a))
+	sr.Lower, sr.Upper = finiteOrNil(stats.LowerBound(reps, a)), finiteOrNil(stats.UpperBound(reps, a))
 	pPass, pFail := relShares(cc, reps)
-	sr.PValue, sr.PValueFail = num(pPass), num(pFail)
+	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
 	sr.Interval, sr.Resamples, sr.Seed = IntervalBootstrap, len(reps), seedHex
 	sr.Method = fmt.Sprintf("percentile bootstrap of 100·(candidate − baseline)/baseline of the pooled %s, %s resamples; each side resampled in two stages (its repetitions, then samples within them)",
 		what, fmtCount(int64(len(reps))))
@@ -726,7 +742,7 @@ func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, s
 	} else {
 		sr.Method += fmt.Sprintf("; a resampled mean of more than %s draws is taken from its normal limit", fmtCount(stats.ExactMeanDraws))
 	}
-	sr.Verdict, sr.Reason = decide(pPass, pFail, a), reasonDecided
+	sr.Verdict, sr.Reason = verdictFromP(pPass, pFail, a), reasonDecided
 	if sr.Verdict == Inconclusive {
 		sr.Reason = reasonStraddles
 		if f := growth(min(pPass, pFail), a); f > 0 {
@@ -777,10 +793,10 @@ func (e *evaluator) relRate(cc *critCtx, key SeriesKey, cs, bs *preparedSide, sr
 	reps := stats.RelativeReplicates(stats.NewRand(seed), sc, sb, stats.StatRepetitionMean, e.resamplesFor())
 	a := cc.alpha
 	a2 := exp.Alpha(a)
-	sr.Lower, sr.Upper = num(stats.LowerBound(reps, a2)), num(stats.UpperBound(reps, a2))
+	sr.Lower, sr.Upper = finiteOrNil(stats.LowerBound(reps, a2)), finiteOrNil(stats.UpperBound(reps, a2))
 	sharePass, shareFail := relShares(cc, reps)
 	pPass, pFail := exp.PValue(sharePass), exp.PValue(shareFail)
-	sr.PValue, sr.PValueFail = num(pPass), num(pFail)
+	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
 	sr.Interval, sr.Resamples, sr.Seed = IntervalExpandedBoot, len(reps), seedHex
 	df := "∞"
 	if !math.IsInf(exp.DF, 1) {
@@ -788,7 +804,7 @@ func (e *evaluator) relRate(cc *critCtx, key SeriesKey, cs, bs *preparedSide, sr
 	}
 	sr.Method = fmt.Sprintf("bootstrap over repetitions of 100·(candidate − baseline)/baseline of the mean rate, %s resamples, read at the expanded level α' = %s that calibrates the percentile interval to Student's t with %s degrees of freedom (Hesterberg 2015)",
 		fmtCount(int64(len(reps))), fmtNum(a2), df)
-	sr.Verdict, sr.Reason = decide(pPass, pFail, a), reasonDecided
+	sr.Verdict, sr.Reason = verdictFromP(pPass, pFail, a), reasonDecided
 	if sr.Verdict == Inconclusive {
 		sr.Reason = reasonStraddles
 		if f := growth(min(pPass, pFail), a); f > 0 {

@@ -63,11 +63,9 @@ func binomialBTRS(r *rand.Rand, n int64, p float64) int64 {
 	a := -0.0873 + 0.0248*b + 0.01*p
 	c := fn*p + 0.5
 	vr := 0.92 - 4.2/b
-	alpha := (2.83 + 5.1/b) * spq
-	lpq := math.Log(p / q)
-	m := math.Floor((fn + 1) * p)
-	// log f(m) up to the terms that cancel in log f(k) − log f(m).
-	hm := stirlingPart(m) + stirlingPart(fn-m) - m*lpq
+	// The rest of the setup is needed only when the quick acceptance below
+	// fails (about one draw in seven), so it is computed then.
+	var alpha, lpq, hm float64
 	for {
 		u := r.Float64() - 0.5
 		v := r.Float64()
@@ -78,6 +76,13 @@ func binomialBTRS(r *rand.Rand, n int64, p float64) int64 {
 		}
 		if us >= 0.07 && v <= vr {
 			return int64(k)
+		}
+		if alpha == 0 {
+			alpha = (2.83 + 5.1/b) * spq
+			lpq = math.Log(p / q)
+			m := math.Floor((fn + 1) * p)
+			// log f(m), up to the terms that cancel in log f(k) − log f(m).
+			hm = stirlingPart(m) + stirlingPart(fn-m) - m*lpq
 		}
 		v = math.Log(v * alpha / (a/(us*us) + b))
 		// log(f(k)/f(m)) for the binomial pmf f, with log j! written as
