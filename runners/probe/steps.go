@@ -82,10 +82,11 @@ func (r *runner) fio(ctx context.Context, s acceptance.StepSpec, rep int, dir st
 	if splitErr := splitFioOutput(dir, stream); splitErr != nil && waitErr == nil {
 		return splitErr
 	}
+	if ctx.Err() != nil {
+		// Stopped (time limit, signal): fio may still exit 0 with a short report.
+		return ctx.Err()
+	}
 	if waitErr != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		return fmt.Errorf("fio failed: %v%s", waitErr, tailOf(filepath.Join(dir, "fio.stderr.txt")))
 	}
 	return fioJobErrors(stream)
@@ -266,10 +267,10 @@ func (r *runner) command(ctx context.Context, step string, rep int, c *acceptanc
 	}()
 	err = cmd.Run()
 	close(done)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		return fmt.Errorf("%s failed: %v%s", c.Program, err, tailOf(filepath.Join(dir, "stderr.txt")))
 	}
 	if c.OutputFile != "" {

@@ -302,29 +302,42 @@ func collectNVMe(ctx context.Context, r *Runner, smart bool) NVMe {
 	return n
 }
 
-// crossCheck compares the controllers in sysfs with those nvme-cli names.
+// crossCheck compares the controllers and namespaces in sysfs with those
+// nvme-cli names. nvme-cli 1.x lists only namespaces and 2.x mostly
+// controllers, so each kind is compared only when nvme-cli listed some.
 func crossCheck(n NVMe, seen map[string]bool) []string {
 	var out []string
+	cliCtrls, cliNS := false, false
+	for s := range seen {
+		cliCtrls = cliCtrls || ctrlName.MatchString(s)
+		cliNS = cliNS || nsName.MatchString(s)
+	}
 	sysfs := map[string]bool{}
 	for _, c := range n.Controllers {
 		sysfs[c.Name] = true
-		if !seen[c.Name] {
+		if cliCtrls && !seen[c.Name] {
 			out = append(out, fmt.Sprintf("controller %s is in sysfs but nvme-cli does not list it", c.Name))
 		}
 	}
+	for _, ns := range n.Namespaces {
+		sysfs[ns.Name] = true
+		if cliNS && !seen[ns.Name] {
+			out = append(out, fmt.Sprintf("namespace %s is in sysfs but nvme-cli does not list it", ns.Name))
+		}
+	}
 	for s := range seen {
-		if ctrlName.MatchString(s) && !sysfs[s] {
-			out = append(out, fmt.Sprintf("nvme-cli lists %s but sysfs has no such controller", s))
+		if (ctrlName.MatchString(s) || nsName.MatchString(s)) && !sysfs[s] {
+			out = append(out, fmt.Sprintf("nvme-cli lists %s but sysfs has no such device", s))
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-// NVMeCLIDevices finds the controllers named anywhere in nvme-cli's JSON
-// (its layout differs between versions 1.x and 2.x, so the document is
-// walked rather than decoded into one shape). Namespace and path names
-// are reduced to their controller where they name one (nvme0n1 → nvme0).
+// NVMeCLIDevices finds the controllers (nvme0), namespaces (nvme0n1) and
+// paths (nvme0c1n1) named anywhere in nvme-cli's JSON. Its layout differs
+// between versions 1.x and 2.x, so the document is walked rather than
+// decoded into one shape.
 func NVMeCLIDevices(b []byte) []string {
 	var doc any
 	if err := json.Unmarshal(b, &doc); err != nil {
@@ -347,15 +360,9 @@ func NVMeCLIDevices(b []byte) []string {
 			}
 		case string:
 			switch key {
-			case "DevicePath", "Controller", "Name", "GenericPath":
-				m := devRef.FindString(t)
-				if m == "" {
-					return
-				}
-				if ctrlName.MatchString(m) {
+			case "DevicePath", "Controller", "Name", "NameSpace", "Namespace":
+				if m := devRef.FindString(t); m != "" && (t == m || t == "/dev/"+m) {
 					seen[m] = true
-				} else if pathName.MatchString(m) {
-					seen[m[:strings.IndexByte(m[4:], 'c')+4]] = true
 				}
 			}
 		}

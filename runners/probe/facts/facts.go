@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -289,11 +290,15 @@ func Collect(ctx context.Context, opts Options) (*Facts, error) {
 		func() { f.GDS = collectGDS(r) },
 		func() { f.Tools = collectTools(ctx, r) },
 	}
+	// The sections are independent and mostly wait for processes to start,
+	// so they run side by side.
+	var wg sync.WaitGroup
 	for _, step := range steps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		step()
+		wg.Go(step)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

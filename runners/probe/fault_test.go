@@ -1,0 +1,191 @@
+package probe
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/wire"
+)
+
+var netnsSeq atomic.Int64
+
+// netns creates a network namespace with its loopback up, or skips when
+// namespaces cannot be made here. Faults are only ever applied inside it.
+func netns(t *testing.T) string {
+	t.Helper()
+	needBinary(t)
+	name := fmt.Sprintf("accordprobe-%d-%d", os.Getpid(), netnsSeq.Add(1))
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Skipf("cannot create a network namespace: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	out, err := exec.Command("ip", "-n", name, "link", "set", "lo", "up").CombinedOutput()
+	require.NoError(t, err, string(out))
+	return name
+}
+
+// qdisc shows the root qdisc of lo in the namespace.
+func qdisc(t *testing.T, ns string) string {
+	out, err := exec.Command("tc", "-n", ns, "qdisc", "show", "dev", "lo").CombinedOutput()
+	require.NoError(t, err, string(out))
+	return string(out)
+}
+
+func hasTBF(t *testing.T, ns string) bool { return strings.Contains(qdisc(t, ns), "tbf "+faultHandle) }
+
+func rateLimit(name string, d time.Duration) acceptance.StepSpec {
+	return acceptance.StepSpec{Name: name, Kind: acceptance.StepFault, Fault: &acceptance.FaultStep{
+		Action: "rate-limit", Interface: "lo", RateMbit: 8, Duration: acceptance.Duration(d)}}
+}
+
+func readFaultLog(t *testing.T, path string) faultLog {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var l faultLog
+	require.NoError(t, json.Unmarshal(b, &l))
+	return l
+}
+
+func TestRateLimitFaultIsAppliedAndRemoved(t *testing.T) {
+	t.Parallel()
+	ns := netns(t)
+	dir := runDir(t, planOf(rateLimit("slow-lo", 2*time.Second)))
+	cmd := probeCmd(ns, "run", "--dir", dir)
+	require.NoError(t, cmd.Start())
+	waitFor(t, 60*time.Second, "the tbf qdisc", func() bool { return hasTBF(t, ns) })
+	require.Contains(t, qdisc(t, ns), "rate 8Mbit")
+	require.NoError(t, cmd.Wait())
+	require.False(t, hasTBF(t, ns), "the fault is removed: %s", qdisc(t, ns))
+	require.Equal(t, wire.StateDone, status(t, dir).State)
+
+	l := readFaultLog(t, filepath.Join(dir, "out", "01-slow-lo", "rep-1", faultLogFile))
+	require.True(t, l.Apply.OK)
+	require.True(t, l.Undo.OK)
+	require.Equal(t, "the probe asked for removal", l.Undo.Reason)
+	require.Equal(t, []string{"tc", "qdisc", "del", "dev", "lo", "root", "handle", faultHandle}, l.Undo.Commands[0].Argv)
+	require.Empty(t, guardianProcesses(dir))
+}
+
+func TestFaultIsRemovedWhenTheProbeIsKilled(t *testing.T) {
+	t.Parallel()
+	ns := netns(t)
+	dir := runDir(t, planOf(rateLimit("slow-lo", time.Minute)))
+	pid := launch(t, ns, dir)
+	waitFor(t, 60*time.Second, "the tbf qdisc", func() bool { return hasTBF(t, ns) })
+	require.NotEmpty(t, guardianProcesses(dir))
+
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	waitFor(t, 30*time.Second, "the guardian to remove the qdisc", func() bool { return !hasTBF(t, ns) })
+	waitFor(t, 30*time.Second, "the guardian to exit", func() bool { return len(guardianProcesses(dir)) == 0 })
+
+	r := probe(t, "tail", "--dir", dir, "--offset", "0")
+	require.Equal(t, ExitCrashed, r.code, "killed without a status")
+	log, err := os.ReadFile(filepath.Join(dir, wire.LogFile))
+	require.NoError(t, err)
+	require.Contains(t, string(log), `"phase":"undo","ok":true,"reason":"the probe asked for removal"`)
+}
+
+func TestStopRemovesTheFault(t *testing.T) {
+	t.Parallel()
+	ns := netns(t)
+	dir := runDir(t, planOf(rateLimit("slow-lo", time.Minute)))
+	launch(t, ns, dir)
+	waitFor(t, 60*time.Second, "the tbf qdisc", func() bool { return hasTBF(t, ns) })
+	r := probe(t, "stop", "--dir", dir)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{"signalled":true,"killed":false,"remaining":0}`, r.stdout)
+	require.False(t, hasTBF(t, ns))
+	st := status(t, dir)
+	require.Equal(t, wire.StateCancelled, st.State)
+	results := eventsOfType(events(t, dir), wire.EventStepResult)
+	require.Len(t, results, 1)
+	require.Equal(t, errCancelled.Error(), results[0].Result.Error)
+}
+
+func TestFaultDuringALaterStep(t *testing.T) {
+	t.Parallel()
+	ns := netns(t)
+	fault := rateLimit("slow-lo", time.Second)
+	fault.Fault.During = "load"
+	fault.Fault.After = acceptance.Duration(500 * time.Millisecond)
+	load := acceptance.StepSpec{Name: "load", Kind: acceptance.StepCommand, Command: &acceptance.CommandStep{
+		Program: "sh", Format: "text",
+		// Samples the qdisc every 100 ms while the fault comes and goes.
+		Args: []string{"-c", "for i in $(seq 30); do tc qdisc show dev lo; sleep 0.1; done"}}}
+	dir := runDir(t, planOf(fault, load))
+	r := runCmd(t, probeCmd(ns, "run", "--dir", dir), 60*time.Second)
+	require.Equal(t, 0, r.code, r.stderr)
+	out, err := os.ReadFile(filepath.Join(dir, "out", "02-load", "rep-1", "output.txt"))
+	require.NoError(t, err)
+	seen := strings.Count(string(out), "tbf "+faultHandle)
+	require.Positive(t, seen, "the fault was on during the step")
+	require.Less(t, seen, 30, "and not all the time")
+	require.False(t, hasTBF(t, ns))
+
+	evs := events(t, dir)
+	var order []string
+	for _, e := range evs {
+		if e.Type == wire.EventStepResult {
+			order = append(order, e.Result.Step)
+		}
+	}
+	require.Equal(t, []string{"slow-lo", "load"}, order, "the fault ends within its step")
+	l := readFaultLog(t, filepath.Join(dir, "out", "01-slow-lo", "rep-1", faultLogFile))
+	require.True(t, l.Undo.OK)
+}
+
+func TestNetemMissingIsAClearError(t *testing.T) {
+	t.Parallel()
+	ns := netns(t)
+	if out, err := exec.Command("tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms").CombinedOutput(); err == nil {
+		_ = exec.Command("tc", "-n", ns, "qdisc", "del", "dev", "lo", "root").Run()
+		t.Skip("this kernel has netem; the missing-module error cannot be seen here")
+	} else {
+		require.Contains(t, string(out), "qdisc kind is unknown")
+	}
+	dir := runDir(t, planOf(acceptance.StepSpec{Name: "delay", Kind: acceptance.StepFault, Fault: &acceptance.FaultStep{
+		Action: "netem", Interface: "lo", Delay: acceptance.Duration(5 * time.Millisecond), LossPercent: 1, Duration: acceptance.Duration(time.Second)}}))
+	r := runCmd(t, probeCmd(ns, "run", "--dir", dir), 60*time.Second)
+	require.Equal(t, ExitFailed, r.code)
+	st := status(t, dir)
+	require.Equal(t, wire.StateFailed, st.State)
+	require.Contains(t, st.Reason, "fault delay: netem is not available in this kernel: load the kernel module sch_netem")
+	require.Empty(t, guardianProcesses(dir))
+}
+
+func TestPathDownNeedsNVMeCLI(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("nvme"); err == nil {
+		t.Skip("nvme-cli is installed here")
+	}
+	_, err := planFault(&acceptance.FaultStep{Action: "path-down", Controller: "nvme1", Duration: acceptance.Duration(time.Second)})
+	require.ErrorContains(t, err, "path-down needs nvme-cli")
+}
+
+func TestValidateFault(t *testing.T) {
+	t.Parallel()
+	ok := acceptance.FaultStep{Action: "netem", Interface: "eth0", Delay: acceptance.Duration(time.Millisecond), Duration: acceptance.Duration(time.Second)}
+	require.NoError(t, validateFault(&ok))
+	for _, bad := range []acceptance.FaultStep{
+		{Action: "netem", Interface: "eth0; rm -rf /", Delay: 1, Duration: acceptance.Duration(time.Second)},
+		{Action: "netem", Interface: "eth0", Duration: acceptance.Duration(time.Second)},
+		{Action: "netem", Interface: "eth0", LossPercent: 101, Duration: acceptance.Duration(time.Second)},
+		{Action: "rate-limit", Interface: "eth0", Duration: acceptance.Duration(time.Second)},
+		{Action: "path-down", Controller: "/dev/nvme1", Duration: acceptance.Duration(time.Second)},
+		{Action: "reboot", Duration: acceptance.Duration(time.Second)},
+		{Action: "netem", Interface: "eth0", Delay: 1},
+	} {
+		require.Error(t, validateFault(&bad), "%+v", bad)
+	}
+}
