@@ -1,7 +1,9 @@
 package acceptance
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -42,6 +44,14 @@ func gateSeeds(f *testing.F) {
 	f.Add([]byte(gateSetYAML))
 	f.Add([]byte("criteria:\n  - {name: a, metric: ttft, statistic: p99, comparator: <=, threshold: .nan}\n"))
 	f.Add([]byte("criteria: [{stop_loss: 1e400}]\n"))
+}
+
+// watchdog turns a hang into a crash, which the fuzzer records with its
+// input (it has no timeout of its own). An import takes milliseconds.
+func watchdog(data []byte) *time.Timer {
+	return time.AfterFunc(10*time.Second, func() {
+		panic(fmt.Sprintf("import of %d bytes still running after 10s: %q", len(data), data))
+	})
 }
 
 func requireLocatedErrors(t *testing.T, err error) {
@@ -105,6 +115,7 @@ func checkGateSetRoundTrip(t *testing.T, g GateSetSpec) {
 func FuzzImportProfileYAML(f *testing.F) {
 	profileSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
+		defer watchdog(data).Stop()
 		p, err := ImportProfileYAML(data)
 		if err != nil {
 			requireLocatedErrors(t, err)
@@ -117,6 +128,7 @@ func FuzzImportProfileYAML(f *testing.F) {
 func FuzzImportGateSetYAML(f *testing.F) {
 	gateSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
+		defer watchdog(data).Stop()
 		g, err := ImportGateSetYAML(data)
 		if err != nil {
 			requireLocatedErrors(t, err)
@@ -136,6 +148,7 @@ func FuzzImportProfileJSON(f *testing.F) {
 	f.Add([]byte(`{"name": "a", "name": "b"}`))
 	f.Add([]byte(`{"steps": [{"fio": {"iodepth": 1e3}}]} {}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		defer watchdog(data).Stop()
 		p, err := ImportProfileJSON(data)
 		if err != nil {
 			requireLocatedErrors(t, err)
@@ -153,11 +166,39 @@ func FuzzImportGateSetJSON(f *testing.F) {
 	}
 	f.Add([]byte(`{"criteria": [{"Threshold": 1}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		defer watchdog(data).Stop()
 		g, err := ImportGateSetJSON(data)
 		if err != nil {
 			requireLocatedErrors(t, err)
 			return
 		}
 		checkGateSetRoundTrip(t, g)
+	})
+}
+
+// FuzzSpecTextRoundTrip puts arbitrary text and numbers into the free fields
+// of valid specs: whatever validation accepts must export and re-import to
+// the same digest (quoting, line breaks, Unicode, number formats).
+func FuzzSpecTextRoundTrip(f *testing.F) {
+	f.Add("Every step kind", "line one\nline two", "llama", "--flag=a b", "AF-9000", 25.0, 1.5)
+	f.Add("yes", "no", "null", "~", "0x10", 1e-7, 1e21)
+	f.Add("- x", "# not a comment", "a: b", "'", "\"", -99.5, 0.0)
+	f.Add("a\u2028b", "\u0085", "\ufeffx", "\t", " ", 3.0, 1e300)
+	f.Fuzz(func(t *testing.T, name, description, model, arg, arrayModel string, threshold, stopLoss float64) {
+		defer watchdog([]byte(name + description + model + arg)).Stop()
+		p := validProfile()
+		p.Name, p.Description, p.Storage.ArrayModel = name, description, arrayModel
+		p.Steps[4].Inference.Model = model
+		p.Steps[5].Command.Args = append(p.Steps[5].Command.Args, arg)
+		if ValidateProfile(p) == nil {
+			checkProfileRoundTrip(t, p)
+		}
+		g := validGateSet()
+		g.Name, g.Description = name, description
+		g.Criteria[1].Threshold, g.Criteria[1].StopLoss = threshold, &stopLoss
+		g.Criteria[0].Help = arg
+		if ValidateGateSet(g) == nil {
+			checkGateSetRoundTrip(t, g)
+		}
 	})
 }
