@@ -8,7 +8,8 @@ import (
 )
 
 // Detect chooses the format of an uploaded output by its content: JSON lines
-// of the probe's request records or telemetry; fio's JSON (also with text
+// of the probe's request records or telemetry, or of AIPerf's per-request
+// export; fio's JSON (also with text
 // before it); vLLM's benchmark result; GenAI-Perf's or AIPerf's export.
 // The user may still force a format with Import.
 func Detect(data []byte) (Format, error) {
@@ -83,6 +84,8 @@ func jsonLinesFormat(obj map[string]json.RawMessage) (Format, bool) {
 		return FormatProbeRequests, true
 	case has("cpu_pct") && has("t"):
 		return FormatProbeTelemetry, true
+	case has("metadata") && has("metrics"):
+		return FormatAIPerfRecords, true
 	}
 	return "", false
 }

@@ -186,7 +186,8 @@ func FuzzGenAIPerf(f *testing.F) {
 
 func FuzzDetect(f *testing.F) {
 	addTestdata(f, "fio2-randrw.json", "fio3-client-stats.json", "vllm-bench-serve-detailed.json",
-		"vllm-benchmark-serving-old.json", "genai-perf-profile_export_genai_perf.json", "aiperf-profile_export_aiperf.json")
+		"vllm-benchmark-serving-old.json", "genai-perf-profile_export_genai_perf.json", "aiperf-profile_export_aiperf.json",
+		"aiperf-profile_export.jsonl")
 	f.Add([]byte(recordSeeds[0] + "\n" + recordSeeds[1] + "\n"))
 	f.Add([]byte(`{"t":1,"cpu_pct":1}`))
 	f.Add([]byte("garbage\n{\"fio version\":\"x\"}"))

@@ -36,10 +36,11 @@ const (
 	FormatVLLMBench      Format = "vllm-bench-json" // vllm bench serve --save-result (benchmark_serving.py)
 	FormatGenAIPerf      Format = "genai-perf-json" // profile_export_genai_perf.json
 	FormatAIPerf         Format = "aiperf-json"     // profile_export_aiperf.json
+	FormatAIPerfRecords  Format = "aiperf-records"  // AIPerf's per-request profile_export.jsonl
 )
 
 // Formats lists every format Import understands.
-var Formats = []Format{FormatProbeRequests, FormatProbeTelemetry, FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf}
+var Formats = []Format{FormatProbeRequests, FormatProbeTelemetry, FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf, FormatAIPerfRecords}
 
 // Tool names written into acceptance.Source.Tool.
 const (
@@ -173,6 +174,8 @@ func Import(format Format, data []byte, opts Options) ([]acceptance.Measurement,
 		return importProbeRecords(bytes.NewReader(data), int64(len(data)), opts)
 	case FormatProbeTelemetry:
 		return ImportTelemetry(bytes.NewReader(data), opts)
+	case FormatAIPerfRecords:
+		return ImportAIPerfRecords(bytes.NewReader(data), opts)
 	case FormatFio:
 		return ImportFio(data, opts)
 	case FormatVLLMBench:
@@ -233,6 +236,11 @@ func ImportFile(format Format, path string, opts Options) ([]acceptance.Measurem
 			return nil, nil, tooLarge(path, size, opts.limit(MaxRecordBytes))
 		}
 		return ImportTelemetry(f, opts)
+	case FormatAIPerfRecords:
+		if size > opts.limit(MaxRecordBytes) {
+			return nil, nil, tooLarge(path, size, opts.limit(MaxRecordBytes))
+		}
+		return ImportAIPerfRecords(f, opts)
 	case FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf:
 		if size > opts.limit(MaxToolJSONBytes) {
 			return nil, nil, tooLarge(path, size, opts.limit(MaxToolJSONBytes))

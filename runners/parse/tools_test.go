@@ -251,3 +251,40 @@ func TestDetect(t *testing.T) {
 		require.ErrorContains(t, err, tt.want)
 	}
 }
+
+func TestImportAIPerfRecords(t *testing.T) {
+	t.Parallel()
+	data := readTestdata(t, "aiperf-profile_export.jsonl")
+	f, err := Detect(data)
+	require.NoError(t, err)
+	require.Equal(t, FormatAIPerfRecords, f)
+	got, warnings, err := Import(f, data, Options{ToolVersion: "0.3.0"})
+	require.NoError(t, err)
+	m := byMetric(t, got)
+	// warm-up and the cancelled request are excluded from the samples
+	require.Equal(t, []float64{255.886568, 210.5}, m[acceptance.MetricTTFT].Values)
+	require.Equal(t, []float64{297.525228, 432.9}, m[acceptance.MetricE2EL].Values)
+	require.Equal(t, []float64{5.2048325, 111.2}, m[acceptance.MetricTPOT].Values)
+	require.Len(t, m[acceptance.MetricITL].Values, 10)
+	require.Equal(t, MethodRawSamples, m[acceptance.MetricITL].Source.PercentileMethod)
+	require.Equal(t, []float64{1.0 / 3}, m[acceptance.MetricErrorRate].Values)
+	window := float64(1759813208032900363-1759813207532900363) / 1e9
+	requireFloats(t, []float64{2 / window}, m[acceptance.MetricRequestThroughput].Values)
+	requireFloats(t, []float64{12 / window}, m[acceptance.MetricOutputTokenThroughput].Values)
+	requireFloats(t, []float64{1112 / window}, m[acceptance.MetricTotalTokenThroughput].Values)
+	require.Contains(t, strings.Join(warnings, "\n"), "1 of 3 requests failed")
+
+	for _, tt := range []struct{ data, want string }{
+		{`{"metadata":{"request_start_ns":1,"request_end_ns":2},"metrics":{"time_to_first_token":{"value":1,"unit":"tokens"}},"error":null}`, `line 1: metrics.time_to_first_token: unexpected unit "tokens"`},
+		{`{"metadata":{"request_start_ns":1,"request_end_ns":2},"metrics":{"time_to_first_token":{"value":-1,"unit":"ms"}},"error":null}`, "negative latency"},
+		{`{"metadata":{"request_start_ns":5,"request_end_ns":2},"metrics":{},"error":null}`, "metadata.request_end_ns: 2 is before request_start_ns 5"},
+		{`{"metadata":{},"metrics":{},"error":null}`, "needs request_start_ns and request_end_ns"},
+		{`{"metadata":{"benchmark_phase":"warmup"},"metrics":{}}`, "no profiling-phase records (1 warm-up)"},
+		{`{"metadata":{"request_start_ns":1,"request_end_ns":2},"metrics":{"output_sequence_length":{"value":1.5,"unit":"tokens"}},"error":null}`, "metrics.output_sequence_length"},
+		{`{"metadata":{"request_start_ns":1,`, "truncated JSON"},
+	} {
+		got, _, err := Import(FormatAIPerfRecords, []byte(tt.data), Options{})
+		require.ErrorContains(t, err, tt.want, tt.data)
+		require.Nil(t, got)
+	}
+}
