@@ -23,6 +23,15 @@ const MaxSpecBytes = 256 << 10
 // maxImportErrors bounds the errors reported for one document.
 const maxImportErrors = 50
 
+// maxListItems bounds every list of an imported document, far above what
+// any spec allows (100 steps, 64 sweep levels, 256 arguments), so that an
+// absurd list is refused before its items are looked at.
+const maxListItems = 1000
+
+func listTooLong(n int) string {
+	return fmt.Sprintf("has %d items; no list in a spec may have more than %d", n, maxListItems)
+}
+
 func sizeError(n int) ValidationErrors {
 	return ValidationErrors{{Message: fmt.Sprintf("the document is %s; the limit is %s", humanSize(int64(n)), humanSize(MaxSpecBytes))}}
 }

@@ -184,6 +184,17 @@ func (w *jsonWalker) walk(raw []byte, off int, t reflect.Type, p string) {
 			return
 		}
 		for i := 0; dec.More(); i++ {
+			if i == maxListItems {
+				n := i
+				for ; dec.More(); n++ {
+					var skip json.RawMessage
+					if dec.Decode(&skip) != nil {
+						break
+					}
+				}
+				w.fail(off, p, "%s", listTooLong(n))
+				return
+			}
 			var item json.RawMessage
 			if err := dec.Decode(&item); err != nil {
 				w.fail(off+int(dec.InputOffset()), p, "JSON syntax: %v", err)

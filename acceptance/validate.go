@@ -106,11 +106,20 @@ var (
 	controllerRE = regexp.MustCompile(`^nvme[0-9]{1,4}$`)
 )
 
-// checker collects field errors.
+// maxValidationErrors bounds the errors reported for one spec: past it,
+// more are noise, and an absurd document should not cost much to refuse.
+const maxValidationErrors = 100
+
+// specChecker collects field errors.
 type specChecker struct{ errs ValidationErrors }
 
 func (c *specChecker) add(path, format string, args ...any) {
-	c.errs = append(c.errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+	switch {
+	case len(c.errs) < maxValidationErrors:
+		c.errs = append(c.errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+	case len(c.errs) == maxValidationErrors:
+		c.errs = append(c.errs, FieldError{Message: "too many errors; fix these first"})
+	}
 }
 
 func (c *specChecker) result() ValidationErrors {
@@ -549,14 +558,16 @@ func validateTokens(c *specChecker, tp string, t TokenDist, required bool) {
 
 func validateLoad(c *specChecker, lp string, l Load) {
 	c.enum(specField(lp, "mode"), l.Mode, loadModes)
-	for i, v := range l.Sweep {
+	levels := l.Sweep
+	if len(levels) > MaxSweepLevels {
+		c.add(specField(lp, "sweep"), "must have at most %d levels", MaxSweepLevels)
+		levels = nil // the levels themselves do not matter yet
+	}
+	for i, v := range levels {
 		c.finite(specIndex(specField(lp, "sweep"), i), v)
 	}
-	if len(l.Sweep) > MaxSweepLevels {
-		c.add(specField(lp, "sweep"), "must have at most %d levels", MaxSweepLevels)
-	}
 	seen := map[float64]bool{}
-	for i, v := range l.Sweep {
+	for i, v := range levels {
 		if seen[v] {
 			c.add(specIndex(specField(lp, "sweep"), i), "repeats the level %g; levels must be unique", v)
 		}
@@ -570,7 +581,7 @@ func validateLoad(c *specChecker, lp string, l Load) {
 			if l.Concurrency != 0 {
 				c.add(specField(lp, "concurrency"), "leave empty when a sweep is set: the sweep gives the levels")
 			}
-			for i, v := range l.Sweep {
+			for i, v := range levels {
 				if v != math.Trunc(v) || v < 1 || v > MaxConcurrency {
 					c.add(specIndex(specField(lp, "sweep"), i), "concurrency levels must be whole numbers between 1 and %d", MaxConcurrency)
 				}
@@ -594,7 +605,7 @@ func validateLoad(c *specChecker, lp string, l Load) {
 			if l.Rate != 0 {
 				c.add(specField(lp, "rate"), "leave empty when a sweep is set: the sweep gives the levels")
 			}
-			for i, v := range l.Sweep {
+			for i, v := range levels {
 				if v <= 0 || v > MaxRate {
 					c.add(specIndex(specField(lp, "sweep"), i), "rates must be more than 0 and at most %g requests per second", float64(MaxRate))
 				}

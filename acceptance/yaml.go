@@ -135,12 +135,20 @@ func decodeYAML(data []byte, what string, current int, out any) (lineIndex, Vali
 		}
 		return nil, ValidationErrors{yamlError(err)}
 	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case err == nil:
-		return nil, ValidationErrors{{Line: extra.Line, Message: "only one document is allowed, but another one starts here (remove the --- separator and what follows)"}}
-	case !errors.Is(err, io.EOF):
-		return nil, ValidationErrors{yamlError(err)}
+	for {
+		// A trailing "---" with nothing after it is harmless; a second
+		// document with content is refused rather than ignored.
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, ValidationErrors{yamlError(err)}
+		}
+		if len(extra.Content) > 0 && !(extra.Content[0].Kind == yaml.ScalarNode && extra.Content[0].ShortTag() == "!!null" && extra.Content[0].Value == "") {
+			return nil, ValidationErrors{{Line: extra.Line, Message: "only one document is allowed, but another one starts here (remove the --- separator and what follows)"}}
+		}
 	}
 	if len(doc.Content) == 0 {
 		return nil, ValidationErrors{{Message: "the document is empty"}}
@@ -228,6 +236,10 @@ func (w *yamlWalker) walk(n *yaml.Node, t reflect.Type, p string, line int) {
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			w.fail(line, p, "must be a list, not %s", yamlKindWord(n))
+			return
+		}
+		if len(n.Content) > maxListItems {
+			w.fail(line, p, "%s", listTooLong(len(n.Content)))
 			return
 		}
 		for i, item := range n.Content {

@@ -131,6 +131,8 @@ func TestImportYAMLLocatedErrors(t *testing.T) {
 			FieldError{Line: 5, Message: "YAML syntax: found character that cannot start any token"}},
 		{"second document", profileYAML + "---\nname: other\n",
 			FieldError{Line: 18, Message: "only one document is allowed, but another one starts here (remove the --- separator and what follows)"}},
+		{"second document after an empty one", profileYAML + "---\n---\nname: other\n",
+			FieldError{Line: 19, Message: "only one document is allowed, but another one starts here (remove the --- separator and what follows)"}},
 		{"list at the top", "- name: a\n",
 			FieldError{Line: 1, Message: "a profile must be a mapping of fields (name: value), not a list"}},
 		{"empty", "", FieldError{Message: "the document is empty"}},
@@ -150,6 +152,15 @@ func TestImportYAMLLocatedErrors(t *testing.T) {
 			_, err := ImportProfileYAML([]byte(tc.doc))
 			require.Equal(t, tc.want, requireOneError(t, err))
 		})
+	}
+}
+
+func TestImportYAMLDocumentMarkers(t *testing.T) {
+	t.Parallel()
+	// Start and end markers, and a trailing empty document, are harmless.
+	for _, doc := range []string{"---\n" + profileYAML, profileYAML + "...\n", profileYAML + "---\n", profileYAML + "--- # end\n---\n"} {
+		_, err := ImportProfileYAML([]byte(doc))
+		require.NoError(t, err, doc)
 	}
 }
 
@@ -262,4 +273,25 @@ steps:
 	out2, err := ExportProfileYAML(raw)
 	require.NoError(t, err)
 	require.Equal(t, string(out), string(out2))
+}
+
+func TestImportBoundsAbsurdDocuments(t *testing.T) {
+	t.Parallel()
+	sweep := "name: x\nsteps:\n  - name: a\n    inference:\n      load:\n        sweep: [" + strings.Repeat("1, ", 5000) + "1]\n"
+	_, err := ImportProfileYAML([]byte(sweep))
+	require.Equal(t, FieldError{Path: "steps[0].inference.load.sweep", Line: 6, Message: "has 5001 items; no list in a spec may have more than 1000"},
+		requireOneError(t, err))
+
+	jsonSweep := `{"steps": [{"inference": {"load": {"sweep": [` + strings.Repeat("1, ", 5000) + `1]}}}]}`
+	_, err = ImportProfileJSON([]byte(jsonSweep))
+	require.Equal(t, FieldError{Path: "steps[0].inference.load.sweep", Line: 1, Message: "has 5001 items; no list in a spec may have more than 1000"},
+		requireOneError(t, err))
+
+	// 500 broken steps give a bounded list of errors.
+	steps := "name: x\npurpose: custom\nstorage: {transport: emulated}\nsteps:\n" + strings.Repeat("  - {name: a, kind: pause}\n", 500)
+	_, err = ImportProfileYAML([]byte(steps))
+	var errs ValidationErrors
+	require.ErrorAs(t, err, &errs)
+	require.Len(t, errs, maxValidationErrors+1)
+	require.Equal(t, "too many errors; fix these first", errs[maxValidationErrors].Message)
 }
