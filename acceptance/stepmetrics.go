@@ -14,15 +14,18 @@ var (
 	}
 	// vllmBenchMetrics are what vLLM's benchmark JSON carries (per-request
 	// arrays and totals).
+	// (send delay and latency from the intended send time where the result
+	// carries request start times), as runners/parse reads them.
 	vllmBenchMetrics = []string{
-		MetricTTFT, MetricTPOT, MetricITL, MetricE2EL,
+		MetricTTFT, MetricTPOT, MetricITL, MetricE2EL, MetricE2ELIntended, MetricSendDelay,
 		MetricRequestThroughput, MetricOutputTokenThroughput, MetricTotalTokenThroughput,
 		MetricGoodput, MetricErrorRate,
 	}
 	// genAIPerfMetrics are what GenAI-Perf / AIPerf profile exports carry.
 	genAIPerfMetrics = []string{
 		MetricTTFT, MetricTPOT, MetricITL, MetricE2EL,
-		MetricRequestThroughput, MetricOutputTokenThroughput,
+		MetricRequestThroughput, MetricOutputTokenThroughput, MetricTotalTokenThroughput,
+		MetricGoodput, MetricErrorRate,
 	}
 	readMetrics  = []string{MetricReadIOPS, MetricReadBW, MetricReadCLat, MetricReadSLat, MetricReadLat}
 	writeMetrics = []string{MetricWriteIOPS, MetricWriteBW, MetricWriteCLat, MetricWriteSLat, MetricWriteLat}
