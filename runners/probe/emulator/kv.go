@@ -252,23 +252,32 @@ func (k *kvStore) fallBackToBuffered(was *os.File) error {
 
 // pacer caps the read bandwidth, to stand for a slower storage path: each
 // read reserves its transfer time on a shared timeline and waits for it.
+// The timeline may lag the clock by pacerSlack, so that a sleeper woken
+// late (timers are coarse) does not lower the rate: a token bucket of that
+// depth.
 type pacer struct {
 	mu          sync.Mutex
 	next        time.Time
 	bytesPerSec float64
 }
 
+const pacerSlack = 5 * time.Millisecond
+
 func (p *pacer) wait(ctx context.Context, n int) error {
 	d := time.Duration(float64(n) / p.bytesPerSec * 1e9)
 	p.mu.Lock()
 	now := time.Now()
-	if p.next.Before(now) {
-		p.next = now
+	if floor := now.Add(-pacerSlack); p.next.Before(floor) {
+		p.next = floor
 	}
 	p.next = p.next.Add(d)
 	until := p.next
 	p.mu.Unlock()
-	t := time.NewTimer(time.Until(until))
+	wait := time.Until(until)
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-t.C:
