@@ -53,7 +53,7 @@ func detectHead(head []byte, size int64) (Format, error) {
 		return "", fmt.Errorf("detect: %w: a %d-byte JSON document is over the %s limit for tool outputs", ErrTooLarge, size, humanBytes(MaxToolJSONBytes))
 	}
 	if int64(len(head)) < size {
-		return "", errors.New("detect: the document is larger than the bytes read to detect it")
+		return "", errNeedWhole
 	}
 	body, _ := nullNonFinite(t)
 	var top map[string]json.RawMessage
@@ -76,6 +76,9 @@ func detectHead(head []byte, size int64) (Format, error) {
 	}
 	return "", fmt.Errorf("detect: unrecognised JSON (top-level keys %q): choose the format by hand", keys)
 }
+
+// errNeedWhole says a single JSON document must be read whole to be detected.
+var errNeedWhole = errors.New("detect: the document is larger than the bytes read to detect it")
 
 func jsonLinesFormat(obj map[string]json.RawMessage) (Format, bool) {
 	has := func(k string) bool { _, ok := obj[k]; return ok }

@@ -143,6 +143,8 @@ func FuzzFio(f *testing.F) {
 	addTestdata(f, "fio2-randrw.json", "fio3-client-stats.json")
 	f.Add([]byte(`{"fio version":"fio-3.33","jobs":[{"jobname":"x","error":0,"read":{"iops":1,"bw_bytes":4096,"total_ios":1,"clat_ns":{"min":1000,"max":1000,"mean":1000,"stddev":0,"N":1,"percentile":{"99.000000":1000},"bins":{"1000":1}},"slat_ns":{"min":0,"max":0,"mean":0,"stddev":0,"N":0},"lat_ns":{"min":1,"max":1,"mean":1,"stddev":-nan,"N":1}}}]}`))
 	f.Add([]byte("note: something\n{\"fio version\":\"fio-3.33\",\"jobs\":[]}"))
+	f.Add([]byte(`{"jobs":[{"jobname":"a","read":{"iops":2,"bw":8,"clat":{"min":1,"max":3,"mean":2,"percentile":{"50.000000":2,"0.00":0}},"slat":{"min":0,"max":0,"mean":0}}},{"jobname":"b","read":{"iops":2,"bw":8,"clat":{"min":1,"max":3,"mean":2}}}]}`))
+	f.Add([]byte(`{"client_stats":[{"jobname":"All clients","write":{"iops":5,"bw_bytes":5,"lat_ns":{"min":1,"max":2,"mean":1.5,"N":2,"bins":{"1":1,"2":1}}}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, _, err := Import(FormatFio, data, Options{})
 		if err != nil {
@@ -156,6 +158,8 @@ func FuzzFio(f *testing.F) {
 
 func FuzzVLLM(f *testing.F) {
 	addTestdata(f, "vllm-bench-serve-detailed.json", "vllm-benchmark-serving-old.json", "vllm-bench-serve-summary.json")
+	f.Add([]byte(`{"request_throughput":2,"duration":1,"completed":2,"failed":1,"errors":["","x",""],"latencies":[0.1,0,0.2],"queue_times":[0,0,0],"mean_client_queue_time_ms":0,"mean_e2el_including_client_queue_ms":1}`))
+	f.Add([]byte(`{"request_throughput":1,"mean_e2el_ms":5,"p99_e2el_ms":6,"request_goodput:":null}`))
 	f.Add([]byte(`{"request_throughput":1,"duration":1,"completed":1,"failed":0,"ttfts":[0.1],"latencies":[0.2],"output_lens":[3],"itls":[[0.05,0.05]],"errors":[""],"mean_ttft_ms":100,"p99.9_ttft_ms":NaN}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, _, err := Import(FormatVLLMBench, data, Options{})

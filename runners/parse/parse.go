@@ -173,8 +173,14 @@ func Import(format Format, data []byte, opts Options) ([]acceptance.Measurement,
 		}
 		return importProbeRecords(bytes.NewReader(data), int64(len(data)), opts)
 	case FormatProbeTelemetry:
+		if int64(len(data)) > opts.limit(MaxRecordBytes) {
+			return nil, nil, tooLarge(opts.name(wire.TelemetryFile), int64(len(data)), opts.limit(MaxRecordBytes))
+		}
 		return ImportTelemetry(bytes.NewReader(data), opts)
 	case FormatAIPerfRecords:
+		if int64(len(data)) > opts.limit(MaxRecordBytes) {
+			return nil, nil, tooLarge(opts.name("profile_export.jsonl"), int64(len(data)), opts.limit(MaxRecordBytes))
+		}
 		return ImportAIPerfRecords(bytes.NewReader(data), opts)
 	case FormatFio:
 		return ImportFio(data, opts)
@@ -218,6 +224,21 @@ func ImportFile(format Format, path string, opts Options) ([]acceptance.Measurem
 			return nil, nil, fmt.Errorf("parse %s: %w", path, err)
 		}
 		format, err = detectHead(head[:n], size)
+		if errors.Is(err, errNeedWhole) {
+			// One JSON document bigger than the head (a detailed vLLM
+			// result): within the tool limit it is read whole anyway.
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+			}
+			data, rerr := io.ReadAll(io.LimitReader(f, MaxToolJSONBytes+1))
+			if rerr != nil {
+				return nil, nil, fmt.Errorf("parse %s: %w", path, rerr)
+			}
+			if format, err = Detect(data); err != nil {
+				return nil, nil, &Error{Input: path, Err: err}
+			}
+			return Import(format, data, opts)
+		}
 		if err != nil {
 			return nil, nil, &Error{Input: path, Err: err}
 		}

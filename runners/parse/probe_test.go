@@ -346,3 +346,17 @@ func TestImportTelemetry(t *testing.T) {
 		require.Nil(t, got)
 	}
 }
+
+func TestImportFileDetectsLargeToolJSON(t *testing.T) {
+	t.Parallel()
+	// A detailed vLLM result larger than the bytes read to detect it.
+	data := readTestdata(t, "vllm-benchmark-serving-old.json")
+	pad := bytes.Repeat([]byte(`"x",`), 40<<10)
+	data = bytes.Replace(data, []byte(`"generated_texts": [`), append([]byte(`"generated_texts": [`), pad...), 1)
+	require.Greater(t, len(data), 64<<10)
+	path := filepath.Join(t.TempDir(), "result.json")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	got, _, err := ImportFile("", path, Options{})
+	require.NoError(t, err)
+	require.Equal(t, ToolVLLM, got[0].Source.Tool)
+}
