@@ -303,7 +303,7 @@ func Evaluate(in EvaluationInput) (Evaluation, error) {
 }
 
 func inputsDigest(in EvaluationInputs) string {
-	w := newDigestWriter("accord evaluation inputs v1\n")
+	w := newDigestWriter("accord evaluation inputs v1\n", 1<<10)
 	for _, s := range []string{EngineVersion, in.ProfileDigest, in.GateDigest, in.CandidateDigest,
 		in.BaselineDigest, in.CandidateFactsDigest, in.BaselineFactsDigest} {
 		w.str(s)

@@ -52,4 +52,3 @@ func absoluteCriterion(metric string, st Statistic, cmp Comparator, threshold fl
 func relativeCriterion(metric string, st Statistic, cmp Comparator, pct float64) Criterion {
 	return Criterion{Metric: metric, Statistic: st, Mode: Relative, Comparator: cmp, Threshold: pct, Unit: "%"}
 }
-

@@ -32,7 +32,7 @@ func MeasurementsDigest(ms []Measurement) string {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return compareMeasurementKeys(ms[a], ms[b]) })
-	w := newDigestWriter("accord measurements v1\n")
+	w := newDigestWriter("accord measurements v1\n", 64<<10)
 	w.uvarint(uint64(len(ms)))
 	for _, i := range order {
 		m := ms[i]
@@ -79,7 +79,7 @@ func FactsDigest(facts map[string]string) string {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	w := newDigestWriter("accord facts v1\n")
+	w := newDigestWriter("accord facts v1\n", 1<<10)
 	w.uvarint(uint64(len(keys)))
 	for _, k := range keys {
 		w.str(k)
@@ -99,8 +99,8 @@ type digestWriter struct {
 	buf []byte
 }
 
-func newDigestWriter(header string) *digestWriter {
-	w := &digestWriter{h: sha256.New(), buf: make([]byte, 0, 64<<10)}
+func newDigestWriter(header string, bufSize int) *digestWriter {
+	w := &digestWriter{h: sha256.New(), buf: make([]byte, 0, bufSize)}
 	w.buf = append(w.buf, header...)
 	return w
 }

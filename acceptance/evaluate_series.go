@@ -364,7 +364,7 @@ func (e *evaluator) seed(cc *critCtx, key SeriesKey) ([32]byte, string) {
 	if err != nil { // a validated criterion always encodes
 		panic(fmt.Sprintf("acceptance: encode criterion: %v", err))
 	}
-	w := newDigestWriter("accord bootstrap seed v1\n")
+	w := newDigestWriter("accord bootstrap seed v1\n", 1<<10)
 	w.str(e.inputsDigest)
 	w.varint(int64(cc.index))
 	w.str(string(cj))
@@ -655,13 +655,26 @@ func absRate(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
 	sr.Verdict, sr.Reason = verdictFromP(pPass, pFail, a), reasonDecided
 	if sr.Verdict == Inconclusive {
 		sr.Reason = reasonStraddles
-		// The smallest R' with t(1−α; R'−1)·s/√R' ≤ |mean − limit|.
+		// The smallest R' with t(1−α; R'−1)·s/√R' ≤ |mean − limit|: the
+		// left side falls with R', so double, then bisect.
 		s := ti.SE * math.Sqrt(float64(r))
 		d := math.Abs(ti.Mean - cc.limit)
-		for rr := r + 1; rr <= 10000 && d > 0; rr++ {
-			if stats.StudentQuantile(1-a, float64(rr-1))*s/math.Sqrt(float64(rr)) <= d {
-				sr.Needed = &Needed{CandidateRepetitions: rr, Basis: "Student's t with the same mean and spread"}
-				break
+		ok := func(rr int) bool { return stats.StudentQuantile(1-a, float64(rr-1))*s/math.Sqrt(float64(rr)) <= d }
+		if d > 0 {
+			lo, hi := r, 2*r
+			for !ok(hi) && hi < 1<<20 {
+				lo, hi = hi, 2*hi
+			}
+			if ok(hi) {
+				for hi-lo > 1 {
+					mid := lo + (hi-lo)/2
+					if ok(mid) {
+						hi = mid
+					} else {
+						lo = mid
+					}
+				}
+				sr.Needed = &Needed{CandidateRepetitions: hi, Basis: "Student's t with the same mean and spread"}
 			}
 		}
 	}

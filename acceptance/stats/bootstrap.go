@@ -68,8 +68,8 @@ func NewSide(reps []Sample) (*Side, error) {
 		if s.n == 0 {
 			return nil, fmt.Errorf("stats: repetition %d has no samples", i+1)
 		}
-		if s.values[0] < 0 {
-			return nil, fmt.Errorf("stats: repetition %d has a negative value %v", i+1, s.values[0])
+		if m := s.Min(); m < 0 {
+			return nil, fmt.Errorf("stats: repetition %d has a negative value %v", i+1, m)
 		}
 	}
 	s := &Side{reps: reps, mult: make([]int64, len(reps)), count: make([]int64, len(reps)), left: make([]int64, len(reps))}

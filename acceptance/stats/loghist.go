@@ -21,53 +21,81 @@ func bucketValue(i int) float64 { return 2 * math.Exp(float64(i)*histLogGamma) /
 // logHistograms puts every repetition on one dense grid of buckets spanning
 // the smallest to the largest value of all of them, with a cumulative count
 // per repetition, so that the count of any repetition in any range of
-// buckets is two lookups.
+// buckets is two lookups. Dense bucket 0 holds values ≤ 0.
 type logHistograms struct {
 	values []float64 // representative value per dense bucket, ascending
 	cum    [][]int64 // cum[r][j]: samples of repetition r in buckets [0, j)
 }
 
 func newLogHistograms(reps []Sample) logHistograms {
+	// Each repetition's bucket counts; raw samples have them already.
+	hs := make([]bucketCounts, len(reps))
 	lo, hi := math.MaxInt, math.MinInt
-	zero := false
-	for _, s := range reps {
-		for _, v := range s.values {
-			if v <= 0 { // negative values are rejected before; 0 gets its own bucket
-				zero = true
-				continue
-			}
-			i := bucketIndex(v)
-			lo, hi = min(lo, i), max(hi, i)
+	for r, s := range reps {
+		if s.raw() {
+			hs[r] = bucketCounts{s.grid.lo, s.grid.counts}
+		} else {
+			hs[r] = weightedHist(s)
+		}
+		if len(hs[r].counts) > 1 {
+			lo = min(lo, hs[r].lo)
+			hi = max(hi, hs[r].lo+len(hs[r].counts)-2)
 		}
 	}
-	off := 0
-	if zero {
-		off = 1
-	}
-	size := off
+	size := 1
 	if lo <= hi {
 		size += hi - lo + 1
+	} else {
+		lo = 0
 	}
 	h := logHistograms{values: make([]float64, size), cum: make([][]int64, len(reps))}
-	if zero {
-		h.values[0] = 0
+	for j := 1; j < size; j++ {
+		h.values[j] = bucketValue(lo + j - 1)
 	}
-	for j := off; j < size; j++ {
-		h.values[j] = bucketValue(lo + j - off)
-	}
-	for r, s := range reps {
-		counts := make([]int64, size+1)
-		for i, v := range s.values {
-			j := 0
-			if v > 0 {
-				j = bucketIndex(v) - lo + off
-			}
-			counts[j+1] += s.countAt(i)
+	for r, x := range hs {
+		cum := make([]int64, size+1)
+		cum[1] = x.counts[0]
+		shift := x.lo - lo
+		for j := 1; j < len(x.counts); j++ {
+			cum[j+shift+1] = x.counts[j]
 		}
 		for j := 1; j <= size; j++ {
-			counts[j] += counts[j-1]
+			cum[j] += cum[j-1]
 		}
-		h.cum[r] = counts
+		h.cum[r] = cum
 	}
 	return h
+}
+
+// bucketCounts are counts of the dense buckets from absolute log bucket lo
+// on, with [0] for values ≤ 0.
+type bucketCounts struct {
+	lo     int
+	counts []int64
+}
+
+// weightedHist buckets a weighted sample's values on the log grid.
+func weightedHist(s Sample) (out bucketCounts) {
+	lo, hi := math.MaxInt, math.MinInt
+	for _, v := range s.values {
+		if v > 0 {
+			b := bucketIndex(v)
+			lo, hi = min(lo, b), max(hi, b)
+		}
+	}
+	size := 1
+	if lo <= hi {
+		size += hi - lo + 1
+	} else {
+		lo = 0
+	}
+	out.lo, out.counts = lo, make([]int64, size)
+	for i, v := range s.values {
+		j := 0
+		if v > 0 {
+			j = bucketIndex(v) - lo + 1
+		}
+		out.counts[j] += s.counts[i]
+	}
+	return out
 }

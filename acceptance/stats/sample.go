@@ -10,17 +10,45 @@ import (
 	"sort"
 )
 
-// Sample is a sorted sample: raw values (each seen once) or a weighted one
-// (value i seen counts[i] times). It is immutable once built.
+// Sample is a sample of non-negative or any finite values, in one of two
+// forms, immutable once built:
+//
+//   - raw: the values as given (never copied, never modified), each with
+//     the index of its log bucket (HistogramRelativeError), and the count of
+//     every bucket. An order statistic is found exactly without sorting:
+//     the bucket counts say which bucket holds the rank, and only that
+//     bucket's values are sorted. Building costs one logarithm per value,
+//     a query one pass over the bucket indices.
+//   - weighted: sorted distinct values with counts (histogram input).
+//
+// Negative values are kept exactly in raw samples but share one bucket, so
+// queries among them scan more; Accord's metrics are never negative.
 type Sample struct {
+	n int64
+
+	// weighted form
 	values []float64 // ascending
-	counts []int64   // nil for raw samples
-	cum    []int64   // cum[i] = samples in values[:i]; nil for raw samples
-	n      int64
+	counts []int64
+	cum    []int64 // cum[i] = samples in values[:i]
+
+	// raw form
+	chunks [][]float64 // one per pooled repetition
+	idx    [][]int32   // dense bucket of each value
+	grid   *grid
 }
 
-// NewSample copies and sorts values (and counts, when not nil) into a Sample.
-// Values must be finite; counts must be non-negative and as many as values.
+// grid is a dense run of log buckets. Dense bucket 0 holds values ≤ 0 (kept
+// exact, only grouped); bucket j ≥ 1 is the log bucket lo + j − 1.
+type grid struct {
+	lo     int
+	counts []int64
+	cum    []int64 // cum[j] = samples in buckets [0, j)
+}
+
+// NewSample builds a sample from values, or from a histogram when counts is
+// not nil (value i seen counts[i] times). Raw values are referenced, not
+// copied: the caller must not change them afterwards. Values must be
+// finite; counts non-negative and as many as values.
 func NewSample(values []float64, counts []int64) (Sample, error) {
 	if counts != nil && len(counts) != len(values) {
 		return Sample{}, fmt.Errorf("stats: %d values but %d counts", len(values), len(counts))
@@ -31,9 +59,7 @@ func NewSample(values []float64, counts []int64) (Sample, error) {
 		}
 	}
 	if counts == nil {
-		vs := slices.Clone(values)
-		slices.Sort(vs)
-		return Sample{values: vs, n: int64(len(vs))}, nil
+		return newRawSample(values), nil
 	}
 	type pair struct {
 		v float64
@@ -62,6 +88,43 @@ func NewSample(values []float64, counts []int64) (Sample, error) {
 	return s, nil
 }
 
+func newRawSample(values []float64) Sample {
+	lo, hi := math.MaxInt, math.MinInt
+	abs := make([]int32, len(values))
+	for i, v := range values {
+		if v <= 0 {
+			continue
+		}
+		b := bucketIndex(v)
+		abs[i] = int32(b)
+		lo, hi = min(lo, b), max(hi, b)
+	}
+	size := 1
+	if lo <= hi {
+		size += hi - lo + 1
+	} else {
+		lo = 0
+	}
+	g := &grid{lo: lo, counts: make([]int64, size)}
+	for i, v := range values {
+		j := int32(0)
+		if v > 0 {
+			j = abs[i] - int32(lo) + 1
+		}
+		abs[i] = j
+		g.counts[j]++
+	}
+	g.buildCum()
+	return Sample{n: int64(len(values)), chunks: [][]float64{values}, idx: [][]int32{abs}, grid: g}
+}
+
+func (g *grid) buildCum() {
+	g.cum = make([]int64, len(g.counts)+1)
+	for j, c := range g.counts {
+		g.cum[j+1] = g.cum[j] + c
+	}
+}
+
 func (s *Sample) buildCum() {
 	s.cum = make([]int64, len(s.values)+1)
 	for i, c := range s.counts {
@@ -70,82 +133,104 @@ func (s *Sample) buildCum() {
 	s.n = s.cum[len(s.values)]
 }
 
-// Merge pools samples into one sorted sample (a k-way merge of sorted runs).
+func (s Sample) raw() bool { return s.grid != nil }
+
+// Merge pools samples (the repetitions of a series) into one. Raw samples
+// pool without copying values; if any is weighted, the result is weighted.
 func Merge(samples ...Sample) Sample {
 	if len(samples) == 1 {
 		return samples[0]
 	}
-	weighted := false
-	total := 0
+	allRaw := true
 	for _, s := range samples {
-		weighted = weighted || s.counts != nil
-		total += len(s.values)
+		allRaw = allRaw && s.raw()
 	}
-	out := Sample{values: make([]float64, 0, total)}
-	if weighted {
-		out.counts = make([]int64, 0, total)
+	if allRaw {
+		return mergeRaw(samples)
 	}
-	pos := make([]int, len(samples))
-	for {
-		best := -1
-		for i, s := range samples {
-			if pos[i] < len(s.values) && (best < 0 || s.values[pos[i]] < samples[best].values[pos[best]]) {
-				best = i
-			}
-		}
-		if best < 0 {
-			break
-		}
-		s := samples[best]
-		v := s.values[pos[best]]
-		if !weighted {
-			// Copy the run of this sample that stays below every other head.
-			limit := math.Inf(1)
-			for i, o := range samples {
-				if i != best && pos[i] < len(o.values) && o.values[pos[i]] < limit {
-					limit = o.values[pos[i]]
-				}
-			}
-			end := pos[best] + 1
-			for end < len(s.values) && s.values[end] < limit {
-				end++
-			}
-			out.values = append(out.values, s.values[pos[best]:end]...)
-			pos[best] = end
-			continue
-		}
-		c := s.countAt(pos[best])
-		pos[best]++
-		if k := len(out.values); k > 0 && out.values[k-1] == v {
-			out.counts[k-1] += c
-			continue
-		}
-		out.values = append(out.values, v)
-		out.counts = append(out.counts, c)
+	var vals []float64
+	var counts []int64
+	for _, s := range samples {
+		w := s.weighted()
+		vals = append(vals, w.values...)
+		counts = append(counts, w.counts...)
 	}
-	if weighted {
-		out.buildCum()
-	} else {
-		out.n = int64(len(out.values))
-	}
+	out, _ := NewSample(vals, counts) // values were checked when each sample was built
 	return out
 }
 
-func (s Sample) countAt(i int) int64 {
-	if s.counts == nil {
-		return 1
+func mergeRaw(samples []Sample) Sample {
+	lo, hi := math.MaxInt, math.MinInt
+	for _, s := range samples {
+		if len(s.grid.counts) > 1 {
+			lo = min(lo, s.grid.lo)
+			hi = max(hi, s.grid.lo+len(s.grid.counts)-2)
+		}
 	}
-	return s.counts[i]
+	size := 1
+	if lo <= hi {
+		size += hi - lo + 1
+	} else {
+		lo = 0
+	}
+	g := &grid{lo: lo, counts: make([]int64, size)}
+	out := Sample{grid: g}
+	for _, s := range samples {
+		out.n += s.n
+		g.counts[0] += s.grid.counts[0]
+		shift := s.grid.lo - lo
+		for j := 1; j < len(s.grid.counts); j++ {
+			g.counts[j+shift] += s.grid.counts[j]
+		}
+		if shift == 0 {
+			out.chunks = append(out.chunks, s.chunks...)
+			out.idx = append(out.idx, s.idx...)
+			continue
+		}
+		for c, chunk := range s.chunks {
+			re := make([]int32, len(s.idx[c]))
+			for i, j := range s.idx[c] {
+				if j > 0 {
+					j += int32(shift)
+				}
+				re[i] = j
+			}
+			out.chunks = append(out.chunks, chunk)
+			out.idx = append(out.idx, re)
+		}
+	}
+	g.buildCum()
+	return out
+}
+
+// weighted returns the sample in weighted form (sorting a raw sample).
+func (s Sample) weighted() Sample {
+	if !s.raw() {
+		return s
+	}
+	var all []float64
+	for _, c := range s.chunks {
+		all = append(all, c...)
+	}
+	slices.Sort(all)
+	w := Sample{}
+	for _, v := range all {
+		if k := len(w.values); k > 0 && w.values[k-1] == v {
+			w.counts[k-1]++
+			continue
+		}
+		w.values = append(w.values, v)
+		w.counts = append(w.counts, 1)
+	}
+	w.buildCum()
+	return w
 }
 
 // N is the number of samples.
 func (s Sample) N() int64 { return s.n }
 
 // Weighted reports whether the sample came from a histogram.
-func (s Sample) Weighted() bool { return s.counts != nil }
-
-// Distinct is the number of distinct values (histogram buckets).
-func (s Sample) Distinct() int { return len(s.values) }
+func (s Sample) Weighted() bool { return !s.raw() }
 
 // ErrEmpty is returned for statistics of an empty sample.
 var ErrEmpty = errors.New("stats: empty sample")
@@ -156,12 +241,28 @@ func (s Sample) At(rank int64) float64 {
 		return math.NaN()
 	}
 	rank = min(max(rank, 1), s.n)
-	if s.counts == nil {
-		return s.values[rank-1]
+	if !s.raw() {
+		i := sort.Search(len(s.values), func(i int) bool { return s.cum[i+1] >= rank })
+		return s.values[i]
 	}
-	// The first bucket whose cumulative count reaches rank.
-	i := sort.Search(len(s.values), func(i int) bool { return s.cum[i+1] >= rank })
-	return s.values[i]
+	g := s.grid
+	j := sort.Search(len(g.counts), func(j int) bool { return g.cum[j+1] >= rank })
+	in := s.bucketValues(int32(j), nil)
+	slices.Sort(in)
+	return in[rank-g.cum[j]-1]
+}
+
+// bucketValues appends the values in dense bucket j to dst.
+func (s Sample) bucketValues(j int32, dst []float64) []float64 {
+	for c, idx := range s.idx {
+		chunk := s.chunks[c]
+		for i, b := range idx {
+			if b == j {
+				dst = append(dst, chunk[i])
+			}
+		}
+	}
+	return dst
 }
 
 // Quantile is the nearest-rank q-quantile.
@@ -172,21 +273,57 @@ func (s Sample) Min() float64 { return s.At(1) }
 func (s Sample) Max() float64 { return s.At(s.n) }
 
 // CountAtMost is the number of samples ≤ x.
-func (s Sample) CountAtMost(x float64) int64 {
-	i := sort.Search(len(s.values), func(i int) bool { return s.values[i] > x })
-	if s.counts == nil {
-		return int64(i)
-	}
-	return s.cum[i]
-}
+func (s Sample) CountAtMost(x float64) int64 { return s.count(x, true) }
 
 // CountBelow is the number of samples < x.
-func (s Sample) CountBelow(x float64) int64 {
-	i := sort.SearchFloat64s(s.values, x)
-	if s.counts == nil {
-		return int64(i)
+func (s Sample) CountBelow(x float64) int64 { return s.count(x, false) }
+
+func (s Sample) count(x float64, inclusive bool) int64 {
+	if !s.raw() {
+		var i int
+		if inclusive {
+			i = sort.Search(len(s.values), func(i int) bool { return s.values[i] > x })
+		} else {
+			i = sort.SearchFloat64s(s.values, x)
+		}
+		return s.cum[i]
 	}
-	return s.cum[i]
+	g := s.grid
+	j := 0
+	if x > 0 {
+		j = bucketIndex(x) - g.lo + 1
+		switch {
+		case j < 1:
+			return g.counts[0] // every value ≤ 0 is below any positive x
+		case j >= len(g.counts):
+			return s.n
+		}
+	}
+	n := g.cum[j]
+	for c, idx := range s.idx {
+		chunk := s.chunks[c]
+		for i, b := range idx {
+			if b == int32(j) && (chunk[i] < x || (inclusive && chunk[i] == x)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// each calls f for every distinct value with its multiplicity.
+func (s Sample) each(f func(v float64, c int64)) {
+	if s.raw() {
+		for _, chunk := range s.chunks {
+			for _, v := range chunk {
+				f(v, 1)
+			}
+		}
+		return
+	}
+	for i, v := range s.values {
+		f(v, s.counts[i])
+	}
 }
 
 // Mean is the arithmetic mean (Kahan-compensated, so that pooled and
@@ -196,12 +333,12 @@ func (s Sample) Mean() float64 {
 		return math.NaN()
 	}
 	var sum, comp float64
-	for i, v := range s.values {
-		x := v*float64(s.countAt(i)) - comp
+	s.each(func(v float64, c int64) {
+		x := v*float64(c) - comp
 		t := sum + x
 		comp = (t - sum) - x
 		sum = t
-	}
+	})
 	return sum / float64(s.n)
 }
 
@@ -213,17 +350,24 @@ func (s Sample) Variance() float64 {
 	}
 	m := s.Mean()
 	var ss float64
-	for i, v := range s.values {
+	s.each(func(v float64, c int64) {
 		d := v - m
-		ss += d * d * float64(s.countAt(i))
-	}
+		ss += d * d * float64(c)
+	})
 	return ss / float64(s.n)
 }
 
-// draw returns one value drawn uniformly from the sample.
+// draw returns the sample's u-th value in its own order (u < n): one
+// uniform draw when u is uniform.
 func (s Sample) draw(u uint64) float64 {
-	if s.counts == nil {
-		return s.values[u]
+	if s.raw() {
+		for _, chunk := range s.chunks {
+			if u < uint64(len(chunk)) {
+				return chunk[u]
+			}
+			u -= uint64(len(chunk))
+		}
+		panic("stats: draw beyond the sample")
 	}
 	r := int64(u) + 1
 	i := sort.Search(len(s.values), func(i int) bool { return s.cum[i+1] >= r })

@@ -68,11 +68,18 @@ func TestMergeEqualsSortingEverything(t *testing.T) {
 	}
 	m := Merge(parts...)
 	slices.Sort(all)
-	require.Equal(t, all, m.values)
 	require.Equal(t, int64(len(all)), m.N())
+	for i, v := range all {
+		require.Equal(t, v, m.At(int64(i+1)), "rank %d", i+1)
+	}
+	require.Equal(t, all, m.weighted().expand())
 
 	a, _ := NewSample([]float64{1, 2, 4}, []int64{2, 1, 1})
 	b, _ := NewSample([]float64{2, 3}, []int64{5, 1})
+	// Raw and weighted pool into a weighted sample.
+	mixed := Merge(a, parts[0])
+	require.True(t, mixed.Weighted())
+	require.Equal(t, a.N()+parts[0].N(), mixed.N())
 	mw := Merge(a, b)
 	require.Equal(t, []float64{1, 2, 3, 4}, mw.values)
 	require.Equal(t, []int64{2, 6, 1, 1}, mw.counts)
@@ -462,4 +469,58 @@ func TestTInterval(t *testing.T) {
 	}
 	_, ok = NewTInterval([]float64{1})
 	require.False(t, ok)
+}
+
+// expand lists a weighted sample's values with repetition.
+func (s Sample) expand() []float64 {
+	var out []float64
+	for i, v := range s.values {
+		for range s.counts[i] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Raw samples answer order statistics and counts exactly, like a sorted copy,
+// including ties, zeros, negatives and values sharing a log bucket.
+func TestRawSampleMatchesSorting(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(21, 22))
+	for trial := range 50 {
+		n := 1 + r.IntN(3000)
+		v := make([]float64, n)
+		for i := range v {
+			switch r.IntN(10) {
+			case 0:
+				v[i] = 0
+			case 1:
+				v[i] = -r.Float64()
+			case 2:
+				v[i] = 100 * (1 + 1e-5*float64(r.IntN(5))) // many values in one bucket
+			default:
+				v[i] = math.Exp(r.NormFloat64() * 3)
+			}
+		}
+		orig := slices.Clone(v)
+		s, err := NewSample(v, nil)
+		require.NoError(t, err)
+		sorted := slices.Clone(v)
+		slices.Sort(sorted)
+		for range 20 {
+			k := 1 + r.IntN(n)
+			require.Equal(t, sorted[k-1], s.At(int64(k)), "trial %d rank %d", trial, k)
+			x := sorted[r.IntN(n)] * (1 + 1e-7*float64(r.IntN(3)-1))
+			below, _ := slices.BinarySearch(sorted, x)
+			atMost := below
+			for atMost < n && sorted[atMost] == x {
+				atMost++
+			}
+			require.Equal(t, int64(below), s.CountBelow(x), "trial %d x %v", trial, x)
+			require.Equal(t, int64(atMost), s.CountAtMost(x), "trial %d x %v", trial, x)
+		}
+		require.Equal(t, sorted[0], s.Min())
+		require.Equal(t, sorted[n-1], s.Max())
+		require.Equal(t, orig, v, "the caller's values are not modified")
+	}
 }
