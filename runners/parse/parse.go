@@ -190,6 +190,8 @@ func Import(format Format, data []byte, opts Options) ([]acceptance.Measurement,
 		return ImportGenAIPerf(data, opts)
 	case FormatAIPerf:
 		return ImportAIPerf(data, opts)
+	case "text", "none":
+		return nil, nil, fmt.Errorf("parse: format %q carries no measurements: store it as an artifact only", format)
 	case "":
 		f, err := Detect(data)
 		if err != nil {

@@ -288,3 +288,13 @@ func TestImportAIPerfRecords(t *testing.T) {
 		require.Nil(t, got)
 	}
 }
+
+func TestImportUnknownAndTextFormats(t *testing.T) {
+	t.Parallel()
+	_, _, err := Import("text", []byte("hello"), Options{})
+	require.ErrorContains(t, err, `format "text" carries no measurements`)
+	_, _, err = Import("csv", []byte("a,b"), Options{})
+	require.ErrorContains(t, err, `unknown format "csv"`)
+	_, _, err = Import("", []byte("a,b"), Options{})
+	require.ErrorContains(t, err, "detect: not JSON")
+}
