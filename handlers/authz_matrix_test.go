@@ -85,6 +85,26 @@ var routeTable = []routeCase{
 	rc("POST", "/programs/{programID}/members", inProgramNeeds(capOwner), http.StatusUnprocessableEntity),
 	rc("POST", "/programs/{programID}/members/{userID}/remove", inProgramNeeds(capOwner), http.StatusSeeOther, http.StatusUnprocessableEntity),
 	rc("GET", "/programs/{programID}/audit", inProgramNeeds(capOwner)),
+	rc("GET", "/programs/{programID}/profiles", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/profiles/new", inProgramNeeds(capEngineer)),
+	rc("POST", "/programs/{programID}/profiles", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
+	rc("POST", "/programs/{programID}/profiles/import", inProgramNeeds(capEngineer), http.StatusSeeOther),
+	rc("GET", "/programs/{programID}/profiles/{specID}", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/profiles/{specID}/versions/{version}", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/profiles/{specID}/versions/{version}/yaml", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/profiles/{specID}/diff", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/profiles/{specID}/edit", inProgramNeeds(capEngineer)),
+	rc("POST", "/programs/{programID}/profiles/{specID}/edit", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
+	rc("GET", "/programs/{programID}/gatesets", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/gatesets/new", inProgramNeeds(capEngineer)),
+	rc("POST", "/programs/{programID}/gatesets", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
+	rc("POST", "/programs/{programID}/gatesets/import", inProgramNeeds(capEngineer), http.StatusSeeOther),
+	rc("GET", "/programs/{programID}/gatesets/{specID}", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/gatesets/{specID}/versions/{version}", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/gatesets/{specID}/versions/{version}/yaml", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/gatesets/{specID}/diff", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/gatesets/{specID}/edit", inProgramNeeds(capEngineer)),
+	rc("POST", "/programs/{programID}/gatesets/{specID}/edit", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
 	rc("GET", "/admin/", adminOnly),
 	rc("POST", "/admin/organizations", adminOnly, http.StatusUnprocessableEntity),
 	rc("POST", "/admin/users", adminOnly, http.StatusUnprocessableEntity),
@@ -96,6 +116,16 @@ var routeTable = []routeCase{
 	rc("GET", "/api/v1/openapi.json", public),
 	rc("GET", "/api/v1/programs", apiToken),
 	rc("GET", "/api/v1/programs/{programID}/", apiInProgramNeeds(capView)),
+	rc("GET", "/api/v1/programs/{programID}/profiles", apiInProgramNeeds(capView)),
+	rc("POST", "/api/v1/programs/{programID}/profiles", apiInProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
+	rc("GET", "/api/v1/programs/{programID}/profiles/{specID}", apiInProgramNeeds(capView)),
+	rc("GET", "/api/v1/programs/{programID}/profiles/{specID}/versions/{version}", apiInProgramNeeds(capView)),
+	rc("POST", "/api/v1/programs/{programID}/profiles/{specID}/versions", apiInProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
+	rc("GET", "/api/v1/programs/{programID}/gatesets", apiInProgramNeeds(capView)),
+	rc("POST", "/api/v1/programs/{programID}/gatesets", apiInProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
+	rc("GET", "/api/v1/programs/{programID}/gatesets/{specID}", apiInProgramNeeds(capView)),
+	rc("GET", "/api/v1/programs/{programID}/gatesets/{specID}/versions/{version}", apiInProgramNeeds(capView)),
+	rc("POST", "/api/v1/programs/{programID}/gatesets/{specID}/versions", apiInProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
 }
 
 // matrixFixture is a small world: program A with one member of each role,
@@ -151,6 +181,7 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 	f.ids["userID"] = fmt.Sprint(spare)
 	f.ids["programID"] = fmt.Sprint(f.programA)
 	f.ids["tokenID"] = "0000"
+	f.ids["version"] = "1"
 	f.addObjects(t)
 	return f
 }
@@ -161,8 +192,14 @@ func (f *matrixFixture) path(pattern string, ids map[string]string) string {
 		p = strings.ReplaceAll(p, "/*", "/css/app.css")
 	}
 	p = strings.ReplaceAll(p, "/*", "/jobs")
+	// Keys are either a parameter ("userID") or a path piece that names
+	// the object's kind ("profiles/{specID}").
 	for k, v := range ids {
-		p = strings.ReplaceAll(p, "{"+k+"}", v)
+		if strings.Contains(k, "/") {
+			p = strings.ReplaceAll(p, k, v)
+		} else {
+			p = strings.ReplaceAll(p, "{"+k+"}", v)
+		}
 	}
 	p = strings.ReplaceAll(p, "{programID}", f.ids["programID"])
 	return p
@@ -244,6 +281,9 @@ func (f *matrixFixture) do(t *testing.T, c caller, method, path string) int {
 	client := f.clients[c]
 	if strings.HasPrefix(path, "/api/v1/") {
 		client = f.b.client(t)
+		if method != http.MethodGet {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		if c != anon {
 			req.Header.Set("Authorization", "Bearer "+f.tokens[c])
 		}
@@ -322,7 +362,7 @@ func TestObjectsOfAnotherProgramAre404(t *testing.T) {
 		}
 		usesObject := false
 		for k := range f.idsB {
-			usesObject = usesObject || strings.Contains(r.pattern, "{"+k+"}")
+			usesObject = usesObject || strings.Contains(r.pattern, k)
 		}
 		if !usesObject {
 			continue

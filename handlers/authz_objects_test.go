@@ -1,9 +1,51 @@
 package handlers
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/store"
+)
 
 // addObjects creates one object of each kind in program A (f.ids) and in
-// program B (f.idsB), for routes with object ids.
+// program B (f.idsB), keyed by the path piece that names them.
 func (f *matrixFixture) addObjects(t *testing.T) {
 	t.Helper()
+	ctx := context.Background()
+	for _, side := range []struct {
+		program int64
+		ids     map[string]string
+	}{{f.programA, f.ids}, {f.programB, f.idsB}} {
+		profile := f.createProfile(t, side.program)
+		side.ids["profiles/{specID}"] = fmt.Sprintf("profiles/%d", profile)
+		gates := f.createGateSet(t, side.program)
+		side.ids["gatesets/{specID}"] = fmt.Sprintf("gatesets/%d", gates)
+	}
+	_ = ctx
+}
+
+func (f *matrixFixture) createProfile(t *testing.T, program int64) int64 {
+	t.Helper()
+	tmpl, _ := acceptance.LookupProfileTemplate("kv-cache-lookup")
+	_, nv, errs, err := prepareSpec(profileOps, tmpl.Spec)
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	sp, _, err := f.b.store.CreateSpec(context.Background(), store.KindProfile, program, nv)
+	require.NoError(t, err)
+	return sp.ID
+}
+
+func (f *matrixFixture) createGateSet(t *testing.T, program int64) int64 {
+	t.Helper()
+	tmpl, _ := acceptance.LookupGateSetTemplate("mlperf-llama2-70b-server")
+	_, nv, errs, err := prepareSpec(gateSetOps, tmpl.Spec)
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	sp, _, err := f.b.store.CreateSpec(context.Background(), store.KindGateSet, program, nv)
+	require.NoError(t, err)
+	return sp.ID
 }

@@ -20,6 +20,16 @@ type apiOperation struct {
 var apiOperations = []apiOperation{
 	{Method: "GET", Path: "/api/v1/programs", Summary: "List the programs the token's user may see", Scope: "read", Response: "ProgramList"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}", Summary: "Show a program", Scope: "read", Response: "Program"},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/profiles", Summary: "List the program's workload profiles", Scope: "read", Response: "SpecList"},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/profiles", Summary: "Create a profile (JSON or YAML body: a profile spec) as version 1", Scope: "run", Request: "ProfileSpec", Response: "SpecVersion", Status: 201},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/profiles/{specID}", Summary: "Show a profile's latest version", Scope: "read", Response: "SpecVersion"},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/profiles/{specID}/versions/{version}", Summary: "Show one version of a profile", Scope: "read", Response: "SpecVersion"},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/profiles/{specID}/versions", Summary: "Add a version to a profile (409 when nothing changed)", Scope: "run", Request: "ProfileSpec", Response: "SpecVersion", Status: 201},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/gatesets", Summary: "List the program's gate sets", Scope: "read", Response: "SpecList"},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/gatesets", Summary: "Create a gate set (JSON or YAML body) as version 1", Scope: "run", Request: "GateSetSpec", Response: "SpecVersion", Status: 201},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/gatesets/{specID}", Summary: "Show a gate set's latest version", Scope: "read", Response: "SpecVersion"},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/gatesets/{specID}/versions/{version}", Summary: "Show one version of a gate set", Scope: "read", Response: "SpecVersion"},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/gatesets/{specID}/versions", Summary: "Add a version to a gate set (409 when nothing changed)", Scope: "run", Request: "GateSetSpec", Response: "SpecVersion", Status: 201},
 }
 
 var apiSchemas = map[string]any{
@@ -27,6 +37,15 @@ var apiSchemas = map[string]any{
 	"Program": obj(map[string]any{"id": integer(), "name": str(), "vendor": str(), "customer": str(), "role": str(),
 		"created_at": map[string]any{"type": "string", "format": "date-time"}}),
 	"ProgramList": obj(map[string]any{"programs": arr(ref("Program"))}),
+	"SpecSummary": obj(map[string]any{"id": integer(), "name": str(), "latest_version": integer(), "latest_digest": str(),
+		"updated_at": map[string]any{"type": "string", "format": "date-time"}}),
+	"SpecList": map[string]any{"type": "object", "description": "{\"profiles\": [...]} or {\"gatesets\": [...]}", "additionalProperties": arr(ref("SpecSummary"))},
+	"SpecVersion": obj(map[string]any{"spec_id": integer(), "version_id": integer(), "version": integer(), "digest": str(), "note": str(),
+		"created_at": map[string]any{"type": "string", "format": "date-time"}, "spec": map[string]any{"type": "object"}}),
+	"ProfileSpec": map[string]any{"type": "object", "description": "A workload profile: schema_version, name, purpose, storage, repetitions, warmup, steps (fio, inference, command, drop-caches, pause, fault). See the help page and the YAML export of any profile.",
+		"required": []any{"name", "purpose", "steps"}},
+	"GateSetSpec": map[string]any{"type": "object", "description": "A gate set: schema_version, name, correction, stop_loss_consecutive, criteria (metric, statistic, mode, comparator, threshold, unit, confidence, min_samples, severity, stop_loss).",
+		"required": []any{"name", "criteria"}},
 }
 
 func obj(props map[string]any) map[string]any {

@@ -16,7 +16,8 @@ CREATE TABLE profile_versions (
     version           integer NOT NULL CHECK (version >= 1),
     spec              jsonb NOT NULL,
     digest            text NOT NULL,
-    has_command_steps boolean NOT NULL DEFAULT false,
+    -- Versions with command steps may be added by program owners only.
+    owner_only        boolean NOT NULL DEFAULT false,
     note              text NOT NULL DEFAULT '',
     created_by        bigint REFERENCES users (id),
     created_at        timestamptz NOT NULL DEFAULT now(),
@@ -38,6 +39,7 @@ CREATE TABLE gate_set_versions (
     version     integer NOT NULL CHECK (version >= 1),
     spec        jsonb NOT NULL,
     digest      text NOT NULL,
+    owner_only  boolean NOT NULL DEFAULT false,
     note        text NOT NULL DEFAULT '',
     created_by  bigint REFERENCES users (id),
     created_at  timestamptz NOT NULL DEFAULT now(),

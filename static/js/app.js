@@ -30,3 +30,21 @@
     if (el.matches && el.matches("[data-submit-on-change]") && el.form) el.form.requestSubmit();
   });
 })();
+
+// Tabs that switch sections of one page (<a data-tab="yaml">) without a
+// reload; the links still work without JavaScript.
+(function () {
+  "use strict";
+  document.addEventListener("click", function (evt) {
+    var tab = evt.target.closest("a[data-tab]");
+    if (!tab) return;
+    var target = document.getElementById(tab.dataset.tab);
+    if (!target) return;
+    evt.preventDefault();
+    tab.parentElement.querySelectorAll("a[data-tab]").forEach(function (a) {
+      a.classList.toggle("active", a === tab);
+      var section = document.getElementById(a.dataset.tab);
+      if (section) section.classList.toggle("hidden", a !== tab);
+    });
+  });
+})();
