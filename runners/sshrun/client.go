@@ -173,7 +173,9 @@ func (c *Client) Run(ctx context.Context, argv []string, stdin io.Reader) (Resul
 // discards) and returns the exit code. It returns when the command has
 // exited and its output was copied, when the connection ends
 // (ErrConnectionLost, ErrKeepaliveTimeout) or when ctx ends (the remote
-// command is sent SIGKILL and its session closed).
+// command is sent SIGKILL, which OpenSSH honours for non-root users, and
+// its session is closed; the caller's streams are not touched after
+// Stream returns).
 func (c *Client) Stream(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	line, err := CommandLine(argv)
 	if err != nil {
@@ -187,9 +189,15 @@ func (c *Client) Stream(ctx context.Context, argv []string, stdin io.Reader, std
 		return -1, c.lost("open session", err)
 	}
 	defer sess.Close()
-	sess.Stdin = stdin
-	sess.Stdout = orDiscard(stdout)
-	sess.Stderr = orDiscard(stderr)
+	// The session's copying goroutines may outlive a cancelled Stream (see
+	// below): the gates make sure nothing touches the caller's streams
+	// after it returns.
+	in, out, errOut := &gatedReader{r: stdin}, &gatedWriter{w: orDiscard(stdout)}, &gatedWriter{w: orDiscard(stderr)}
+	defer func() { in.shut(); out.shut(); errOut.shut() }()
+	if stdin != nil {
+		sess.Stdin = in
+	}
+	sess.Stdout, sess.Stderr = out, errOut
 	if err := sess.Start(line); err != nil {
 		return -1, c.lost("start "+argv[0], err)
 	}
@@ -198,9 +206,17 @@ func (c *Client) Stream(ctx context.Context, argv []string, stdin io.Reader, std
 	select {
 	case err = <-waited:
 	case <-ctx.Done():
+		// OpenSSH delivers the signal to the command's process group, but
+		// not in sessions of root (no privilege separation there), and
+		// closing the channel does not end the command either: it lives on
+		// until it writes to the closed pipe or exits. Stop waiting for it
+		// after a moment.
 		_ = sess.Signal(ssh.SIGKILL)
 		_ = sess.Close()
-		<-waited
+		select {
+		case <-waited:
+		case <-time.After(time.Second):
+		}
 		return -1, fmt.Errorf("sshrun: %s: %w", argv[0], ctx.Err())
 	}
 	var exitErr *ssh.ExitError
@@ -215,6 +231,50 @@ func (c *Client) Stream(ctx context.Context, argv []string, stdin io.Reader, std
 	default:
 		return -1, c.lost(argv[0], err)
 	}
+}
+
+// gatedWriter passes writes on until shut, and discards them after.
+type gatedWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	closed bool
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+func (g *gatedWriter) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// gatedReader passes reads on until shut, and reports end of input after.
+type gatedReader struct {
+	mu     sync.Mutex
+	r      io.Reader
+	closed bool
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return 0, io.EOF
+	}
+	return g.r.Read(p)
+}
+
+func (g *gatedReader) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }
 
 // lost turns a session failure into the connection's end cause when the

@@ -62,6 +62,9 @@ func (f File) Open() (io.ReadCloser, error) {
 type Collection struct {
 	Files []File // sorted by name; the manifest is one of them
 	Bytes int64  // total size
+	// Links are symbolic links in the folder, kept out of Files: they carry
+	// no content and the manifest lists regular files only.
+	Links []string
 }
 
 // Remove deletes the temporary files of the collection.
@@ -189,6 +192,9 @@ func readPack(r io.Reader, limits Limits) (*Collection, error) {
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
+			continue
+		case tar.TypeSymlink:
+			coll.Links = append(coll.Links, name)
 			continue
 		case tar.TypeReg:
 		default:

@@ -71,7 +71,7 @@ func IsRetryable(err error) bool {
 		errors.Is(err, ErrAuthFailed), errors.Is(err, ErrBadTarget),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
-	case errors.Is(err, ErrHandshakeTimeout), errors.Is(err, ErrKeepaliveTimeout),
+	case errors.Is(err, ErrHandshakeTimeout), errors.Is(err, ErrKeepaliveTimeout), errors.Is(err, ErrDialTimeout),
 		errors.Is(err, ErrConnectionLost):
 		return true
 	}

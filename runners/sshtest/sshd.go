@@ -52,7 +52,14 @@ type Options struct {
 	HostKeyType string
 	// AuthorizedKeys are extra client keys allowed besides the generated one.
 	AuthorizedKeys []ssh.PublicKey
-	// ExtraConfig lines are appended to sshd_config.
+	// RealHome keeps HOME as the login's home directory. By default HOME is
+	// set to an empty folder (sshd's SetEnv): Debian's bash sources
+	// ~/.bashrc for every command run over SSH, and a slow one (root's here
+	// runs pyenv) would add seconds to each command. The working directory
+	// of commands is the login's home either way.
+	RealHome bool
+	// ExtraConfig lines go first in sshd_config, so they win over the
+	// defaults (sshd keeps the first value of a keyword).
 	ExtraConfig []string
 }
 
@@ -76,14 +83,19 @@ type SSHD struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
-	log    *lockedBuffer
 }
 
 // HostPort is "127.0.0.1:PORT".
 func (s *SSHD) HostPort() string { return net.JoinHostPort(s.Addr, strconv.Itoa(s.Port)) }
 
 // Log returns what sshd wrote on standard error so far (useful in failures).
-func (s *SSHD) Log() string { return s.log.String() }
+func (s *SSHD) Log() string {
+	b, err := os.ReadFile(filepath.Join(s.dir, "sshd.log"))
+	if err != nil {
+		return "(no sshd log: " + err.Error() + ")"
+	}
+	return string(b)
+}
 
 // StartSSHD starts sshd on a free port of 127.0.0.1, waits until it answers
 // with its version banner, and stops it when the test ends.
@@ -123,7 +135,6 @@ func StartSSHD(t testing.TB, opts Options) *SSHD {
 		t:            t,
 		dir:          dir,
 		opts:         opts,
-		log:          &lockedBuffer{},
 	}
 	t.Cleanup(s.stop)
 
@@ -174,10 +185,20 @@ func (s *SSHD) start(hostKeyType string) error {
 	if err := os.WriteFile(keyFile, hostPEM, 0o600); err != nil {
 		return err
 	}
-	conf := []string{
+	// sshd keeps the first value it reads for a keyword, so the test's own
+	// lines come first.
+	conf := append([]string{}, s.opts.ExtraConfig...)
+	if !s.opts.RealHome {
+		home := filepath.Join(s.dir, "home")
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return err
+		}
+		conf = append(conf, "SetEnv HOME="+home)
+	}
+	conf = append(conf,
 		"ListenAddress 127.0.0.1",
-		"HostKey " + keyFile,
-		"AuthorizedKeysFile " + filepath.Join(s.dir, "authorized_keys"),
+		"HostKey "+keyFile,
+		"AuthorizedKeysFile "+filepath.Join(s.dir, "authorized_keys"),
 		"PubkeyAuthentication yes",
 		"PasswordAuthentication no",
 		"KbdInteractiveAuthentication no",
@@ -191,15 +212,21 @@ func (s *SSHD) start(hostKeyType string) error {
 		"MaxStartups 64",
 		"MaxSessions 64",
 		"LogLevel VERBOSE",
-	}
-	conf = append(conf, s.opts.ExtraConfig...)
+	)
 	confFile := filepath.Join(s.dir, "sshd_config")
 	if err := os.WriteFile(confFile, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
+	// A file, not a pipe: per-connection children inherit sshd's stderr,
+	// and with a pipe Wait would wait for every one of them.
+	logf, err := os.OpenFile(filepath.Join(s.dir, "sshd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
 	cmd := exec.Command(SSHDPath, "-D", "-e", "-f", confFile, "-p", strconv.Itoa(s.Port))
-	cmd.Stdout = s.log
-	cmd.Stderr = s.log
+	cmd.Stdout = logf
+	cmd.Stderr = logf
 	// Its own process group, so that stopping the listener cannot take the
 	// test process's group with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -267,7 +294,7 @@ func waitBanner(addr string, exited <-chan struct{}, limit time.Duration) error 
 }
 
 // NewKey makes a private key of the given type (ed25519, ecdsa P-256 or RSA
-// 3072) and returns it in OpenSSH PEM form with its signer.
+// 2048) and returns it in OpenSSH PEM form with its signer.
 func NewKey(keyType string) ([]byte, ssh.Signer, error) {
 	var priv any
 	var err error
@@ -277,7 +304,7 @@ func NewKey(keyType string) ([]byte, ssh.Signer, error) {
 	case KeyECDSA:
 		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	case KeyRSA:
-		priv, err = rsa.GenerateKey(rand.Reader, 3072)
+		priv, err = rsa.GenerateKey(rand.Reader, 2048)
 	default:
 		return nil, nil, fmt.Errorf("unknown key type %q", keyType)
 	}
@@ -310,21 +337,4 @@ func currentUser() (string, error) {
 		return "", fmt.Errorf("current user: %w", err)
 	}
 	return u.Username, nil
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
