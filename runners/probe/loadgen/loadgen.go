@@ -27,19 +27,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/accordlab/accord/acceptance"
@@ -104,8 +103,8 @@ type generator struct {
 	step      acceptance.InferenceStep
 	url       *url.URL
 	chat      bool
-	client    *http.Client
-	transport *http.Transport
+	ep        *endpoint
+	conns     conns
 	prompts   promptSource
 	timeout   time.Duration
 	requests  int64 // measured requests to send; 0: no count limit
@@ -182,40 +181,16 @@ func newGenerator(cfg Config) (*generator, error) {
 		g.recW = bufio.NewWriterSize(cfg.Records, 256<<10)
 	}
 
-	pool := cfg.Level.Concurrency
-	if pool == 0 {
-		pool = step.Load.MaxConcurrency
-	}
-	if pool == 0 {
-		pool = 1024
-	}
-	g.transport = &http.Transport{
-		Proxy: nil, // a proxy in the path would be measured too
-		DialContext: (&net.Dialer{
-			Timeout:   30 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		MaxIdleConns:        pool,
-		MaxIdleConnsPerHost: pool,
-		// Below uvicorn's 5 s keep-alive (vLLM, SGLang), so that the client
-		// never sends on a connection the server is closing: a POST is not
-		// retried.
-		IdleConnTimeout:    4 * time.Second,
-		DisableCompression: true,
-		// One stream per connection, as the usual benchmark clients do.
-		TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
-		ReadBufferSize:  16 << 10,
-		WriteBufferSize: 16 << 10,
-	}
-	g.client = &http.Client{
-		Transport:     g.transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	g.ep, err = newEndpoint(u, cfg.Header)
+	if err != nil {
+		_ = g.prompts.close()
+		return nil, err
 	}
 	return g, nil
 }
 
 func (g *generator) release() {
-	g.transport.CloseIdleConnections()
+	g.conns.closeAll()
 	_ = g.prompts.close()
 }
 
@@ -225,6 +200,9 @@ func (g *generator) fatal(err error) { g.cancel(err) }
 func (g *generator) run(parent context.Context) (*wire.InferenceSummary, error) {
 	g.ctx, g.cancel = context.WithCancelCause(parent)
 	defer g.cancel(nil)
+	// Ending the level interrupts the requests in flight.
+	stopInterrupt := context.AfterFunc(g.ctx, g.conns.interrupt)
+	defer stopInterrupt()
 	g.clock = clock{t0: time.Now()}
 	g.warmupEnd = int64(g.cfg.Warmup)
 	g.endCh = make(chan struct{})
@@ -409,14 +387,16 @@ func (g *generator) sleepUntil(timer *time.Timer, t int64) bool {
 	}
 }
 
-// worker holds the buffers one in-flight request needs; they are reused,
-// so a request allocates little beyond what net/http does.
+// worker holds what one in-flight request needs: its connection and
+// buffers, reused from request to request, so that a request allocates
+// next to nothing.
 type worker struct {
+	c       *conn
 	req     request
-	body    []byte
-	rb      reqBody
-	pending bool // rb was handed to the transport and not closed yet
-	header  http.Header
+	bodyBuf []byte // the request's JSON body
+	msg     []byte // the request on the wire
+	resp    response
+	body    body
 	sse     *sseReader
 	ev      event
 	ch      chunk
@@ -424,8 +404,6 @@ type worker struct {
 	rec     wire.RequestRecord
 	out     []byte
 	scratch []byte
-	trace   *httptrace.ClientTrace
-	wrote   atomic.Int64 // when the transport finished writing the request
 }
 
 func (g *generator) getWorker() *worker {
@@ -437,30 +415,7 @@ func (g *generator) getWorker() *worker {
 		return w
 	}
 	g.freeMu.Unlock()
-	w := &worker{
-		sse:     newSSEReader(g.clock, 16<<10),
-		rb:      reqBody{closed: make(chan struct{}, 1)},
-		scratch: make([]byte, 4<<10),
-	}
-	w.header = g.newHeader()
-	// The hook runs on the transport's write goroutine, just before it
-	// flushes the request, and it may run after the body was closed: a late
-	// call for the previous request could land after the reset for the next
-	// one, so only a later time is kept, and times before the attempt are
-	// ignored.
-	w.trace = &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
-		if info.Err != nil {
-			return
-		}
-		now := g.clock.now()
-		for {
-			old := w.wrote.Load()
-			if old >= now || w.wrote.CompareAndSwap(old, now) {
-				return
-			}
-		}
-	}}
-	return w
+	return &worker{sse: newSSEReader(8 << 10), scratch: make([]byte, 4<<10)}
 }
 
 func (g *generator) putWorker(w *worker) {
@@ -469,47 +424,17 @@ func (g *generator) putWorker(w *worker) {
 	g.freeMu.Unlock()
 }
 
-func (g *generator) newHeader() http.Header {
-	h := make(http.Header, len(g.cfg.Header)+4)
-	for k, v := range g.cfg.Header {
-		h[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
-	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "text/event-stream")
-	h.Set("User-Agent", "accord-probe")
-	h["X-Request-Id"] = []string{""}
-	return h
-}
-
-// reqBody is a request body whose buffer the worker reuses: Close (which
-// the transport always calls, possibly after Do returned) says the buffer
-// is free again.
-type reqBody struct {
-	r      bytes.Reader
-	open   atomic.Bool
-	closed chan struct{}
-}
-
-func (b *reqBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-
-func (b *reqBody) Close() error {
-	if b.open.CompareAndSwap(true, false) {
-		b.closed <- struct{}{}
-	}
-	return nil
-}
-
 // do sends request id and records it.
 func (g *generator) do(w *worker, id, intended int64, warm bool) {
 	if err := g.prompts.next(id, &w.req); err != nil {
 		g.fatal(err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(g.ctx, g.timeout)
-	defer cancel()
-	for attempt := 0; ; attempt++ {
-		retry := g.exchange(ctx, w, id, intended, warm)
-		if !retry || attempt > 0 {
+	deadline := time.Now().Add(g.timeout)
+	// At most one retry for each reason: a keep-alive connection the
+	// server had closed, and length hints the server rejected.
+	for attempt := 0; attempt < 3; attempt++ {
+		if !g.exchange(w, id, intended, warm, deadline) {
 			break
 		}
 	}
@@ -531,86 +456,112 @@ func (g *generator) do(w *worker, id, intended int64, warm bool) {
 	g.stats.add(&w.rec, w.itl)
 }
 
-// exchange sends the request once and reads its stream into w.rec. It
-// returns true when the server rejected the length hints (min_tokens,
-// ignore_eos) and the request should be sent again without them.
-func (g *generator) exchange(ctx context.Context, w *worker, id, intended int64, warm bool) (retry bool) {
+// exchange sends the request once and reads its response into w.rec. It
+// returns true when the request should be sent again: the connection was
+// a kept-alive one that turned out closed, or the server rejected the
+// length hints (min_tokens, ignore_eos).
+func (g *generator) exchange(w *worker, id, intended int64, warm bool, deadline time.Time) (retry bool) {
 	rec := &w.rec
 	*rec = wire.RequestRecord{ID: id, Warmup: warm, Intended: intended}
 	w.itl = w.itl[:0]
-	hints := g.hints.Load()
-	if w.pending {
-		<-w.rb.closed // the transport is done with the previous body
-		w.pending = false
-	}
-	w.body = g.appendBody(w.body[:0], &w.req, hints)
-	w.rb.r.Reset(w.body)
-	w.rb.open.Store(true)
-	w.pending = true
-	w.header["X-Request-Id"][0] = strconv.FormatInt(id, 10)
-	req := &http.Request{
-		Method:        http.MethodPost,
-		URL:           g.url,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        w.header,
-		Body:          &w.rb,
-		ContentLength: int64(len(w.body)),
-		Host:          g.url.Host,
-	}
-
 	start := g.clock.now()
 	if g.cfg.Level.Concurrency > 0 {
 		rec.Intended = start // a closed loop means to send at once
 	}
-	w.wrote.Store(0)
-	req = req.WithContext(httptrace.WithClientTrace(ctx, w.trace))
-	resp, err := g.client.Do(req)
-	// Sent is when the request was written to the connection: waiting for a
-	// connection from the pool or dialing one is client-side delay, shown
-	// by send_delay (and the *_intended metrics), not server latency.
-	defer func() {
-		rec.Sent = w.wrote.Load()
-		if rec.Sent < start || (rec.FirstChunk > 0 && rec.Sent > rec.FirstChunk) {
-			rec.Sent = start // not written (or the hook ran late): the attempt's start
+	if w.c != nil && time.Since(w.c.lastUsed) > idleTimeout {
+		g.dropConn(w)
+	}
+	if w.c == nil {
+		ctx, cancel := context.WithDeadline(g.ctx, deadline)
+		c, err := g.ep.dial(ctx, g.clock)
+		cancel()
+		if err == nil && !g.conns.add(c) {
+			_ = c.nc.Close()
+			err = context.Canceled
 		}
-	}()
+		if err != nil {
+			rec.Sent = start
+			g.failed(rec, ErrConnect, err, deadline)
+			return false
+		}
+		w.c = c
+	}
+	c := w.c
+	reused := c.reused
+	_ = c.nc.SetDeadline(deadline)
+
+	hints := g.hints.Load()
+	w.bodyBuf = g.appendBody(w.bodyBuf[:0], &w.req, hints)
+	w.msg = g.appendRequest(w.msg[:0], id, w.bodyBuf)
+	_, err := c.nc.Write(w.msg)
+	// Sent is when the request was handed to the kernel: waiting for a
+	// connection or dialing one is client-side delay, shown by send_delay
+	// (and the *_intended metrics), not server latency.
+	rec.Sent = g.clock.now()
+	if err == nil {
+		err = readResponse(c.br, &w.resp)
+	}
 	if err != nil {
-		// The transport may still hold the header map: use a fresh one.
-		w.header = g.newHeader()
-		g.failed(ctx, rec, ErrConnect, err)
+		g.dropConn(w)
+		if reused && g.ctx.Err() == nil && time.Now().Before(deadline) &&
+			(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+			return true // the server closed the idle connection first
+		}
+		g.failed(rec, ErrConnect, err, deadline)
 		return false
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		n, _ := io.ReadFull(resp.Body, w.scratch)
+	keep := !w.resp.close
+	w.body.reset(c.br, &w.resp)
+	if w.resp.status < 200 || w.resp.status > 299 {
+		n, _ := io.ReadFull(&w.body, w.scratch)
 		msg := strings.TrimSpace(string(w.scratch[:n]))
-		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		if _, err := io.CopyN(io.Discard, &w.body, 64<<10); !errors.Is(err, io.EOF) {
+			keep = false
+		}
 		rec.Done = g.clock.now()
-		if hints && resp.StatusCode == http.StatusBadRequest &&
+		g.finishConn(w, keep)
+		if hints && w.resp.status == http.StatusBadRequest &&
 			(strings.Contains(msg, "min_tokens") || strings.Contains(msg, "ignore_eos")) {
 			g.hints.Store(false)
 			return true
 		}
-		rec.ErrorKind, rec.HTTPStatus = ErrHTTP, resp.StatusCode
-		rec.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg)
+		rec.ErrorKind, rec.HTTPStatus = ErrHTTP, w.resp.status
+		rec.Error = fmt.Sprintf("HTTP %d: %s", w.resp.status, msg)
 		return false
 	}
-	g.stream(ctx, w, resp.Body)
+	clean := g.stream(w, deadline)
+	g.finishConn(w, keep && clean)
 	return false
 }
 
-// failed records a failure of the exchange: a timeout when the request's
-// own deadline passed, else kind.
-func (g *generator) failed(ctx context.Context, rec *wire.RequestRecord, kind string, err error) {
+func (g *generator) dropConn(w *worker) {
+	if w.c != nil {
+		g.conns.close(w.c)
+		w.c = nil
+	}
+}
+
+// finishConn keeps the connection for the next request, or closes it.
+func (g *generator) finishConn(w *worker, keep bool) {
+	if !keep {
+		g.dropConn(w)
+		return
+	}
+	w.c.lastUsed = time.Now()
+	w.c.reused = true
+}
+
+// failed records a failure: a timeout when the request's deadline passed,
+// else kind.
+func (g *generator) failed(rec *wire.RequestRecord, kind string, err error, deadline time.Time) {
 	if rec.Done == 0 {
 		rec.Done = g.clock.now()
 	}
 	if rec.ErrorKind != "" {
 		return
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && g.ctx.Err() == nil {
+	if g.ctx.Err() == nil && !time.Now().Before(deadline) &&
+		(errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
 		kind = ErrTimeout
 		err = fmt.Errorf("no complete response within %s", g.timeout)
 	}
@@ -619,11 +570,12 @@ func (g *generator) failed(ctx context.Context, rec *wire.RequestRecord, kind st
 
 var doneData = []byte("[DONE]")
 
-// stream reads the event stream of a 2xx response.
-func (g *generator) stream(ctx context.Context, w *worker, body io.Reader) {
+// stream reads the event stream of a 2xx response. It returns whether the
+// body was read to its end, so that the connection can be reused.
+func (g *generator) stream(w *worker, deadline time.Time) (clean bool) {
 	rec := &w.rec
 	s := w.sse
-	s.reset(body)
+	s.reset(&w.body, &w.c.tr)
 	var (
 		sawDone, sawUsage        bool
 		promptUsage, outputUsage int64
@@ -635,11 +587,10 @@ func (g *generator) stream(ctx context.Context, w *worker, body io.Reader) {
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				rec.Done = g.clock.now()
-				if rec.ErrorKind == "" {
-					rec.ErrorKind, rec.Error = ErrIncomplete, "the stream ended without data: [DONE]"
-				}
+				rec.ErrorKind, rec.Error = ErrIncomplete, "the stream ended without data: [DONE]"
+				clean = true
 			} else {
-				g.failed(ctx, rec, ErrIncomplete, err)
+				g.failed(rec, ErrIncomplete, err, deadline)
 			}
 			break
 		}
@@ -698,13 +649,15 @@ func (g *generator) stream(ctx context.Context, w *worker, body io.Reader) {
 	}
 	if sawDone {
 		// Read the end of the body so that the connection can be reused.
-		_, _ = io.CopyN(io.Discard, s.br, 64<<10)
+		_, err := io.CopyN(io.Discard, s.br, 64<<10)
+		clean = errors.Is(err, io.EOF)
 	}
 	if sawUsage {
 		rec.PromptTokens, rec.OutputTokens = int(promptUsage), int(outputUsage)
 	} else {
 		rec.PromptTokens, rec.OutputTokens, rec.UsageCounted = w.req.promptTokens, counted, true
 	}
+	return clean
 }
 
 func truncate(b []byte, n int) string {
@@ -712,6 +665,17 @@ func truncate(b []byte, n int) string {
 		b = b[:n]
 	}
 	return string(b)
+}
+
+// appendRequest builds the whole request: head, then the JSON body.
+func (g *generator) appendRequest(b []byte, id int64, body []byte) []byte {
+	b = append(b, g.ep.head...)
+	b = append(b, "X-Request-Id: "...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, "\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\n\r\n"...)
+	return append(b, body...)
 }
 
 // appendBody builds the JSON request body.

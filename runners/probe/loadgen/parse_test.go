@@ -221,8 +221,9 @@ func (p *pieces) Read(b []byte) (int, error) {
 }
 
 func readEvents(t *testing.T, in, sizes []byte, bufSize int) []string {
-	s := newSSEReader(clock{t0: time.Now()}, bufSize)
-	s.reset(&pieces{data: in, sizes: sizes})
+	s := newSSEReader(bufSize)
+	tr := &timedReader{r: &pieces{data: in, sizes: sizes}, clock: clock{t0: time.Now()}}
+	s.reset(tr, tr)
 	var out []string
 	var ev event
 	for {
@@ -264,8 +265,9 @@ func TestSSETimestampsArrival(t *testing.T) {
 	// Two events in one read share its time; an event completed by a later
 	// read gets that read's time.
 	r, w := io.Pipe()
-	s := newSSEReader(clock{t0: time.Now()}, 4096)
-	s.reset(r)
+	s := newSSEReader(4096)
+	tr := &timedReader{r: r, clock: clock{t0: time.Now()}}
+	s.reset(tr, tr)
 	go func() {
 		_, _ = w.Write([]byte("data: a\n\ndata: b\n\ndata: c"))
 		time.Sleep(20 * time.Millisecond)

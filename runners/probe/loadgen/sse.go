@@ -37,27 +37,25 @@ func (t *timedReader) Read(p []byte) (int, error) {
 
 // sseReader splits a text/event-stream body into events. Lines end in LF
 // or CRLF (a lone CR is not treated as a line end: no OpenAI-compatible
-// server sends one). Each event carries the arrival time of the read that
-// completed its last data line. Buffers are reused across requests.
+// server sends one). Each event carries the arrival time of the network
+// read that completed its last data line, taken from the timedReader under
+// the body (the connection's). Buffers are reused across requests.
 type sseReader struct {
-	tr   timedReader
-	br   *bufio.Reader
-	long []byte // a line longer than br's buffer is assembled here
-	data []byte // the current event's data lines, joined by LF
-	kind []byte // the current event's "event:" field
+	times *timedReader
+	br    *bufio.Reader
+	long  []byte // a line longer than br's buffer is assembled here
+	data  []byte // the current event's data lines, joined by LF
+	kind  []byte // the current event's "event:" field
 }
 
-func newSSEReader(c clock, bufSize int) *sseReader {
-	s := &sseReader{tr: timedReader{clock: c}}
-	s.br = bufio.NewReaderSize(&s.tr, bufSize)
-	return s
+func newSSEReader(bufSize int) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(nil, bufSize)}
 }
 
-// reset points the reader at a new body, keeping its buffers.
-func (s *sseReader) reset(body io.Reader) {
-	s.tr.r = body
-	s.tr.at = 0
-	s.br.Reset(&s.tr)
+// reset points the reader at a new body whose bytes arrive through times.
+func (s *sseReader) reset(body io.Reader, times *timedReader) {
+	s.times = times
+	s.br.Reset(body)
 	if cap(s.long) > 1<<20 {
 		s.long = nil // give back a buffer grown by one huge line
 	}
@@ -127,7 +125,7 @@ func (s *sseReader) field(line []byte, hasData *bool, at *int64) {
 		}
 		s.data = append(s.data, value...)
 		*hasData = true
-		*at = s.tr.at
+		*at = s.times.at
 	case "event":
 		s.kind = append(s.kind[:0], value...)
 	}
