@@ -33,8 +33,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,15 +99,15 @@ func Run(ctx context.Context, cfg Config) (*wire.InferenceSummary, error) {
 }
 
 type generator struct {
-	cfg       Config
-	step      acceptance.InferenceStep
-	url       *url.URL
-	chat      bool
-	ep        *endpoint
-	conns     conns
-	prompts   promptSource
-	timeout   time.Duration
-	requests  int64 // measured requests to send; 0: no count limit
+	cfg      Config
+	step     acceptance.InferenceStep
+	url      *url.URL
+	chat     bool
+	ep       *endpoint
+	conns    conns
+	prompts  promptSource
+	timeout  time.Duration
+	requests int64 // measured requests to send; 0: no count limit
 
 	clock     clock
 	warmupEnd int64 // ns since the level's start
