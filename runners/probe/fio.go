@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"sort"
@@ -123,43 +122,61 @@ func fioJobFile(name string, f *acceptance.FioStep, warmup time.Duration) string
 }
 
 // fioStream splits fio's output file, which holds one JSON document per
-// --status-interval and the final report last, into its documents. Text
-// that is not JSON (fio's notes) is skipped.
+// --status-interval and the final report last, into its documents. fio
+// prints each document with its opening "{" and closing "}" alone on their
+// lines, so documents are found line by line, in linear time, and any other
+// text (fio's notes) is skipped.
 type fioStream struct {
-	buf  []byte
-	docs []json.RawMessage
+	buf      []byte // unconsumed bytes: from the open document, or a partial line
+	scanned  int    // bytes of buf already looked at, all complete lines
+	docStart int    // offset in buf of the open document's "{", or -1
+	docs     []json.RawMessage
+	started  bool
 }
 
 // feed adds bytes and returns the documents completed by them.
 func (s *fioStream) feed(b []byte) []json.RawMessage {
+	if !s.started {
+		s.started, s.docStart = true, -1
+	}
 	s.buf = append(s.buf, b...)
 	var out []json.RawMessage
 	for {
-		i := bytes.IndexByte(s.buf, '{')
-		if i < 0 {
-			s.buf = s.buf[:0]
-			return out
+		nl := bytes.IndexByte(s.buf[s.scanned:], '\n')
+		if nl < 0 {
+			break
 		}
-		dec := json.NewDecoder(bytes.NewReader(s.buf[i:]))
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if err == nil {
-			n := i + int(dec.InputOffset())
-			doc := make(json.RawMessage, len(raw))
-			copy(doc, raw)
-			out = append(out, doc)
-			s.docs = append(s.docs, doc)
-			s.buf = s.buf[n:]
-			continue
+		lineStart, lineEnd := s.scanned, s.scanned+nl
+		s.scanned = lineEnd + 1
+		line := bytes.TrimRight(s.buf[lineStart:lineEnd], "\r")
+		switch {
+		case len(line) == 1 && line[0] == '{':
+			s.docStart = lineStart // a new document (an unfinished one is dropped)
+		case len(line) == 1 && line[0] == '}' && s.docStart >= 0:
+			doc := s.buf[s.docStart:lineEnd]
+			if json.Valid(doc) {
+				d := append(json.RawMessage(nil), doc...)
+				out = append(out, d)
+				s.docs = append(s.docs, d)
+			}
+			s.docStart = -1
 		}
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			s.buf = s.buf[i:] // incomplete: wait for more
-			return out
-		}
-		// Not JSON at this brace: skip past it.
-		s.buf = s.buf[i+1:]
 	}
+	// Drop what no document needs any more.
+	keep := s.scanned
+	if s.docStart >= 0 {
+		keep = s.docStart
+	}
+	s.buf = append(s.buf[:0], s.buf[keep:]...)
+	s.scanned -= keep
+	if s.docStart >= 0 {
+		s.docStart = 0
+	}
+	return out
 }
+
+// finish handles a last line without its newline.
+func (s *fioStream) finish() []json.RawMessage { return s.feed([]byte("\n")) }
 
 // fioDir is one direction's cumulative counters in a fio status document.
 type fioDir struct {

@@ -183,9 +183,17 @@ const (
 func TestFioInterimWindows(t *testing.T) {
 	t.Parallel()
 	var s fioStream
-	docs := s.feed([]byte("note: capped\n" + fioRamp + "\n" + fioFirst[:40]))
+	pretty := func(doc string) string {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(doc), &v))
+		b, err := json.MarshalIndent(v, "", "  ")
+		require.NoError(t, err)
+		return string(b) + "\n"
+	}
+	first := pretty(fioFirst)
+	docs := s.feed([]byte("note: capped\n" + pretty(fioRamp) + first[:40]))
 	require.Len(t, docs, 1, "the incomplete document waits")
-	docs = append(docs, s.feed([]byte(fioFirst[40:]+"\n"+fioSecond))...)
+	docs = append(docs, s.feed([]byte(first[40:]+"{\nnot json\n}\n"+pretty(fioSecond)))...)
 	require.Len(t, docs, 3)
 	require.Len(t, s.docs, 3)
 
@@ -219,14 +227,15 @@ func TestFioInterimWindows(t *testing.T) {
 }
 
 func FuzzFioStream(f *testing.F) {
-	f.Add([]byte(fioRamp + fioFirst + "junk {" + fioSecond))
+	f.Add([]byte("{\n" + fioRamp[1:len(fioRamp)-1] + "\n}\njunk {\n{\n\"a\":1\n}"))
+	f.Add([]byte(strings.Repeat("{\n\"a\":", 2000)))
 	f.Add([]byte("{{{}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var s fioStream
 		mid := len(b) / 2
-		n := len(s.feed(b[:mid])) + len(s.feed(b[mid:]))
+		n := len(s.feed(b[:mid])) + len(s.feed(b[mid:])) + len(s.finish())
 		var whole fioStream
-		if m := len(whole.feed(b)); m != n {
+		if m := len(whole.feed(b)) + len(whole.finish()); m != n {
 			// Splitting the input must not change what is found.
 			t.Fatalf("split feed found %d documents, whole feed %d", n, m)
 		}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,9 +27,18 @@ import (
 var accordBin string
 
 func TestMain(m *testing.M) {
+	// The tests mostly wait on the probe's processes (sleeps, fio's runtime,
+	// signals), not on the CPU: unless -parallel was given, run more of them
+	// at once than the default of GOMAXPROCS.
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", "8")
+	}
 	fuzzing := false
 	for _, a := range os.Args {
-		if strings.HasPrefix(a, "-test.fuzz=") {
+		if strings.HasPrefix(a, "-test.fuzz=") || strings.HasPrefix(a, "-test.fuzzworker") {
 			fuzzing = true
 		}
 	}

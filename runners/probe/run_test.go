@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/facts"
 	"github.com/accordlab/accord/runners/probe/wire"
 )
 
@@ -343,4 +344,36 @@ func TestBadPlanFailsClearly(t *testing.T) {
 	r = probe(t, "run", "--dir", dir)
 	require.Equal(t, ExitFailed, r.code)
 	require.Contains(t, status(t, dir).Reason, "must be an absolute path")
+}
+
+func TestFactsCommand(t *testing.T) {
+	t.Parallel()
+	needBinary(t)
+	r := probe(t, "facts")
+	require.Equal(t, 0, r.code, r.stderr)
+	var f facts.Facts
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &f))
+	require.NotEmpty(t, f.Kernel.Release.Value)
+	require.True(t, f.CPU.Present)
+	if _, err := exec.LookPath("nvme"); err != nil {
+		require.True(t, f.NVMe.CLIList.Absent, "nvme-cli is absent, not failed")
+	}
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		require.True(t, f.GPU.Source.Absent, "nvidia-smi is absent, not failed")
+		require.Empty(t, f.GPU.GPUs)
+	}
+	if _, err := os.Stat("/sys/class/nvme"); err != nil {
+		require.Empty(t, f.NVMe.Controllers)
+	}
+
+	out := filepath.Join(t.TempDir(), "facts.json")
+	r = probe(t, "facts", "--out", out)
+	require.Equal(t, 0, r.code, r.stderr)
+	var summary struct {
+		Out    string   `json:"out"`
+		Absent []string `json:"absent"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &summary))
+	require.Equal(t, out, summary.Out)
+	require.FileExists(t, out)
 }

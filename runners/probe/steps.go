@@ -97,8 +97,21 @@ func (r *runner) fio(ctx context.Context, s acceptance.StepSpec, rep int, dir st
 func (r *runner) followFio(path string, stop <-chan struct{}, step string, rep int, tel *telemetry) *fioStream {
 	stream := &fioStream{}
 	var off int64
-	var prev fioSnapshot
-	havePrev := false
+	var prev fioSnapshot // fio starts from zero
+	handle := func(docs []json.RawMessage) {
+		for _, doc := range docs {
+			snap, err := parseFioSnapshot(doc)
+			if err != nil {
+				continue
+			}
+			// A window shorter than 0.2 s is the final report right after
+			// the last status: too short to say anything.
+			if metrics, window := fioInterim(prev, snap); window >= 0.2 {
+				r.emitInterim(wire.Interim{Step: step, Repetition: rep, WindowSec: window, Metrics: metrics}, tel)
+			}
+			prev = snap
+		}
+	}
 	read := func() {
 		f, err := os.Open(path)
 		if err != nil {
@@ -110,19 +123,7 @@ func (r *runner) followFio(path string, stop <-chan struct{}, step string, rep i
 			return
 		}
 		off += int64(len(b))
-		for _, doc := range stream.feed(b) {
-			snap, err := parseFioSnapshot(doc)
-			if err != nil {
-				continue
-			}
-			if havePrev {
-				metrics, window := fioInterim(prev, snap)
-				if window >= 0.2 {
-					r.emitInterim(wire.Interim{Step: step, Repetition: rep, WindowSec: window, Metrics: metrics}, tel)
-				}
-			}
-			prev, havePrev = snap, true
-		}
+		handle(stream.feed(b))
 	}
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
@@ -130,6 +131,7 @@ func (r *runner) followFio(path string, stop <-chan struct{}, step string, rep i
 		select {
 		case <-stop:
 			read()
+			handle(stream.finish())
 			return stream
 		case <-t.C:
 			read()
