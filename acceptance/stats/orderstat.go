@@ -111,7 +111,7 @@ func SamplesToDecide(n int64, q, frac, alpha float64, atMost bool) int64 {
 	for p(hi) > alpha {
 		lo = hi
 		hi *= 2
-		if hi > 1<<50 {
+		if hi > 1<<40 { // beyond any run: no useful estimate
 			return 0
 		}
 	}
