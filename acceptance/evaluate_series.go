@@ -468,9 +468,6 @@ func (e *evaluator) absQuantile(cc *critCtx, key SeriesKey, cs *preparedSide, sr
 	sr.Interval = IntervalOrderStatistic
 	sr.Method = fmt.Sprintf("nearest-rank %s of %s pooled samples; one-sided %s bounds from order statistics (exact binomial, distribution-free)",
 		cc.c.Statistic, fmtCount(n), fmtConf(cc.conf))
-	if cs.data == dataHistogram {
-		sr.Method += "; values are the input histogram's bucket values"
-	}
 	var bootPass, bootFail float64
 	if len(cs.reps) >= 2 {
 		side, err := cs.bootSide()
@@ -479,6 +476,14 @@ func (e *evaluator) absQuantile(cc *critCtx, key SeriesKey, cs *preparedSide, sr
 		}
 		seed, seedHex := e.seed(cc, key)
 		reps := stats.Replicates(stats.NewRand(seed), side, stats.StatQuantile(q), e.resamplesFor())
+		// Replicates are bucket values; scale them by exact/bucketed
+		// estimate so that the histogram's error cancels to first order.
+		if g := side.GridQuantile(q); g > 0 {
+			f := pooled.Quantile(q) / g
+			for i := range reps {
+				reps[i] *= f
+			}
+		}
 		bl, bu := stats.LowerBound(reps, a), stats.UpperBound(reps, a)
 		if le {
 			bootPass, bootFail = stats.ShareAbove(reps, cc.limit), stats.ShareAtMost(reps, cc.limit)
@@ -494,8 +499,11 @@ func (e *evaluator) absQuantile(cc *critCtx, key SeriesKey, cs *preparedSide, sr
 		}
 		sr.Interval = IntervalOrderStatBoot
 		sr.Resamples, sr.Seed = len(reps), seedHex
-		sr.Method += fmt.Sprintf(", and from a two-stage bootstrap over the %d repetitions (%s resamples: repetitions, then samples, drawn as multinomial counts on a log-bucketed histogram with ≤ %s relative bucket error); the more conservative bound of the two is used",
+		sr.Method += fmt.Sprintf(", and from a two-stage bootstrap over the %d repetitions (%s resamples: repetitions, then samples, drawn as multinomial counts on a log-bucketed histogram with ≤ %s relative bucket error, rescaled by the exact/bucketed estimate); the more conservative bound of the two is used",
 			len(cs.reps), fmtCount(int64(len(reps))), fmtPctPlain(100*stats.HistogramRelativeError))
+	}
+	if cs.data == dataHistogram {
+		sr.Method += "; values are the input histogram's bucket values"
 	}
 	sr.Lower, sr.Upper = lower, upper
 	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
@@ -743,6 +751,19 @@ func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, s
 	}
 	seed, seedHex := e.seed(cc, key)
 	reps := stats.RelativeReplicates(stats.NewRand(seed), sc, sb, st, e.resamplesFor())
+	if cc.isQ {
+		// Replicates are made of bucket values; shift them by the exact minus
+		// the bucketed relative difference, so that the histogram's error
+		// (up to ±0.2 points) cancels to first order and the interval sits
+		// around the exact estimate.
+		gc, gb := sc.GridQuantile(cc.q), sb.GridQuantile(cc.q)
+		if gb != 0 && sr.Estimate != nil {
+			shift := *sr.Estimate - stats.RelativeDifference(gc, gb)
+			for i := range reps {
+				reps[i] += shift
+			}
+		}
+	}
 	a := cc.alpha
 	sr.Lower, sr.Upper = finiteOrNil(stats.LowerBound(reps, a)), finiteOrNil(stats.UpperBound(reps, a))
 	pPass, pFail := relShares(cc, reps)
@@ -751,7 +772,7 @@ func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, s
 	sr.Method = fmt.Sprintf("percentile bootstrap of 100·(candidate − baseline)/baseline of the pooled %s, %s resamples; each side resampled in two stages (its repetitions, then samples within them)",
 		what, fmtCount(int64(len(reps))))
 	if cc.isQ {
-		sr.Method += fmt.Sprintf(", drawn as multinomial counts on a log-bucketed histogram with ≤ %s relative bucket error", fmtPctPlain(100*stats.HistogramRelativeError))
+		sr.Method += fmt.Sprintf(", drawn as multinomial counts on a log-bucketed histogram with ≤ %s relative bucket error and shifted by the exact minus the bucketed difference", fmtPctPlain(100*stats.HistogramRelativeError))
 	} else {
 		sr.Method += fmt.Sprintf("; a resampled mean of more than %s draws is taken from its normal limit", fmtCount(stats.ExactMeanDraws))
 	}

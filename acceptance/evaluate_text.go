@@ -102,8 +102,8 @@ func fmtValue(v float64, u Unit) string {
 	switch u {
 	case UnitMicrosecond:
 		return fmtNum(v) + " µs"
-	case UnitRatio:
-		return fmtNum(v)
+	case UnitRatio: // a share, shown as a percentage: 0.0012 → 0.12 %
+		return fmtPctPlain(100 * v)
 	case UnitBytesPerSec:
 		for _, s := range []struct {
 			f    float64
