@@ -184,23 +184,16 @@ func (c *Client) Stream(ctx context.Context, argv []string, stdin io.Reader, std
 	if err := ctx.Err(); err != nil {
 		return -1, err
 	}
-	sess, err := c.ssh.NewSession()
-	if err != nil {
-		return -1, c.lost("open session", err)
-	}
-	defer sess.Close()
 	// The session's copying goroutines may outlive a cancelled Stream (see
 	// below): the gates make sure nothing touches the caller's streams
 	// after it returns.
 	in, out, errOut := &gatedReader{r: stdin}, &gatedWriter{w: orDiscard(stdout)}, &gatedWriter{w: orDiscard(stderr)}
 	defer func() { in.shut(); out.shut(); errOut.shut() }()
-	if stdin != nil {
-		sess.Stdin = in
+	sess, err := c.start(ctx, line, stdin != nil, in, out, errOut)
+	if err != nil {
+		return -1, fmt.Errorf("sshrun: %s: %w", argv[0], err)
 	}
-	sess.Stdout, sess.Stderr = out, errOut
-	if err := sess.Start(line); err != nil {
-		return -1, c.lost("start "+argv[0], err)
-	}
+	defer sess.Close()
 	waited := make(chan error, 1)
 	go func() { waited <- sess.Wait() }()
 	select {
@@ -230,6 +223,47 @@ func (c *Client) Stream(ctx context.Context, argv []string, stdin io.Reader, std
 		return exitErr.ExitStatus(), nil
 	default:
 		return -1, c.lost(argv[0], err)
+	}
+}
+
+// start opens a session and starts line in it. Opening and starting wait
+// for the host's answers, which a silent connection never gives: they run
+// aside so that ctx is obeyed (a session that opens after ctx ended is
+// closed at once; the command may have started on the host all the same,
+// which is why every remote step of a run is safe to repeat).
+func (c *Client) start(ctx context.Context, line string, withStdin bool, stdin io.Reader, stdout, stderr io.Writer) (*ssh.Session, error) {
+	type started struct {
+		sess *ssh.Session
+		err  error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		sess, err := c.ssh.NewSession()
+		if err != nil {
+			ch <- started{nil, c.lost("open session", err)}
+			return
+		}
+		if withStdin {
+			sess.Stdin = stdin
+		}
+		sess.Stdout, sess.Stderr = stdout, stderr
+		if err := sess.Start(line); err != nil {
+			_ = sess.Close()
+			ch <- started{nil, c.lost("start", err)}
+			return
+		}
+		ch <- started{sess, nil}
+	}()
+	select {
+	case s := <-ch:
+		return s.sess, s.err
+	case <-ctx.Done():
+		go func() {
+			if s := <-ch; s.sess != nil {
+				_ = s.sess.Close()
+			}
+		}()
+		return nil, ctx.Err()
 	}
 }
 

@@ -373,3 +373,19 @@ func TestJumpChain(t *testing.T) {
 		return errors.Is(c.Err(), sshrun.ErrConnectionLost) || strings.Contains(c.Err().Error(), "closed")
 	}, 2*time.Second, 10*time.Millisecond)
 }
+
+func TestRunObeysContextOnSilentConnection(t *testing.T) {
+	t.Parallel()
+	b := setupDial(t, sshtest.Options{})
+	p := sshtest.StartProxy(t, b.sshd.HostPort())
+	opts := testOpts
+	opts.KeepaliveInterval = -1 // only ctx can end the wait
+	c := dial(t, via(b.target, p), opts)
+	p.Silence()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Run(ctx, []string{"true"}, nil)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 3*time.Second)
+}

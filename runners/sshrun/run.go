@@ -159,16 +159,21 @@ func (c *Client) Stop(ctx context.Context, runDir string, grace time.Duration) (
 	if err != nil {
 		return Stopped{}, err
 	}
-	if res.ExitCode != 0 {
-		return Stopped{}, fmt.Errorf("sshrun: probe stop: exit %d: %s", res.ExitCode, firstLine(res.Stderr))
-	}
+	// The probe prints its answer even when processes are left (and then
+	// exits non-zero).
 	var s Stopped
-	if err := json.Unmarshal(res.Stdout, &s); err != nil {
-		return Stopped{}, fmt.Errorf("sshrun: probe stop: answer %q: %w", firstLine(res.Stdout), err)
+	if jerr := json.Unmarshal(res.Stdout, &s); jerr != nil {
+		if res.ExitCode != 0 {
+			return Stopped{}, fmt.Errorf("sshrun: probe stop: exit %d: %s", res.ExitCode, firstLine(res.Stderr))
+		}
+		return Stopped{}, fmt.Errorf("sshrun: probe stop: answer %q: %w", firstLine(res.Stdout), jerr)
 	}
 	s.Raw = json.RawMessage(bytes.TrimSpace(res.Stdout))
 	if s.Remaining != 0 {
-		return s, fmt.Errorf("%w: %d after stop of %s", ErrProcessesLeft, s.Remaining, runDir)
+		return s, fmt.Errorf("%w: %d after stop of %s: %s", ErrProcessesLeft, s.Remaining, runDir, firstLine(res.Stderr))
+	}
+	if res.ExitCode != 0 {
+		return s, fmt.Errorf("sshrun: probe stop: exit %d: %s", res.ExitCode, firstLine(res.Stderr))
 	}
 	return s, nil
 }
