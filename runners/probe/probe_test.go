@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
 	if !explicit {
-		_ = flag.Set("test.parallel", "8")
+		_ = flag.Set("test.parallel", "12")
 	}
 	fuzzing := false
 	for _, a := range os.Args {
@@ -83,6 +83,8 @@ func buildAccord() (string, error) {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		return cmd.CombinedOutput()
 	}
+	start := time.Now()
+	defer func() { fmt.Fprintf(os.Stderr, "probe tests: built %s in %s\n", filepath.Base(bin), time.Since(start).Round(time.Millisecond)) }()
 	out, err := build("github.com/accordlab/accord")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "probe tests: the accord binary does not build, using the probe-only main instead:\n%s\n", out)

@@ -390,12 +390,15 @@ func (r *runner) emitResult(res *wire.StepResult, mainFile string, err error) {
 // server's stop-loss rules watch.
 func (r *runner) emitInterim(in wire.Interim, tel *telemetry) {
 	if sys := tel.takeWindow(r.plan.StopLossMetrics); len(sys) > 0 {
-		if in.Metrics == nil {
-			in.Metrics = map[string]wire.InterimStats{}
+		// A copy: the caller (the load generator) may reuse its map.
+		merged := make(map[string]wire.InterimStats, len(in.Metrics)+len(sys))
+		for k, v := range in.Metrics {
+			merged[k] = v
 		}
 		for k, v := range sys {
-			in.Metrics[k] = v
+			merged[k] = v
 		}
+		in.Metrics = merged
 	}
 	if len(in.Metrics) == 0 {
 		return
