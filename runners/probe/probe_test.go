@@ -83,8 +83,6 @@ func buildAccord() (string, error) {
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		return cmd.CombinedOutput()
 	}
-	start := time.Now()
-	defer func() { fmt.Fprintf(os.Stderr, "probe tests: built %s in %s\n", filepath.Base(bin), time.Since(start).Round(time.Millisecond)) }()
 	out, err := build("github.com/accordlab/accord")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "probe tests: the accord binary does not build, using the probe-only main instead:\n%s\n", out)
