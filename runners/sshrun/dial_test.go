@@ -265,6 +265,7 @@ func TestHandshakeTimeout(t *testing.T) {
 	start := time.Now()
 	_, err := sshrun.Dial(context.Background(), via(b.target, p), opts)
 	elapsed := time.Since(start)
+	t.Logf("handshake deadline %s fired after %s", opts.HandshakeTimeout, elapsed)
 	require.ErrorIs(t, err, sshrun.ErrHandshakeTimeout)
 	require.True(t, sshrun.IsRetryable(err))
 	require.GreaterOrEqual(t, elapsed, opts.HandshakeTimeout)
