@@ -46,8 +46,8 @@ func (t TInterval) PAbove(l float64) float64   { return t.p(t.Mean-l, false) }
 func (t TInterval) PAtLeast(l float64) float64 { return t.p(t.Mean-l, true) }
 func (t TInterval) PBelow(l float64) float64   { return t.p(l-t.Mean, false) }
 
-// p is P(T ≥ margin... ) for a margin d by which the mean clears the claim;
-// inclusive says whether d = 0 clears it.
+// p is the one-sided p-value 1 − T(d/SE) for a margin d by which the mean
+// clears the claim; inclusive says whether d = 0 clears it without spread.
 func (t TInterval) p(d float64, inclusive bool) float64 {
 	if t.SE == 0 {
 		if d > 0 || (d == 0 && inclusive) {

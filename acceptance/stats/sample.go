@@ -2,7 +2,6 @@ package stats
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -231,9 +230,6 @@ func (s Sample) N() int64 { return s.n }
 
 // Weighted reports whether the sample came from a histogram.
 func (s Sample) Weighted() bool { return !s.raw() }
-
-// ErrEmpty is returned for statistics of an empty sample.
-var ErrEmpty = errors.New("stats: empty sample")
 
 // At returns the order statistic X_(rank), rank 1-based and clamped to [1, n].
 func (s Sample) At(rank int64) float64 {
