@@ -285,9 +285,13 @@ func TestEnsureProbeUnderLoginHome(t *testing.T) {
 	require.True(t, strings.HasPrefix(p.Path, ".accord/probe/"), p.Path)
 	home, err := os.UserHomeDir() // sshd's login home for this user
 	require.NoError(t, err)
-	if p.Uploaded {
-		t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(home, filepath.Dir(p.Path))) })
-	}
+	t.Cleanup(func() {
+		// Remove this binary's cache entry, and the folders above it if
+		// nothing else is there.
+		_ = os.RemoveAll(filepath.Join(home, filepath.Dir(p.Path)))
+		_ = os.Remove(filepath.Join(home, ".accord", "probe"))
+		_ = os.Remove(filepath.Join(home, ".accord"))
+	})
 	local, err := os.ReadFile(b.binary)
 	require.NoError(t, err)
 	cached, err := os.ReadFile(filepath.Join(home, p.Path))
