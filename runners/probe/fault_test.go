@@ -60,11 +60,15 @@ func readFaultLog(t *testing.T, path string) faultLog {
 func TestRateLimitFaultIsAppliedAndRemoved(t *testing.T) {
 	t.Parallel()
 	ns := netns(t)
-	dir := runDir(t, planOf(rateLimit("slow-lo", 2*time.Second)))
+	dir := runDir(t, planOf(rateLimit("slow-lo", 4*time.Second)))
 	cmd := probeCmd(ns, "run", "--dir", dir)
 	require.NoError(t, cmd.Start())
-	waitFor(t, 60*time.Second, "the tbf qdisc", func() bool { return hasTBF(t, ns) })
-	require.Contains(t, qdisc(t, ns), "rate 8Mbit")
+	var seen string
+	waitFor(t, 60*time.Second, "the tbf qdisc", func() bool {
+		seen = qdisc(t, ns)
+		return strings.Contains(seen, "tbf "+faultHandle)
+	})
+	require.Contains(t, seen, "rate 8Mbit")
 	require.NoError(t, cmd.Wait())
 	require.False(t, hasTBF(t, ns), "the fault is removed: %s", qdisc(t, ns))
 	require.Equal(t, wire.StateDone, status(t, dir).State)

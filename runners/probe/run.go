@@ -35,7 +35,7 @@ func (e *stepTimeoutError) Error() string {
 }
 
 // errCancelled is reported when a signal stopped the run.
-var errCancelled = errors.New("cancelled: the probe was asked to stop")
+var errCancelled = errors.New("the probe was asked to stop (SIGTERM or SIGINT)")
 
 // runner is one `probe run`.
 type runner struct {

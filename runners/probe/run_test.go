@@ -155,22 +155,27 @@ func TestFioRefusesToWriteToABlockDevice(t *testing.T) {
 		{"not-destructive", false, true, "not marked destructive"},
 		{"host-forbids", true, false, "does not allow destructive steps"},
 	}
-	for _, c := range cases {
-		step := fioStep("write-dev", dev, "randwrite")
-		step.Fio.Destructive = c.destructive
-		step.Fio.Size = 1 << 20
-		plan := planOf(step)
-		plan.AllowDestructive = c.allow
-		dir := runDir(t, plan)
-		r := probe(t, "run", "--dir", dir)
-		require.Equal(t, ExitFailed, r.code, c.name)
-		st := status(t, dir)
-		require.Equal(t, wire.StateFailed, st.State)
-		require.Contains(t, st.Reason, "refusing to write to device "+dev, c.name)
-		require.Contains(t, st.Reason, c.want, c.name)
-		require.NoFileExists(t, filepath.Join(dir, "out", "01-write-dev", "rep-1", wire.FioOutputFile), "fio never ran")
-		require.Equal(t, before, fileSum(t, image), "the device was not written")
-	}
+	t.Run("refused", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				step := fioStep("write-dev", dev, "randwrite")
+				step.Fio.Destructive = c.destructive
+				step.Fio.Size = 1 << 20
+				plan := planOf(step)
+				plan.AllowDestructive = c.allow
+				dir := runDir(t, plan)
+				r := probe(t, "run", "--dir", dir)
+				require.Equal(t, ExitFailed, r.code)
+				st := status(t, dir)
+				require.Equal(t, wire.StateFailed, st.State)
+				require.Contains(t, st.Reason, "refusing to write to device "+dev)
+				require.Contains(t, st.Reason, c.want)
+				require.NoFileExists(t, filepath.Join(dir, "out", "01-write-dev", "rep-1", wire.FioOutputFile), "fio never ran")
+			})
+		}
+	})
+	require.Equal(t, before, fileSum(t, image), "the device was not written")
 
 	// Reading a block device is always allowed; so is writing one when
 	// both the step and the host say so (here the device is our own loop
