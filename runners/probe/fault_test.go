@@ -120,13 +120,13 @@ func TestStopRemovesTheFault(t *testing.T) {
 func TestFaultDuringALaterStep(t *testing.T) {
 	t.Parallel()
 	ns := netns(t)
-	fault := rateLimit("slow-lo", time.Second)
+	fault := rateLimit("slow-lo", 2*time.Second)
 	fault.Fault.During = "load"
-	fault.Fault.After = acceptance.Duration(500 * time.Millisecond)
+	fault.Fault.After = acceptance.Duration(time.Second)
 	load := acceptance.StepSpec{Name: "load", Kind: acceptance.StepCommand, Command: &acceptance.CommandStep{
 		Program: "sh", Format: "text",
 		// Samples the qdisc every 100 ms while the fault comes and goes.
-		Args: []string{"-c", "for i in $(seq 30); do tc qdisc show dev lo; sleep 0.1; done"}}}
+		Args: []string{"-c", "for i in $(seq 40); do tc qdisc show dev lo; sleep 0.1; done"}}}
 	dir := runDir(t, planOf(fault, load))
 	r := runCmd(t, probeCmd(ns, "run", "--dir", dir), 60*time.Second)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -134,7 +134,7 @@ func TestFaultDuringALaterStep(t *testing.T) {
 	require.NoError(t, err)
 	seen := strings.Count(string(out), "tbf "+faultHandle)
 	require.Positive(t, seen, "the fault was on during the step")
-	require.Less(t, seen, 30, "and not all the time")
+	require.Less(t, seen, 40, "and not all the time")
 	require.False(t, hasTBF(t, ns))
 
 	evs := events(t, dir)
