@@ -377,7 +377,8 @@ type generation struct {
 	includeUsage    bool
 	continuousUsage bool
 	words           *rand.Rand
-	buf             []byte
+	buf             []byte // the event being built
+	out             []byte // the event as written
 }
 
 // sleep waits d, or until the client goes away or the server stops.
@@ -526,12 +527,10 @@ func (g *generation) failMidStream(flusher http.Flusher) {
 
 // send writes buf as one SSE event and flushes it; false if the client is gone.
 func (g *generation) send(flusher http.Flusher) bool {
-	if _, err := io.WriteString(g.w, "data: "); err != nil {
-		g.s.metrics.outcome("aborted")
-		return false
-	}
-	g.buf = append(g.buf, '\n', '\n')
-	if _, err := g.w.Write(g.buf); err != nil {
+	g.out = append(g.out[:0], "data: "...)
+	g.out = append(g.out, g.buf...)
+	g.out = append(g.out, '\n', '\n')
+	if _, err := g.w.Write(g.out); err != nil {
 		g.s.metrics.outcome("aborted")
 		return false
 	}

@@ -3,14 +3,23 @@
 // Poisson request rate) load, timing every chunk before decoding it.
 //
 // What it measures follows DESIGN.md's definitions. Per request, on the
-// monotonic clock since the level started: the intended send time, the send
-// (just before the HTTP request is handed to the client), the first data
-// chunk of any kind, the first chunk carrying content, reasoning or a tool
-// call (the role-only first chunk of vLLM and SGLang does not count), the
-// first visible content, the last token and the end of the stream. Each
-// chunk is timestamped when the read that delivered its bytes returned,
-// before it is parsed. Token counts come from the final usage chunk; a
-// stream without one is counted chunk by chunk and flagged.
+// monotonic clock since the level started (nanoseconds):
+//
+//   - t_intended: when the schedule meant to send it (open loop), or when
+//     the worker was ready to (closed loop);
+//   - t_sent: when the whole request had been handed to the kernel, so that
+//     waiting for or dialing a connection counts as client-side delay
+//     (send_delay), not as server latency;
+//   - t_first_chunk: the first data chunk of any kind;
+//   - t_first_token: the first chunk carrying content, reasoning or a tool
+//     call (the role-only first chunk of vLLM and SGLang does not count);
+//   - t_first_content, t_last_token, and t_done: data: [DONE] (or the
+//     failure).
+//
+// Each chunk is timestamped when the network read that delivered its last
+// bytes returned, before it is parsed or decoded. Token counts come from the
+// final usage chunk; a stream without one is counted chunk by chunk and
+// flagged (usage_counted).
 //
 // A level runs Warmup first (requests intended in it are recorded with
 // warmup=true and left out of every statistic), then the measured part:
@@ -18,6 +27,15 @@
 // first. Requests in flight at the end are waited for (each is bounded by
 // Step.RequestTimeout); ending ctx aborts them, and aborted requests are not
 // recorded.
+//
+// Synthetic prompts are words of a common vocabulary, about one token each
+// on a real tokenizer and exactly one on the emulator; with Step.Prefix, one
+// of Distinct shared prefixes of Prefix.Tokens words comes before the
+// request's own PromptTokens words. Requests ask for max_tokens, and
+// min_tokens and ignore_eos of the same value so that servers honouring them
+// produce exactly that many tokens; a server rejecting those fields (HTTP 400
+// naming them) gets the request again without them, and the level goes on
+// without them.
 //
 // Memory does not grow with the number of requests: records are encoded and
 // written as requests finish, and distributions live in HDR histograms.
@@ -75,13 +93,16 @@ type Config struct {
 
 // Error kinds of wire.RequestRecord.
 const (
-	ErrHTTP        = "http"         // HTTP status outside 2xx
-	ErrStream      = "stream-error" // an error event or error object inside the stream
-	ErrIncomplete  = "incomplete"   // the stream ended without data: [DONE]
-	ErrTimeout     = "timeout"      // Step.RequestTimeout passed
-	ErrConnect     = "connect"      // no response: dial, reset or closed before the headers
-	defaultTimeout = 10 * time.Minute
-	defaultInterim = 2 * time.Second
+	ErrHTTP       = "http"         // HTTP status outside 2xx
+	ErrStream     = "stream-error" // an error event or error object inside the stream
+	ErrIncomplete = "incomplete"   // the stream ended without data: [DONE]
+	ErrTimeout    = "timeout"      // Step.RequestTimeout passed
+	ErrConnect    = "connect"      // no response: dial, reset or closed before the headers
+)
+
+const (
+	defaultTimeout = 10 * time.Minute // when Step.RequestTimeout is 0
+	defaultInterim = 2 * time.Second  // when Config.InterimEvery is 0
 )
 
 // Run drives one level until its duration or request count is reached or ctx
@@ -294,7 +315,7 @@ func (g *generator) claim() (id, now int64, warm, ok bool) {
 }
 
 // closedLoop keeps n requests in flight: each worker sends its next request
-// as soon as the previous one is done, so intended and sent times coincide.
+// as soon as the previous one is done (intended then is when it was ready).
 func (g *generator) closedLoop(n int) {
 	var wg sync.WaitGroup
 	for range n {
