@@ -103,10 +103,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       5 * time.Second, // uvicorn's keep-alive, as vLLM serves
-		ErrorLog:          nil,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if sc, ok := c.(*stampedConn); ok {
+				return context.WithValue(ctx, stampedConnKey{}, sc)
+			}
+			return ctx
+		},
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(stampedListener{ln, s}) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("emulator: serve: %w", err)
@@ -133,6 +138,52 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /metrics", s.metrics.serve)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	return mux
+}
+
+// stampedListener hands out connections that remember when bytes last
+// arrived, so that a request's receive time is when it was read from the
+// socket, before the server parsed it and dispatched it to a handler
+// (which, under a burst of requests, can take milliseconds).
+type stampedListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l stampedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &stampedConn{Conn: c, s: l.s}, nil
+}
+
+type stampedConn struct {
+	net.Conn
+	s      *Server
+	readAt atomic.Int64
+}
+
+func (c *stampedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.readAt.Store(c.s.now())
+	}
+	return n, err
+}
+
+type stampedConnKey struct{}
+
+// received is when request r arrived: the socket read that brought it
+// (one read carries a whole request from a client writing it at once),
+// or the handler's start when the connection is not stamped.
+func (s *Server) received(r *http.Request) int64 {
+	now := s.now()
+	if c, ok := r.Context().Value(stampedConnKey{}).(*stampedConn); ok {
+		if at := c.readAt.Load(); at > 0 && at <= now {
+			return at
+		}
+	}
+	return now
 }
 
 // now is nanoseconds since the emulator started, on the monotonic clock.
@@ -232,6 +283,7 @@ func (q *completionRequest) promptText(chat bool) (string, error) {
 // emulator started, on its monotonic clock.
 type timing struct {
 	ID           string `json:"id"`
+	RecvUnix     int64  `json:"recv_unix_ns"` // wall clock, to line up with other processes on the host
 	Recv         int64  `json:"recv"`
 	FirstToken   int64  `json:"first_token,omitempty"` // after the write and flush of the first token
 	LastToken    int64  `json:"last_token,omitempty"`
@@ -247,7 +299,7 @@ type timing struct {
 }
 
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
-	tm := timing{ID: r.Header.Get("X-Request-Id"), Recv: s.now()}
+	tm := timing{ID: r.Header.Get("X-Request-Id"), Recv: s.received(r), RecvUnix: time.Now().UnixNano()}
 	s.metrics.running.Add(1)
 	defer s.metrics.running.Add(-1)
 	seq := s.reqs.Add(1)

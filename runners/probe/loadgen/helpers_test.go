@@ -70,6 +70,7 @@ func startEmulator(t testing.TB, cfg emulator.Config) *emu {
 type emuTiming struct {
 	ID           string `json:"id"`
 	Recv         int64  `json:"recv"`
+	RecvUnix     int64  `json:"recv_unix_ns"`
 	FirstToken   int64  `json:"first_token"`
 	LastToken    int64  `json:"last_token"`
 	Done         int64  `json:"done"`
