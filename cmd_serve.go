@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -26,6 +27,8 @@ import (
 	"github.com/accordlab/accord/handlers"
 	"github.com/accordlab/accord/handlers/auth"
 	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/store"
 )
 
@@ -74,8 +77,17 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, web bool, ready ch
 		return err
 	}
 	st := store.New(pool)
+	sealer, err := runners.NewSealer(secret)
+	if err != nil {
+		return fmt.Errorf("config: ACCORD_SECRET_KEY_FILE: %w", err)
+	}
+	runner := runnerConfig(cfg, secret)
+	deps := jobs.Deps{Log: log, Store: st, Runner: runner, Sealer: sealer, Holder: holderName(), Version: version, LeaseTTL: cfg.LeaseTTL}
+	if err := os.MkdirAll(runner.Limits.TempDir, 0o700); err != nil {
+		return fmt.Errorf("config: ACCORD_DATA_DIR=%s: %w", cfg.DataDir, err)
+	}
 
-	riverClient, err := newRiverClient(cfg, log, st, pool, web)
+	riverClient, err := newRiverClient(cfg, log, deps, pool, web)
 	if err != nil {
 		return err
 	}
@@ -96,7 +108,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, web bool, ready ch
 	handlers.RegisterProcessMetrics(reg, pool)
 	opts := handlers.Options{
 		Log: log, Pool: pool, Store: st, River: riverClient, Dev: cfg.Dev, BaseURL: cfg.BaseURL,
-		RequestTimeout: cfg.RequestTimeout, Registry: reg, Keys: keys,
+		RequestTimeout: cfg.RequestTimeout, Registry: reg, Keys: keys, Sealer: sealer, Runner: runner,
 	}
 	ui, err := newRiverUI(ctx, riverClient, log)
 	if err != nil {
@@ -148,14 +160,14 @@ func runHTTPServer(ctx context.Context, log *slog.Logger, srv *http.Server, ln n
 	return nil
 }
 
-func newRiverClient(cfg Config, log *slog.Logger, st *store.Store, pool *pgxpool.Pool, web bool) (*river.Client[pgx.Tx], error) {
-	rc := &river.Config{Logger: log.With("component", "river")}
+func newRiverClient(cfg Config, log *slog.Logger, deps jobs.Deps, pool *pgxpool.Pool, web bool) (*river.Client[pgx.Tx], error) {
+	rc := &river.Config{Logger: log.With("component", "river"), RescueStuckJobsAfter: cfg.RescueAfter}
 	if cfg.RunWorkers || !web {
 		rc.Queues = map[string]river.QueueConfig{}
 		for name, n := range cfg.Queues {
 			rc.Queues[name] = river.QueueConfig{MaxWorkers: n}
 		}
-		rc.Workers = jobs.Register(jobs.Deps{Log: log, Store: st})
+		rc.Workers = jobs.Register(deps)
 		rc.PeriodicJobs = jobs.Periodic()
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
@@ -194,6 +206,28 @@ func newRiverUI(ctx context.Context, client *river.Client[pgx.Tx], log *slog.Log
 		return nil, fmt.Errorf("river UI: %w", err)
 	}
 	return h, nil
+}
+
+// runnerConfig says how runs reach lab hosts. The remote folder carries an
+// id derived from the secret, so that two Accord installations driving the
+// same lab host never share run folders.
+func runnerConfig(cfg Config, secret []byte) runners.Config {
+	remote := cfg.RemoteDir
+	if remote == "" {
+		sum := sha256.Sum256(append([]byte("accord installation id\x00"), secret...))
+		remote = ".accord/" + hex.EncodeToString(sum[:4])
+	}
+	return runners.Config{
+		Options: sshrun.Options{RemoteBase: remote},
+		Probe:   sshrun.ProbeSource{Dir: cfg.ProbeDir},
+		Limits:  sshrun.Limits{MaxFileBytes: 512 << 20, MaxTotalBytes: 2 << 30, TempDir: filepath.Join(cfg.DataDir, "tmp")},
+	}
+}
+
+// holderName names this process in host leases.
+func holderName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // ensureMigrated applies migrations when configured to, and otherwise

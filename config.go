@@ -30,6 +30,9 @@ type Config struct {
 	BaseURL         *url.URL
 	ProbeDir        string
 	RunWorkers      bool
+	RescueAfter     time.Duration
+	LeaseTTL        time.Duration
+	RemoteDir       string
 }
 
 // envVar documents one variable; the table is the single source for
@@ -57,6 +60,9 @@ var envVars = []envVar{
 	{"ACCORD_BASE_URL", "http://localhost:8080", "public URL; https makes cookies Secure"},
 	{"ACCORD_PROBE_DIR", "", "directory with static accord binaries per architecture (accord-linux-amd64, accord-linux-arm64); empty: the running binary"},
 	{"ACCORD_WORKERS", "true", "run River workers in `serve` (false: only `accord worker` processes work jobs)"},
+	{"ACCORD_LEASE_TTL", "30s", "a host lease not renewed for this long can be taken over (the heartbeat renews it every third of it)"},
+	{"ACCORD_REMOTE_DIR", ".accord/<installation id>", "folder on lab hosts (relative to the login's home) for the probe cache and run folders"},
+	{"ACCORD_RESCUE_AFTER", "10m", "a job whose worker vanished is taken over by another worker after this long (a run then resumes following its probe)"},
 }
 
 // configError names the variable at fault, so start-up stops with one clear line.
@@ -155,6 +161,18 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.ProbeDir, _ = get("ACCORD_PROBE_DIR")
 	if c.RunWorkers, err = parseBool(get, "ACCORD_WORKERS", true); err != nil {
 		return c, err
+	}
+	if c.RescueAfter, err = parseDuration(get, "ACCORD_RESCUE_AFTER", 10*time.Minute); err != nil {
+		return c, err
+	}
+	if c.LeaseTTL, err = parseDuration(get, "ACCORD_LEASE_TTL", 30*time.Second); err != nil {
+		return c, err
+	}
+	if v, ok := get("ACCORD_REMOTE_DIR"); ok {
+		if strings.ContainsAny(v, " '\"\\$`;&|<>*?\n") || strings.Contains(v, "..") {
+			return c, &configError{"ACCORD_REMOTE_DIR", v, "must be a plain path without spaces, quotes, shell characters or .."}
+		}
+		c.RemoteDir = v
 	}
 	return c, nil
 }

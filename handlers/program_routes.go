@@ -7,6 +7,8 @@ import "github.com/go-chi/chi/v5"
 func (s *Server) programRoutes(r chi.Router) {
 	specRoutes(s, r, profileOps)
 	specRoutes(s, r, gateSetOps)
+	s.hostRoutes(r)
+	s.runRoutes(r)
 }
 
 // apiProgramRoutes declares the JSON API inside a program.
@@ -18,4 +20,5 @@ func (s *Server) apiProgramRoutes(r chi.Router) {
 // streamRoutes declares long-lived responses (server-sent events), which
 // run without the request timeout.
 func (s *Server) streamRoutes(r chi.Router) {
+	r.With(s.requireSignIn, s.inProgram, s.need(capView)).Get("/programs/{programID}/runs/{runID}/events", s.streamRunEvents)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/accordlab/accord/handlers/auth"
+	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/store"
 )
 
@@ -36,6 +37,9 @@ type Options struct {
 	RiverUI http.Handler
 	// Keys sign sessions and API tokens (derived from the server's secret).
 	Keys *auth.Keys
+	// Sealer seals lab-host private keys; Runner reaches hosts (scans).
+	Sealer *runners.Sealer
+	Runner runners.Config
 }
 
 // Server is the HTTP handler with its dependencies.
@@ -51,6 +55,9 @@ type Server struct {
 	reg     *prometheus.Registry
 	riverUI http.Handler
 	keys    *auth.Keys
+	sealer  *runners.Sealer
+	runner  runners.Config
+	live    *liveHub
 
 	handler http.Handler
 }
@@ -68,6 +75,8 @@ func New(opts Options) *Server {
 		reg:     opts.Registry,
 		riverUI: opts.RiverUI,
 		keys:    opts.Keys,
+		sealer:  opts.Sealer,
+		runner:  opts.Runner,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -79,6 +88,7 @@ func New(opts Options) *Server {
 		s.reg = prometheus.NewRegistry()
 	}
 	s.metrics = newHTTPMetrics(s.reg)
+	s.live = newLiveHub(s.pool, s.log)
 	s.handler = s.routes()
 	return s
 }

@@ -50,7 +50,9 @@ func setupProgram(t *testing.T) *programBundle {
 	return pb
 }
 
-func (pb *programBundle) url(rest string) string { return fmt.Sprintf("/programs/%d%s", pb.programID, rest) }
+func (pb *programBundle) url(rest string) string {
+	return fmt.Sprintf("/programs/%d%s", pb.programID, rest)
+}
 
 // specFormValues is what the browser submits for a spec shown in the form.
 func specFormValues(spec any) url.Values {

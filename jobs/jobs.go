@@ -1,7 +1,8 @@
 // Package jobs holds River's job kinds and their workers: executing a run
-// on a lab host, evaluating it, signing it, checking hosts, watching
-// production metrics, delivering webhooks and housekeeping. Handlers insert
-// jobs in the same transaction as the rows they concern (InsertTx).
+// on a lab host, evaluating it, signing it, checking hosts, stopping runs,
+// watching production metrics, delivering webhooks and housekeeping.
+// Handlers insert jobs in the same transaction as the rows they concern
+// (InsertTx); workers insert their follow-up jobs the same way.
 package jobs
 
 import (
@@ -10,6 +11,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/store"
 )
 
@@ -22,14 +24,34 @@ const (
 
 // Deps are what the workers need, built in main.
 type Deps struct {
-	Log   *slog.Logger
-	Store *store.Store
+	Log    *slog.Logger
+	Store  *store.Store
+	Runner runners.Config
+	Sealer *runners.Sealer
+	// LeaseTTL is how long a host lease lives without a heartbeat; the
+	// heartbeat renews it every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// Holder names this process in leases (host name and pid).
+	Holder string
+	// Version is the probe and engine build, recorded with results.
+	Version string
+}
+
+func (d Deps) leaseTTL() time.Duration {
+	if d.LeaseTTL <= 0 {
+		return 30 * time.Second
+	}
+	return d.LeaseTTL
 }
 
 // Register adds every worker to a new bundle.
 func Register(d Deps) *river.Workers {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &PruneWorker{deps: d})
+	river.AddWorker(workers, &ExecuteRunWorker{deps: d})
+	river.AddWorker(workers, &StopRunWorker{deps: d})
+	river.AddWorker(workers, &CheckHostWorker{deps: d})
+	river.AddWorker(workers, &EvaluateRunWorker{deps: d})
 	return workers
 }
 

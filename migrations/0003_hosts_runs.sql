@@ -74,6 +74,9 @@ CREATE TABLE runs (
     progress            jsonb,
     verdict             text CHECK (verdict IN ('PASS', 'FAIL', 'INCONCLUSIVE', 'INCOMPARABLE')),
     readiness_override  jsonb,
+    cancel_requested_at timestamptz,
+    -- The stop-loss breach that aborted the run, with its numbers.
+    stop_loss           jsonb,
     river_job_id        bigint,
     created_by          bigint REFERENCES users (id),
     created_at          timestamptz NOT NULL DEFAULT now(),
@@ -96,17 +99,21 @@ CREATE TABLE run_transitions (
 );
 CREATE INDEX run_transitions_run_idx ON run_transitions (run_id, at);
 
--- Log lines and progress from the probe, and the server's own notes.
+-- Log lines and progress from the probe (seq: the probe's own sequence
+-- number, so that a resumed follow stores nothing twice) and the server's
+-- own notes (seq NULL). id orders them and is the live pages' cursor.
 CREATE TABLE run_events (
+    id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     run_id  bigint NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    seq     bigint NOT NULL,
+    seq     bigint,
     at      timestamptz NOT NULL,
     type    text NOT NULL,
     level   text NOT NULL DEFAULT 'info',
     message text NOT NULL DEFAULT '',
     data    jsonb,
-    PRIMARY KEY (run_id, seq)
+    UNIQUE (run_id, seq)
 );
+CREATE INDEX run_events_run_idx ON run_events (run_id, id);
 
 -- Content-addressed artifact store: each blob once, by SHA-256.
 CREATE TABLE artifacts (
@@ -125,7 +132,7 @@ CREATE TABLE run_artifacts (
 );
 
 -- Canonical measurements: one row per metric × step × level × repetition.
--- values_f32 holds raw samples as little-endian float32 (or histogram bucket
+-- values_f64 holds raw samples as little-endian float64 (or histogram bucket
 -- values when counts is set); summary holds the precomputed percentiles.
 CREATE TABLE measurements (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -135,7 +142,7 @@ CREATE TABLE measurements (
     level        text NOT NULL DEFAULT '',
     repetition   integer NOT NULL,
     n            bigint NOT NULL,
-    values_f32   bytea NOT NULL,
+    values_f64   bytea NOT NULL,
     counts       bytea,
     tool_summary jsonb NOT NULL DEFAULT '{}',
     source       jsonb NOT NULL,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -125,4 +126,245 @@ func (s *Store) RecentRunsFor(ctx context.Context, userID int64, limit int) ([]R
 		WHERE r.program_id IN (SELECT program_id FROM program_members WHERE user_id = $1)
 		ORDER BY r.id DESC LIMIT $2`, userID, limit)
 	return collectRuns(rows, err, "recent runs")
+}
+
+// NewRun is what submitting a run needs.
+type NewRun struct {
+	ProgramID         int64
+	ProfileVersionID  int64
+	GateSetVersionID  *int64
+	HostID            int64
+	BaselineRunID     *int64
+	Label             string
+	Emulated          bool
+	ReadinessOverride json.RawMessage
+	CreatedBy         int64
+}
+
+// CreateRun inserts a queued run. The caller inserts its River job in the
+// same transaction and then records the job id (SetRunJob).
+func (s *Store) CreateRun(ctx context.Context, r NewRun) (int64, error) {
+	var id int64
+	err := s.db.QueryRow(ctx, `INSERT INTO runs (program_id, profile_version_id, gate_set_version_id, host_id, baseline_run_id,
+		state, label, emulated, readiness_override, created_by)
+		VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9) RETURNING id`,
+		r.ProgramID, r.ProfileVersionID, r.GateSetVersionID, r.HostID, r.BaselineRunID, r.Label, r.Emulated, nullJSON(r.ReadinessOverride), nullID(r.CreatedBy)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store: create run: %w", err)
+	}
+	if _, err := s.db.Exec(ctx, `INSERT INTO run_transitions (run_id, from_state, to_state, reason) VALUES ($1, '', 'queued', 'submitted')`, id); err != nil {
+		return 0, fmt.Errorf("store: create run: %w", err)
+	}
+	return id, nil
+}
+
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// SetRunJob records the River job that executes the run.
+func (s *Store) SetRunJob(ctx context.Context, runID, jobID int64) error {
+	_, err := s.db.Exec(ctx, `UPDATE runs SET river_job_id = $2 WHERE id = $1`, runID, jobID)
+	if err != nil {
+		return fmt.Errorf("store: set run job: %w", err)
+	}
+	return nil
+}
+
+// GetRun returns a run of the program.
+func (s *Store) GetRun(ctx context.Context, programID, runID int64) (Run, error) {
+	r, err := scanRun(s.db.QueryRow(ctx, `SELECT `+runColumns+runJoins+` WHERE r.id = $1 AND r.program_id = $2`, runID, programID))
+	if err != nil {
+		return r, notFound(err, fmt.Sprintf("run %d", runID))
+	}
+	return r, nil
+}
+
+// RunByID returns a run whatever its program: for workers only.
+func (s *Store) RunByID(ctx context.Context, runID int64) (Run, error) {
+	r, err := scanRun(s.db.QueryRow(ctx, `SELECT `+runColumns+runJoins+` WHERE r.id = $1`, runID))
+	if err != nil {
+		return r, notFound(err, fmt.Sprintf("run %d", runID))
+	}
+	return r, nil
+}
+
+// RunFilter selects runs of a program.
+type RunFilter struct {
+	ProfileID *int64
+	HostID    *int64
+	State     string
+	Limit     int
+	BeforeID  int64
+}
+
+// ListRuns returns a program's runs, newest first.
+func (s *Store) ListRuns(ctx context.Context, programID int64, f RunFilter) ([]Run, error) {
+	if f.Limit <= 0 || f.Limit > 500 {
+		f.Limit = 100
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+runColumns+runJoins+`
+		WHERE r.program_id = $1 AND ($2::bigint IS NULL OR pv.profile_id = $2) AND ($3::bigint IS NULL OR r.host_id = $3)
+		AND ($4 = '' OR r.state = $4) AND ($5 = 0 OR r.id < $5)
+		ORDER BY r.id DESC LIMIT $6`, programID, f.ProfileID, f.HostID, f.State, f.BeforeID, f.Limit)
+	return collectRuns(rows, err, "list runs")
+}
+
+// RunTransition is one state change of a run.
+type RunTransition struct {
+	At        time.Time
+	FromState string
+	ToState   string
+	Reason    string
+}
+
+// RunTransitions returns a run's history.
+func (s *Store) RunTransitions(ctx context.Context, runID int64) ([]RunTransition, error) {
+	rows, err := s.db.Query(ctx, `SELECT at, from_state, to_state, reason FROM run_transitions WHERE run_id = $1 ORDER BY at, from_state`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: run transitions: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[RunTransition])
+}
+
+// ErrRunFinal is returned when a finished run would change state.
+var ErrRunFinal = fmt.Errorf("the run has ended already")
+
+// SetRunState moves a run to a new state with a reason, recording the
+// transition and notifying live pages. A final run never changes again.
+func (s *Store) SetRunState(ctx context.Context, runID int64, state, reason string) error {
+	var from string
+	err := s.db.QueryRow(ctx, `SELECT state FROM runs WHERE id = $1 FOR UPDATE`, runID).Scan(&from)
+	if err != nil {
+		return notFound(err, fmt.Sprintf("run %d", runID))
+	}
+	if RunFinal(from) {
+		return fmt.Errorf("store: run %d to %s: %w", runID, state, ErrRunFinal)
+	}
+	_, err = s.db.Exec(ctx, `UPDATE runs SET state = $2, reason = CASE WHEN $3 = '' THEN reason ELSE $3 END, state_changed_at = now(),
+			started_at = CASE WHEN $2 = 'preparing' AND started_at IS NULL THEN now() ELSE started_at END,
+			finished_at = CASE WHEN $2 IN ('done', 'failed', 'cancelled') THEN now() ELSE finished_at END
+		WHERE id = $1`, runID, state, truncate(reason, 2000))
+	if err != nil {
+		return fmt.Errorf("store: run %d to %s: %w", runID, state, err)
+	}
+	if from == state {
+		return nil
+	}
+	if _, err := s.db.Exec(ctx, `INSERT INTO run_transitions (run_id, from_state, to_state, reason) VALUES ($1, $2, $3, $4)`, runID, from, state, truncate(reason, 2000)); err != nil {
+		return fmt.Errorf("store: run %d transition: %w", runID, err)
+	}
+	return s.notifyRun(ctx, runID)
+}
+
+// notifyRun wakes the live pages of a run (LISTEN run_updates).
+func (s *Store) notifyRun(ctx context.Context, runID int64) error {
+	if _, err := s.db.Exec(ctx, `SELECT pg_notify('run_updates', $1)`, strconv.FormatInt(runID, 10)); err != nil {
+		return fmt.Errorf("store: notify run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// MarkLaunched records that the measurement was started on the host, in
+// which folder; it is never started again for this run.
+func (s *Store) MarkLaunched(ctx context.Context, runID int64, remoteDir string) error {
+	_, err := s.db.Exec(ctx, `UPDATE runs SET launched = true, remote_dir = $2, attempt = greatest(attempt, 1) WHERE id = $1`, runID, remoteDir)
+	if err != nil {
+		return fmt.Errorf("store: mark run %d launched: %w", runID, err)
+	}
+	return nil
+}
+
+// RequestCancel notes the user's cancel; workers check it when their
+// context ends.
+func (s *Store) RequestCancel(ctx context.Context, runID int64) error {
+	_, err := s.db.Exec(ctx, `UPDATE runs SET cancel_requested_at = coalesce(cancel_requested_at, now()) WHERE id = $1`, runID)
+	if err != nil {
+		return fmt.Errorf("store: cancel run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// CancelRequested reports whether the run's cancel was asked for.
+func (s *Store) CancelRequested(ctx context.Context, runID int64) (bool, error) {
+	var at *time.Time
+	if err := s.db.QueryRow(ctx, `SELECT cancel_requested_at FROM runs WHERE id = $1`, runID).Scan(&at); err != nil {
+		return false, notFound(err, fmt.Sprintf("run %d", runID))
+	}
+	return at != nil, nil
+}
+
+// SetRunVerdict stores the overall verdict of the latest evaluation.
+func (s *Store) SetRunVerdict(ctx context.Context, runID int64, verdict string) error {
+	_, err := s.db.Exec(ctx, `UPDATE runs SET verdict = $2 WHERE id = $1`, runID, verdict)
+	if err != nil {
+		return fmt.Errorf("store: run %d verdict: %w", runID, err)
+	}
+	return s.notifyRun(ctx, runID)
+}
+
+// StoredEvaluation is a verdict as stored, with its canonical bytes.
+type StoredEvaluation struct {
+	ID               int64
+	RunID            int64
+	BaselineRunID    *int64
+	GateSetVersionID int64
+	Overall          string
+	Result           json.RawMessage
+	Canonical        []byte
+	Digest           string
+	EngineVersion    string
+	CreatedAt        time.Time
+}
+
+// SaveEvaluation stores an evaluation (never updated: a re-evaluation is a
+// new row) and sets the run's verdict.
+func (s *Store) SaveEvaluation(ctx context.Context, e StoredEvaluation) (int64, error) {
+	var id int64
+	err := s.db.QueryRow(ctx, `INSERT INTO evaluations (run_id, baseline_run_id, gate_set_version_id, overall, result, canonical, digest, engine_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+		e.RunID, e.BaselineRunID, e.GateSetVersionID, e.Overall, e.Result, e.Canonical, e.Digest, e.EngineVersion).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("store: save evaluation of run %d: %w", e.RunID, err)
+	}
+	return id, s.SetRunVerdict(ctx, e.RunID, e.Overall)
+}
+
+// LatestEvaluation returns a run's newest evaluation.
+func (s *Store) LatestEvaluation(ctx context.Context, runID int64) (StoredEvaluation, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, run_id, baseline_run_id, gate_set_version_id, overall, result, canonical, digest, engine_version, created_at
+		FROM evaluations WHERE run_id = $1 ORDER BY id DESC LIMIT 1`, runID)
+	if err != nil {
+		return StoredEvaluation{}, fmt.Errorf("store: evaluation of run %d: %w", runID, err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[StoredEvaluation])
+	if err != nil {
+		return e, notFound(err, fmt.Sprintf("evaluation of run %d", runID))
+	}
+	return e, nil
+}
+
+// RecordStopLoss keeps the breach that aborted a run, with its numbers,
+// and notes it in the run's log.
+func (s *Store) RecordStopLoss(ctx context.Context, runID int64, breach any) error {
+	b, err := json.Marshal(breach)
+	if err != nil {
+		return fmt.Errorf("store: stop-loss of run %d: %w", runID, err)
+	}
+	if _, err := s.db.Exec(ctx, `UPDATE runs SET stop_loss = $2 WHERE id = $1`, runID, b); err != nil {
+		return fmt.Errorf("store: stop-loss of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// RunStopLoss returns the breach that aborted a run (nil when none).
+func (s *Store) RunStopLoss(ctx context.Context, runID int64) (json.RawMessage, error) {
+	var b []byte
+	if err := s.db.QueryRow(ctx, `SELECT stop_loss FROM runs WHERE id = $1`, runID).Scan(&b); err != nil {
+		return nil, notFound(err, fmt.Sprintf("run %d", runID))
+	}
+	return b, nil
 }

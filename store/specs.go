@@ -43,7 +43,7 @@ type SpecVersion struct {
 	Version       int
 	Spec          json.RawMessage
 	Digest        string
-	OwnerOnly    bool
+	OwnerOnly     bool
 	Note          string
 	CreatedBy     *int64
 	CreatedByName string
@@ -52,12 +52,12 @@ type SpecVersion struct {
 
 // NewSpecVersion is what a save needs.
 type NewSpecVersion struct {
-	Name       string
-	Spec       json.RawMessage // canonical JSON of the normalized spec
-	Digest     string
+	Name      string
+	Spec      json.RawMessage // canonical JSON of the normalized spec
+	Digest    string
 	OwnerOnly bool
-	Note       string
-	CreatedBy  int64
+	Note      string
+	CreatedBy int64
 }
 
 // CreateSpec creates a profile or gate set with its version 1.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -45,14 +46,19 @@ func HashPassword(password string) (string, error) {
 }
 
 // dummyHash is compared against when an email is unknown, so that the
-// response time does not tell whether the account exists.
-var dummyHash, _ = HashPassword("no-such-account-placeholder")
+// response time does not tell whether the account exists. It is made on
+// first use: the binary also runs as the probe on lab hosts, which must not
+// pay for an argon2 hash at every start.
+var dummyHash = sync.OnceValue(func() string {
+	h, _ := HashPassword("no-such-account-placeholder")
+	return h
+})
 
 // CheckPassword reports whether password matches the PHC string. An empty
 // or malformed hash never matches (and still costs one hash computation).
 func CheckPassword(encoded, password string) bool {
 	if encoded == "" {
-		_ = checkPHC(dummyHash, password) // same cost as a real check
+		_ = checkPHC(dummyHash(), password) // same cost as a real check
 		return false
 	}
 	return checkPHC(encoded, password)

@@ -1,0 +1,456 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/runners/probe/facts"
+	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
+)
+
+func (s *Server) hostRoutes(r chi.Router) {
+	r.With(s.need(capView)).Get("/hosts", s.listHosts)
+	r.With(s.need(capEngineer)).Get("/hosts/new", s.showNewHost)
+	r.With(s.need(capEngineer)).Post("/hosts", s.createHost)
+	r.With(s.need(capView)).Get("/hosts/{hostID}", s.showHost)
+	r.With(s.need(capEngineer)).Post("/hosts/{hostID}/scan", s.scanHost)
+	r.With(s.need(capEngineer)).Post("/hosts/{hostID}/pin", s.pinHost)
+	r.With(s.need(capEngineer)).Post("/hosts/{hostID}/check", s.checkHost)
+}
+
+func (s *Server) hostCrumbs(pr *programCtx, last string) []web.Crumb {
+	c := []web.Crumb{{Label: "Programs", Href: "/programs"}, {Label: pr.Name, Href: web.ProgramLink(pr.ID, "")}, {Label: "Lab hosts", Href: web.ProgramLink(pr.ID, "/hosts")}}
+	if last != "" {
+		c = append(c, web.Crumb{Label: last})
+	}
+	return c
+}
+
+func (s *Server) listHosts(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	hosts, err := s.store.ListHosts(r.Context(), pr.ID)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	p := s.page(r, "Lab hosts · "+pr.Name, "programs", s.hostCrumbs(pr, "")...)
+	s.render(w, r, http.StatusOK, web.HostList(p, pr.ProgramAccess, hosts, pr.can(capEngineer)))
+}
+
+func (s *Server) showNewHost(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	p := s.page(r, "Register a host", "programs", s.hostCrumbs(pr, "Register")...)
+	s.render(w, r, http.StatusOK, web.HostNewPage(p, pr.ProgramAccess, web.HostForm{Port: "22", Username: "root", AuthMethod: "key"}))
+}
+
+var (
+	hostNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+	userRE     = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}$`)
+	labelKeyRE = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,39}$`)
+)
+
+// validAddress accepts an IP address or a DNS name, nothing a shell or
+// ssh option could read as something else.
+func validAddress(a string) bool {
+	if net.ParseIP(a) != nil {
+		return true
+	}
+	if len(a) == 0 || len(a) > 253 || strings.HasPrefix(a, "-") {
+		return false
+	}
+	for _, part := range strings.Split(a, ".") {
+		if part == "" || len(part) > 63 {
+			return false
+		}
+		for _, c := range part {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// parseHostForm validates the register-host form.
+func parseHostForm(r *http.Request) (web.HostForm, store.NewHost) {
+	f := web.HostForm{
+		Name: strings.TrimSpace(r.PostFormValue("name")), Address: strings.TrimSpace(r.PostFormValue("address")),
+		Port: strings.TrimSpace(r.PostFormValue("port")), Username: strings.TrimSpace(r.PostFormValue("username")),
+		Labels: r.PostFormValue("labels"), Jumps: r.PostFormValue("jumps"), AuthMethod: r.PostFormValue("auth_method"),
+		AgentSocket: strings.TrimSpace(r.PostFormValue("agent_socket")), AllowDestructive: r.PostFormValue("allow_destructive") == "1",
+		Errors: map[string]string{},
+	}
+	h := store.NewHost{Name: f.Name, Address: f.Address, Username: f.Username, AuthMethod: f.AuthMethod, AgentSocket: f.AgentSocket,
+		AllowDestructive: f.AllowDestructive, Labels: map[string]string{}}
+	if !hostNameRE.MatchString(f.Name) {
+		f.Errors["name"] = "Use letters, digits, dot, dash and underscore (at most 100)."
+	}
+	if !validAddress(f.Address) {
+		f.Errors["address"] = "Give a host name or an IP address."
+	}
+	port, err := strconv.Atoi(f.Port)
+	if err != nil || port < 1 || port > 65535 {
+		f.Errors["port"] = "A port is a number from 1 to 65535."
+	}
+	h.Port = port
+	if !userRE.MatchString(f.Username) {
+		f.Errors["username"] = "Give a Unix user name such as root or accord."
+	}
+	for i, line := range strings.Split(f.Labels, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || !labelKeyRE.MatchString(k) || v == "" || len(v) > 200 {
+			f.Errors["labels"] = fmt.Sprintf("Line %d: write key=value with a lower-case key.", i+1)
+			break
+		}
+		h.Labels[k] = v
+	}
+	for i, line := range strings.Split(f.Jumps, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		hop, err := parseJump(line)
+		if err != nil {
+			f.Errors["jumps"] = fmt.Sprintf("Line %d: %v.", i+1, err)
+			break
+		}
+		h.JumpChain = append(h.JumpChain, hop)
+	}
+	switch f.AuthMethod {
+	case "key":
+	case "agent":
+		if !strings.HasPrefix(f.AgentSocket, "/") {
+			f.Errors["agent_socket"] = "Give the absolute path of the agent's socket."
+		}
+	default:
+		f.Errors["auth_method"] = "Choose how Accord authenticates."
+	}
+	return f, h
+}
+
+func parseJump(s string) (store.JumpHop, error) {
+	user, rest, ok := strings.Cut(s, "@")
+	if !ok || !userRE.MatchString(user) {
+		return store.JumpHop{}, errors.New("write user@host or user@host:port")
+	}
+	addr, portText := rest, "22"
+	if h, p, err := net.SplitHostPort(rest); err == nil {
+		addr, portText = h, p
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 || !validAddress(addr) {
+		return store.JumpHop{}, errors.New("write user@host or user@host:port")
+	}
+	return store.JumpHop{Address: addr, Port: port, Username: user}, nil
+}
+
+func (s *Server) createHost(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
+	if err := r.ParseForm(); err != nil {
+		s.renderError(w, r, http.StatusBadRequest)
+		return
+	}
+	f, h := parseHostForm(r)
+	if len(f.Errors) > 0 {
+		p := s.page(r, "Register a host", "programs", s.hostCrumbs(pr, "Register")...)
+		s.render(w, r, http.StatusUnprocessableEntity, web.HostNewPage(p, pr.ProgramAccess, f))
+		return
+	}
+	h.CreatedBy = v.ID
+	var key sshrun.KeyPair
+	if h.AuthMethod == "key" {
+		var err error
+		if key, err = sshrun.GenerateKey(fmt.Sprintf("accord@%s", h.Name)); err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		h.PublicKey = key.AuthorizedKey
+	}
+	var id int64
+	err := s.store.InTx(r.Context(), func(tx *store.Store) error {
+		var err error
+		if id, err = tx.CreateHost(r.Context(), pr.ID, h); err != nil {
+			return err
+		}
+		if h.AuthMethod == "key" {
+			// Sealed under the server's secret, bound to this host row.
+			sealed, err := s.sealer.Seal(key.PrivatePEM, jobs.SealLabel(id))
+			if err != nil {
+				return err
+			}
+			if err := tx.SetHostSealedKey(r.Context(), id, sealed); err != nil {
+				return err
+			}
+		}
+		return tx.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "host_registered", ProgramID: &pr.ID,
+			Target: h.Name, ClientAddr: clientAddr(r), Details: map[string]any{"address": h.Address, "port": h.Port}})
+	})
+	if errors.Is(err, store.ErrConflict) {
+		f.Errors["name"] = "A host of that name exists in this program."
+		p := s.page(r, "Register a host", "programs", s.hostCrumbs(pr, "Register")...)
+		s.render(w, r, http.StatusUnprocessableEntity, web.HostNewPage(p, pr.ProgramAccess, f))
+		return
+	}
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.setFlash(w, "ok", "Host registered. Add Accord's key to the host, then scan and confirm its host key.")
+	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/hosts/%d", id)))
+}
+
+// loadHost loads {hostID} within the program.
+func (s *Server) loadHost(w http.ResponseWriter, r *http.Request) (store.Host, bool) {
+	pr := programFrom(r.Context())
+	id, ok := idParam(r, "hostID")
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound)
+		return store.Host{}, false
+	}
+	h, err := s.store.GetHost(r.Context(), pr.ID, id)
+	if err != nil {
+		s.notFoundOr(w, r, err)
+		return h, false
+	}
+	return h, true
+}
+
+func (s *Server) showHost(w http.ResponseWriter, r *http.Request) {
+	h, ok := s.loadHost(w, r)
+	if !ok {
+		return
+	}
+	s.renderHost(w, r, http.StatusOK, h, nil)
+}
+
+func (s *Server) renderHost(w http.ResponseWriter, r *http.Request, status int, h store.Host, scans []web.HostScan) {
+	pr := programFrom(r.Context())
+	d := web.HostPageData{Host: h, Scans: scans, CanEdit: pr.can(capEngineer), CheckQueue: r.URL.Query().Get("checking") == "1"}
+	history, err := s.store.HostFactsHistory(r.Context(), h.ID, 50)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	if len(history) > 0 {
+		d.Facts = summarizeFacts(history[0])
+		d.Drift = factsDrift(history)
+	}
+	if d.Runs, err = s.store.ListRuns(r.Context(), pr.ID, store.RunFilter{HostID: &h.ID, Limit: 20}); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	p := s.page(r, h.Name+" · "+pr.Name, "programs", s.hostCrumbs(pr, h.Name)...)
+	s.render(w, r, status, web.HostPage(p, pr.ProgramAccess, d))
+}
+
+// scanHost learns the host keys of the host and its jump hosts without
+// authenticating to the host itself, and shows their fingerprints to
+// confirm. Hops are reached through the earlier hops with the keys just
+// scanned; the engineer confirms all of them at once.
+func (s *Server) scanHost(w http.ResponseWriter, r *http.Request) {
+	h, ok := s.loadHost(w, r)
+	if !ok {
+		return
+	}
+	auth := sshrun.Auth{AgentSock: h.AgentSocket}
+	if h.AuthMethod == "key" {
+		key, err := s.sealer.Open(h.SealedPrivateKey, jobs.SealLabel(h.ID))
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		auth = sshrun.Auth{PrivateKey: key}
+	}
+	var scans []web.HostScan
+	var hops []sshrun.Target
+	all := append(append([]store.JumpHop(nil), h.JumpChain...), store.JumpHop{Address: h.Address, Port: h.Port, Username: h.Username})
+	for i, hop := range all {
+		label := "target"
+		if i < len(h.JumpChain) {
+			label = fmt.Sprintf("jump %d", i+1)
+		}
+		t := sshrun.Target{Addr: hop.Address, Port: hop.Port, User: hop.Username, Auth: auth, Jumps: hops}
+		scan := web.HostScan{Hop: label, Address: t.HostPort()}
+		res, err := sshrun.ScanVia(r.Context(), t, s.runner.Options)
+		if err != nil {
+			scan.Error = scanErrorText(err)
+			scans = append(scans, scan)
+			break
+		}
+		scan.Fingerprint, scan.Key = res.Fingerprint, res.AuthorizedKey
+		scans = append(scans, scan)
+		t.HostKey = res.Key
+		t.Jumps = nil
+		hops = append(hops, t)
+	}
+	s.renderHost(w, r, http.StatusOK, h, scans)
+}
+
+// scanErrorText explains a failed scan without internal detail.
+func scanErrorText(err error) string {
+	switch {
+	case errors.Is(err, sshrun.ErrDialTimeout):
+		return "no answer: the host did not accept a connection in time"
+	case strings.Contains(err.Error(), "connection refused"):
+		return "connection refused: is sshd running on that port?"
+	case strings.Contains(err.Error(), "handshake"):
+		return "the host accepted the connection but did not complete an SSH handshake in time"
+	}
+	return "the host key could not be read: " + err.Error()
+}
+
+// pinHost pins the keys the engineer confirmed.
+func (s *Server) pinHost(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
+	h, ok := s.loadHost(w, r)
+	if !ok {
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		s.renderError(w, r, http.StatusBadRequest)
+		return
+	}
+	n := len(h.JumpChain) + 1
+	keys := make([]string, n)
+	fps := make([]string, n)
+	for i := range n {
+		k, err := sshrun.ParseHostKey(r.PostFormValue(fmt.Sprintf("key%d", i)))
+		if err != nil {
+			s.setFlash(w, "error", "Scan the host again: a key was missing or not readable.")
+			redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/hosts/%d", h.ID)))
+			return
+		}
+		keys[i], fps[i] = sshrun.AuthorizedKey(k), sshrun.Fingerprint(k)
+	}
+	jumps := append([]store.JumpHop(nil), h.JumpChain...)
+	for i := range jumps {
+		jumps[i].HostKey, jumps[i].HostKeySHA256 = keys[i], fps[i]
+	}
+	err := s.store.InTx(r.Context(), func(tx *store.Store) error {
+		if err := tx.PinHostKeys(r.Context(), pr.ID, h.ID, keys[n-1], fps[n-1], jumps); err != nil {
+			return err
+		}
+		return tx.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "host_key_pinned", ProgramID: &pr.ID,
+			Target: h.Name, ClientAddr: clientAddr(r), Details: map[string]any{"fingerprints": fps}})
+	})
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.setFlash(w, "ok", "Host key pinned: "+fps[n-1]+". Any other key will now fail every connection.")
+	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/hosts/%d", h.ID)))
+}
+
+// checkHost queues a check (River job): connect, run the probe's facts,
+// measure the round trip.
+func (s *Server) checkHost(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	h, ok := s.loadHost(w, r)
+	if !ok {
+		return
+	}
+	if !h.Pinned() {
+		s.setFlash(w, "error", "Confirm the host key first: scan it and compare the fingerprint.")
+		redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/hosts/%d", h.ID)))
+		return
+	}
+	if _, err := s.river.Insert(r.Context(), jobs.CheckHostArgs{ProgramID: pr.ID, HostID: h.ID}, nil); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.setFlash(w, "info", "Check queued: this page shows the result when it is done (reload in a few seconds).")
+	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/hosts/%d?checking=1", h.ID)))
+}
+
+// summarizeFacts turns a facts capture into a few lines for the host page.
+func summarizeFacts(hf store.HostFacts) *web.FactsSummary {
+	var f facts.Facts
+	if err := json.Unmarshal(hf.Facts, &f); err != nil {
+		return &web.FactsSummary{TakenAt: hf.TakenAt.UTC().Format("2006-01-02 15:04 UTC"), Lines: []web.SpecLine{{Label: "Facts", Value: "unreadable: " + err.Error()}}}
+	}
+	lines := []web.SpecLine{
+		{Label: "OS", Value: f.OS.Pretty},
+		{Label: "Kernel", Value: f.Kernel.Release.Value + " " + f.Kernel.Machine.Value},
+		{Label: "CPU", Value: fmt.Sprintf("%s (%d CPUs, %d NUMA nodes)", f.CPU.ModelName, f.CPU.CPUs, len(f.NUMA.Nodes))},
+		{Label: "Memory", Value: fmt.Sprintf("%.1f GiB", float64(f.Memory.TotalBytes)/(1<<30))},
+		{Label: "NVMe controllers", Value: fmt.Sprint(len(f.NVMe.Controllers))},
+		{Label: "GPUs", Value: fmt.Sprint(len(f.GPU.GPUs))},
+	}
+	for _, c := range f.NVMe.Controllers {
+		lines = append(lines, web.SpecLine{Label: c.Name, Value: fmt.Sprintf("%s %s fw %s, %s, %s", c.Model.Value, c.Transport.Value, c.FirmwareRev.Value, c.State.Value, c.Address.Value)})
+	}
+	for _, g := range f.GPU.GPUs {
+		lines = append(lines, web.SpecLine{Label: fmt.Sprintf("GPU %d", g.Index), Value: fmt.Sprintf("%s, driver %s", g.Name, g.DriverVersion)})
+	}
+	for _, t := range f.Tools {
+		v := t.Version
+		if t.Source.Absent {
+			v = "absent"
+		}
+		lines = append(lines, web.SpecLine{Label: t.Name, Value: v})
+	}
+	return &web.FactsSummary{TakenAt: hf.TakenAt.UTC().Format("2006-01-02 15:04 UTC"), Lines: lines, Absent: f.Absent()}
+}
+
+// factsDrift lists the comparable facts that changed between consecutive
+// captures (newest first in, oldest change last out), with the runs on
+// either side.
+func factsDrift(history []store.HostFacts) []web.FactsChange {
+	var out []web.FactsChange
+	for i := 0; i+1 < len(history); i++ {
+		newer, older := history[i], history[i+1]
+		if newer.Digest == older.Digest {
+			continue
+		}
+		var fn, fo facts.Facts
+		if json.Unmarshal(newer.Facts, &fn) != nil || json.Unmarshal(older.Facts, &fo) != nil {
+			continue
+		}
+		a, b := fo.Comparable(), fn.Comparable()
+		keys := map[string]bool{}
+		for k := range a {
+			keys[k] = true
+		}
+		for k := range b {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			if a[k] == b[k] {
+				continue
+			}
+			c := web.FactsChange{Key: k, Old: a[k], New: b[k], Before: older.TakenAt.UTC().Format("2006-01-02 15:04"), After: newer.TakenAt.UTC().Format("2006-01-02 15:04")}
+			if older.RunID != nil {
+				c.RunBefore = *older.RunID
+			}
+			if newer.RunID != nil {
+				c.RunAfter = *newer.RunID
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,244 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/accordlab/accord/runners/probe/wire"
+	"github.com/accordlab/accord/store"
+)
+
+// liveHub turns PostgreSQL notifications (channel run_updates, payload the
+// run id, sent in the transaction that changed the run) into wake-ups for
+// the run pages following that run. One connection listens for the whole
+// process.
+type liveHub struct {
+	pool *pgxpool.Pool
+	log  interface{ Warn(string, ...any) }
+
+	once sync.Once
+	mu   sync.Mutex
+	subs map[int64]map[chan struct{}]struct{}
+}
+
+func newLiveHub(pool *pgxpool.Pool, log interface{ Warn(string, ...any) }) *liveHub {
+	return &liveHub{pool: pool, log: log, subs: map[int64]map[chan struct{}]struct{}{}}
+}
+
+// subscribe returns a channel woken (without blocking the hub) whenever the
+// run changes, and a function to unsubscribe.
+func (h *liveHub) subscribe(runID int64) (<-chan struct{}, func()) {
+	h.once.Do(func() { go h.listen() })
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	if h.subs[runID] == nil {
+		h.subs[runID] = map[chan struct{}]struct{}{}
+	}
+	h.subs[runID][ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.subs[runID], ch)
+		if len(h.subs[runID]) == 0 {
+			delete(h.subs, runID)
+		}
+		h.mu.Unlock()
+	}
+}
+
+func (h *liveHub) wake(runID int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs[runID] {
+		select {
+		case ch <- struct{}{}:
+		default: // already woken
+		}
+	}
+}
+
+// listen holds one connection with LISTEN run_updates, reconnecting after
+// failures, until the pool is closed.
+func (h *liveHub) listen() {
+	for attempt := 1; ; attempt++ {
+		err := h.listenOnce()
+		if err != nil && strings.Contains(err.Error(), "closed pool") {
+			return // the server is shutting down
+		}
+		h.log.Warn("live updates: listener stopped, reconnecting", "err", err)
+		time.Sleep(min(time.Duration(attempt)*time.Second, 10*time.Second))
+	}
+}
+
+func (h *liveHub) listenOnce() error {
+	ctx := context.Background()
+	conn, err := h.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `LISTEN run_updates`); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			conn.Conn().Close(ctx) //nolint:errcheck // a broken listener is not reused
+			return err
+		}
+		if id, err := strconv.ParseInt(n.Payload, 10, 64); err == nil {
+			h.wake(id)
+		}
+	}
+}
+
+// streamRunEvents serves a run's live view as server-sent events: log
+// lines, progress and state, woken by notifications (and every few seconds
+// in case one is missed). It ends when the run is final, the client goes,
+// or the server shuts down.
+func (s *Server) streamRunEvents(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	runID, ok := idParam(r, "runID")
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound)
+		return
+	}
+	run, err := s.store.GetRun(r.Context(), pr.ID, runID)
+	if err != nil {
+		s.notFoundOr(w, r, err)
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		s.renderError(w, r, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+
+	wake, unsubscribe := s.live.subscribe(run.ID)
+	defer unsubscribe()
+	var cursor int64
+	if v, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil {
+		cursor = v
+	} else if tail, err := s.store.RunLogTail(r.Context(), run.ID, 1); err == nil && len(tail) > 0 {
+		cursor = tail[len(tail)-1].ID // the page shows the log up to here already
+	}
+	lastState, lastProgress := "", ""
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		run, err := s.store.GetRun(r.Context(), pr.ID, run.ID)
+		if err != nil {
+			return
+		}
+		events, err := s.store.RunEventsAfter(r.Context(), run.ID, cursor, []string{"log"}, 200)
+		if err != nil {
+			return
+		}
+		for _, e := range events {
+			cursor = e.ID
+			writeSSE(w, "log", e.ID, map[string]string{"level": e.Level, "text": e.At.UTC().Format("15:04:05") + " " + e.Message})
+		}
+		if p := progressView(run); p.Label != lastProgress {
+			lastProgress = p.Label
+			writeSSE(w, "progress", 0, map[string]any{"fraction": p.Fraction, "label": p.Label})
+		}
+		if run.State != lastState {
+			lastState = run.State
+			writeSSE(w, "state", 0, map[string]any{"state": run.State, "label": store.RunStateLabel(run.State), "final": runSettled(run)})
+		}
+		flusher.Flush()
+		if runSettled(run) {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// runSettled: nothing more will change live: the run failed or was
+// cancelled, or it is done and judged (or has no gate set to judge it).
+func runSettled(run store.Run) bool {
+	switch run.State {
+	case store.RunFailed, store.RunCancelled:
+		return true
+	case store.RunDone:
+		return run.Verdict != "" || run.GateSetVersionID == nil
+	}
+	return false
+}
+
+func writeSSE(w http.ResponseWriter, event string, id int64, data any) {
+	b, _ := json.Marshal(data)
+	if id > 0 {
+		fmt.Fprintf(w, "id: %d\n", id)
+	}
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+}
+
+// progressView describes a run's progress in words.
+func progressView(run store.Run) struct {
+	Fraction float64
+	Label    string
+} {
+	out := struct {
+		Fraction float64
+		Label    string
+	}{}
+	switch run.State {
+	case store.RunQueued:
+		out.Label = "queued: waiting for a worker"
+		return out
+	case store.RunWaitingForHost, store.RunPreparing:
+		out.Label = run.Reason
+		if out.Label == "" {
+			out.Label = store.RunStateLabel(run.State)
+		}
+		return out
+	case store.RunCollecting:
+		out.Fraction, out.Label = 1, "collecting the raw outputs"
+		return out
+	case store.RunEvaluating:
+		out.Fraction, out.Label = 1, "judging the results against the gate set"
+		return out
+	case store.RunDone:
+		out.Fraction, out.Label = 1, "done"
+		return out
+	case store.RunFailed, store.RunCancelled:
+		out.Label = store.RunStateLabel(run.State) + ": " + run.Reason
+		return out
+	}
+	if len(run.Progress) == 0 {
+		out.Label = "running: waiting for the probe's first progress"
+		return out
+	}
+	var p wire.Progress
+	if err := json.Unmarshal(run.Progress, &p); err != nil {
+		return out
+	}
+	out.Fraction = p.Fraction
+	out.Label = fmt.Sprintf("Step %d of %d (%s), repetition %d of %d", p.Step, p.Steps, p.StepName, p.Repetition, p.Repetitions)
+	if p.Level != "" {
+		out.Label += ", level " + p.Level
+	}
+	out.Label += fmt.Sprintf(" · %s elapsed", (time.Duration(p.ElapsedSec) * time.Second).String())
+	if p.EstimateSec > 0 {
+		out.Label += fmt.Sprintf(" of about %s", (time.Duration(p.EstimateSec) * time.Second).String())
+	}
+	return out
+}

@@ -1,0 +1,451 @@
+package handlers
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
+)
+
+func (s *Server) runRoutes(r chi.Router) {
+	r.With(s.need(capView)).Get("/runs", s.listRuns)
+	r.With(s.need(capEngineer)).Get("/runs/new", s.showNewRun)
+	r.With(s.need(capEngineer)).Post("/runs", s.createRun)
+	r.With(s.need(capView)).Get("/runs/{runID}", s.showRun)
+	r.With(s.need(capEngineer)).Post("/runs/{runID}/cancel", s.cancelRun)
+	r.With(s.need(capView)).Get("/runs/{runID}/metrics.csv", s.downloadMetricsCSV)
+	r.With(s.need(capView)).Get("/runs/{runID}/artifacts/*", s.downloadArtifact)
+}
+
+func (s *Server) runCrumbs(pr *programCtx, last string) []web.Crumb {
+	c := []web.Crumb{{Label: "Programs", Href: "/programs"}, {Label: pr.Name, Href: web.ProgramLink(pr.ID, "")}, {Label: "Runs", Href: web.ProgramLink(pr.ID, "/runs")}}
+	if last != "" {
+		c = append(c, web.Crumb{Label: last})
+	}
+	return c
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	runs, err := s.store.ListRuns(r.Context(), pr.ID, store.RunFilter{State: r.URL.Query().Get("state")})
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	p := s.page(r, "Runs · "+pr.Name, "programs", s.runCrumbs(pr, "")...)
+	s.render(w, r, http.StatusOK, web.RunListPage(p, pr.ProgramAccess, runs, pr.can(capEngineer)))
+}
+
+// runChoices fills the new-run form's lists: every version of every
+// profile and gate set (newest first), pinned hosts, finished runs.
+func (s *Server) runChoices(r *http.Request, f *web.RunForm) error {
+	pr := programFrom(r.Context())
+	ctx := r.Context()
+	for _, kind := range []store.SpecKind{store.KindProfile, store.KindGateSet} {
+		specs, err := s.store.ListSpecs(ctx, kind, pr.ID)
+		if err != nil {
+			return err
+		}
+		for _, sp := range specs {
+			versions, err := s.store.ListSpecVersions(ctx, kind, pr.ID, sp.ID)
+			if err != nil {
+				return err
+			}
+			for _, v := range versions {
+				c := web.RunChoice{ID: v.ID, Label: fmt.Sprintf("%s v%d", sp.Name, v.Version)}
+				if kind == store.KindProfile {
+					f.Profiles = append(f.Profiles, c)
+				} else {
+					f.GateSets = append(f.GateSets, c)
+				}
+			}
+		}
+	}
+	hosts, err := s.store.ListHosts(ctx, pr.ID)
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		if h.Pinned() {
+			f.Hosts = append(f.Hosts, web.RunChoice{ID: h.ID, Label: h.Name})
+		}
+	}
+	runs, err := s.store.ListRuns(ctx, pr.ID, store.RunFilter{Limit: 200})
+	if err != nil {
+		return err
+	}
+	for _, run := range runs {
+		if run.State == store.RunDone {
+			f.Baselines = append(f.Baselines, web.RunChoice{ID: run.ID, Label: fmt.Sprintf("%s on %s (%s)", run.DisplayLabel(), run.HostName, run.Verdict)})
+		}
+	}
+	return nil
+}
+
+func (s *Server) showNewRun(w http.ResponseWriter, r *http.Request) {
+	f := web.RunForm{}
+	q := r.URL.Query()
+	f.Profile, _ = strconv.ParseInt(q.Get("profile_version"), 10, 64)
+	f.Host, _ = strconv.ParseInt(q.Get("host"), 10, 64)
+	f.GateSet, _ = strconv.ParseInt(q.Get("gate_set_version"), 10, 64)
+	f.Baseline, _ = strconv.ParseInt(q.Get("baseline"), 10, 64)
+	s.renderNewRun(w, r, http.StatusOK, f)
+}
+
+func (s *Server) renderNewRun(w http.ResponseWriter, r *http.Request, status int, f web.RunForm) {
+	pr := programFrom(r.Context())
+	if err := s.runChoices(r, &f); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	p := s.page(r, "Start a run", "programs", s.runCrumbs(pr, "Start")...)
+	s.render(w, r, status, web.RunNewPage(p, pr.ProgramAccess, f))
+}
+
+// RunRequest is a run submission, from the form or the API.
+type RunRequest struct {
+	ProfileVersionID int64  `json:"profile_version_id"`
+	HostID           int64  `json:"host_id"`
+	GateSetVersionID int64  `json:"gate_set_version_id,omitempty"`
+	BaselineRunID    int64  `json:"baseline_run_id,omitempty"`
+	Label            string `json:"label,omitempty"`
+	// ConfirmReadiness runs on a host whose blocking readiness checks fail.
+	ConfirmReadiness bool `json:"confirm_readiness,omitempty"`
+}
+
+// submitRun validates a run request and inserts the run and its River job
+// in one transaction (step 1 of a run). Field errors come back keyed by
+// form field; readiness lists failed blocking checks awaiting confirmation.
+func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]string, []string, error) {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
+	ctx := r.Context()
+	errs := map[string]string{}
+	pv, err := s.store.GetSpecVersionByID(ctx, store.KindProfile, pr.ID, req.ProfileVersionID)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			return 0, nil, nil, err
+		}
+		errs["profile_version"] = "Choose a profile version of this program."
+	}
+	host, err := s.store.GetHost(ctx, pr.ID, req.HostID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		errs["host"] = "Choose a lab host of this program."
+	case err != nil:
+		return 0, nil, nil, err
+	case !host.Pinned():
+		errs["host"] = "Confirm this host's key first (scan it on the host's page)."
+	}
+	var gateID *int64
+	if req.GateSetVersionID != 0 {
+		gv, err := s.store.GetSpecVersionByID(ctx, store.KindGateSet, pr.ID, req.GateSetVersionID)
+		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				return 0, nil, nil, err
+			}
+			errs["gate_set_version"] = "Choose a gate set version of this program."
+		} else if len(errs) == 0 {
+			var gates acceptance.GateSetSpec
+			var profile acceptance.ProfileSpec
+			if json.Unmarshal(gv.Spec, &gates) == nil && json.Unmarshal(pv.Spec, &profile) == nil {
+				if verrs := acceptance.ValidateGateSetForProfile(gates, profile); len(verrs) > 0 {
+					errs["gate_set_version"] = "This gate set does not fit the profile: " + verrs.Error()
+				}
+			}
+			gateID = &gv.ID
+		}
+	}
+	var baseID *int64
+	if req.BaselineRunID != 0 {
+		base, err := s.store.GetRun(ctx, pr.ID, req.BaselineRunID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			errs["baseline"] = "Choose a run of this program as the baseline."
+		case err != nil:
+			return 0, nil, nil, err
+		case base.State != store.RunDone:
+			errs["baseline"] = "The baseline must be a finished run."
+		default:
+			baseID = &base.ID
+		}
+	}
+	if len(req.Label) > 200 {
+		errs["label"] = "At most 200 characters."
+	}
+	if len(errs) > 0 {
+		return 0, errs, nil, nil
+	}
+	failing, err := s.blockingReadinessFailures(ctx, host)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	var override json.RawMessage
+	if len(failing) > 0 {
+		if !req.ConfirmReadiness {
+			return 0, nil, failing, nil
+		}
+		override, _ = json.Marshal(map[string]any{"confirmed_by": v.Email, "user_id": v.ID, "failing_checks": failing})
+	}
+	var runID int64
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		runID, err = tx.CreateRun(ctx, store.NewRun{
+			ProgramID: pr.ID, ProfileVersionID: pv.ID, GateSetVersionID: gateID, HostID: host.ID, BaselineRunID: baseID,
+			Label: strings.TrimSpace(req.Label), Emulated: host.Emulated, ReadinessOverride: override, CreatedBy: v.ID,
+		})
+		if err != nil {
+			return err
+		}
+		res, err := s.river.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: runID}, nil)
+		if err != nil {
+			return err
+		}
+		if err := tx.SetRunJob(ctx, runID, res.Job.ID); err != nil {
+			return err
+		}
+		details := map[string]any{"profile_version_id": pv.ID, "host": host.Name}
+		if override != nil {
+			details["readiness_override"] = failing
+		}
+		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "run_submitted", ProgramID: &pr.ID,
+			Target: fmt.Sprintf("run %d", runID), ClientAddr: clientAddr(r), Details: details})
+	})
+	return runID, nil, nil, err
+}
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	if err := r.ParseForm(); err != nil {
+		s.renderError(w, r, http.StatusBadRequest)
+		return
+	}
+	form := web.RunForm{Label: r.PostFormValue("label"), Confirmed: r.PostFormValue("confirm_readiness") == "1"}
+	form.Profile, _ = strconv.ParseInt(r.PostFormValue("profile_version"), 10, 64)
+	form.Host, _ = strconv.ParseInt(r.PostFormValue("host"), 10, 64)
+	form.GateSet, _ = strconv.ParseInt(r.PostFormValue("gate_set_version"), 10, 64)
+	form.Baseline, _ = strconv.ParseInt(r.PostFormValue("baseline"), 10, 64)
+	runID, errs, failing, err := s.submitRun(r, RunRequest{ProfileVersionID: form.Profile, HostID: form.Host, GateSetVersionID: form.GateSet,
+		BaselineRunID: form.Baseline, Label: form.Label, ConfirmReadiness: form.Confirmed})
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	if len(errs) > 0 || len(failing) > 0 {
+		form.Errors, form.Readiness = errs, failing
+		s.renderNewRun(w, r, http.StatusUnprocessableEntity, form)
+		return
+	}
+	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d", runID)))
+}
+
+// loadRun loads {runID} within the program.
+func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) (store.Run, bool) {
+	pr := programFrom(r.Context())
+	id, ok := idParam(r, "runID")
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound)
+		return store.Run{}, false
+	}
+	run, err := s.store.GetRun(r.Context(), pr.ID, id)
+	if err != nil {
+		s.notFoundOr(w, r, err)
+		return run, false
+	}
+	return run, true
+}
+
+func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	d, err := s.runPageData(r, run)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	d.CanRun = pr.can(capEngineer)
+	p := s.page(r, fmt.Sprintf("Run #%d · %s", run.ID, pr.Name), "programs", s.runCrumbs(pr, fmt.Sprintf("#%d", run.ID))...)
+	s.render(w, r, http.StatusOK, web.RunPage(p, pr.ProgramAccess, d))
+}
+
+func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, error) {
+	ctx := r.Context()
+	d := web.RunPageData{Run: run, Live: !runSettled(run)}
+	var err error
+	if d.Transitions, err = s.store.RunTransitions(ctx, run.ID); err != nil {
+		return d, err
+	}
+	if d.Log, err = s.store.RunLogTail(ctx, run.ID, 200); err != nil {
+		return d, err
+	}
+	pv := progressView(run)
+	d.Progress = web.RunProgress{Fraction: pv.Fraction, Label: pv.Label}
+	if ev, err := s.store.LatestEvaluation(ctx, run.ID); err == nil {
+		var e acceptance.Evaluation
+		if err := json.Unmarshal(ev.Result, &e); err != nil {
+			return d, fmt.Errorf("decode evaluation of run %d: %w", run.ID, err)
+		}
+		d.Evaluation = &e
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return d, err
+	}
+	rows, err := s.store.MeasurementSummaries(ctx, run.ID)
+	if err != nil {
+		return d, err
+	}
+	for _, m := range rows {
+		d.Metrics = append(d.Metrics, metricRow(m))
+	}
+	if d.Artifacts, err = s.store.RunArtifacts(ctx, run.ID); err != nil {
+		return d, err
+	}
+	if sl, err := s.store.RunStopLoss(ctx, run.ID); err == nil && len(sl) > 0 {
+		var b acceptance.StopLossBreach
+		if json.Unmarshal(sl, &b) == nil {
+			d.StopLoss = b.Explanation
+		}
+	}
+	if d.Charts, err = s.runCharts(r, run); err != nil {
+		return d, err
+	}
+	d.HasReport = s.hasReport(ctx, run)
+	return d, nil
+}
+
+func metricRow(m store.MeasurementRow) web.MetricRow {
+	row := web.MetricRow{Metric: m.Metric, Name: m.Metric, Step: m.Step, Level: m.Level, Repetition: m.Repetition, Summary: m.Summary, Tool: m.ToolSummary,
+		Source: m.Source.Tool}
+	if meta, ok := acceptance.LookupMetric(m.Metric); ok {
+		row.Name, row.Unit, row.Rate = meta.Name, string(meta.Unit), meta.Kind == acceptance.KindRate
+	}
+	return row
+}
+
+// cancelRun asks for a run to stop. A run not started yet is cancelled at
+// once; a running one is stopped by its worker (River delivers the cancel
+// to the job's context) or, if no worker runs it now, by a stop_run job.
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	if store.RunFinal(run.State) {
+		s.setFlash(w, "info", "The run has ended already.")
+		redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d", run.ID)))
+		return
+	}
+	ctx := r.Context()
+	var jobState rivertype.JobState
+	if run.RiverJobID != nil {
+		if job, err := s.river.JobGet(ctx, *run.RiverJobID); err == nil {
+			jobState = job.State
+		}
+	}
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.RequestCancel(ctx, run.ID); err != nil {
+			return err
+		}
+		if run.RiverJobID != nil {
+			if _, err := s.river.JobCancelTx(ctx, tx.Tx(), *run.RiverJobID); err != nil && !errors.Is(err, rivertype.ErrNotFound) {
+				return err
+			}
+		}
+		switch {
+		case !run.Launched && run.State != store.RunPreparing && run.State != store.RunRunning:
+			if err := tx.SetRunState(ctx, run.ID, store.RunCancelled, "cancelled by "+v.Email+" before it started"); err != nil && !errors.Is(err, store.ErrRunFinal) {
+				return err
+			}
+		case jobState != rivertype.JobStateRunning:
+			// No worker holds the run right now: a stop job reaches the host.
+			if _, err := s.river.InsertTx(ctx, tx.Tx(), jobs.StopRunArgs{RunID: run.ID}, nil); err != nil {
+				return err
+			}
+		}
+		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "run_cancel_requested", ProgramID: &pr.ID,
+			Target: fmt.Sprintf("run %d", run.ID), ClientAddr: clientAddr(r)})
+	})
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.setFlash(w, "info", "Cancelling: the probe is being stopped on the host.")
+	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d", run.ID)))
+}
+
+// downloadArtifact serves one raw file of a run, as stored.
+func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	name := chi.URLParam(r, "*")
+	a, err := s.store.RunArtifactByPath(r.Context(), run.ID, name)
+	if err != nil {
+		s.notFoundOr(w, r, err)
+		return
+	}
+	body, size, err := s.store.Artifacts().Open(r.Context(), a.SHA256)
+	if err != nil {
+		s.notFoundOr(w, r, err)
+		return
+	}
+	defer body.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".txt") ||
+		strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".job") || strings.HasSuffix(name, ".sha256") {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`inline; filename="%s"`, fileSafe(path.Base(name))))
+	w.Header().Set("X-Content-SHA256", a.SHA256)
+	_, _ = io.Copy(w, body)
+}
+
+// downloadMetricsCSV writes every measurement's exact values.
+func (s *Server) downloadMetricsCSV(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	ms, err := s.store.LoadMeasurements(r.Context(), run.ID)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="run-%d-metrics.csv"`, run.ID))
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"metric", "unit", "step", "level", "repetition", "value", "count", "source_tool", "source_field"})
+	for _, m := range ms {
+		unit := ""
+		if meta, ok := acceptance.LookupMetric(m.Metric); ok {
+			unit = string(meta.Unit)
+		}
+		for i, v := range m.Values {
+			count := "1"
+			if m.Counts != nil {
+				count = strconv.FormatInt(m.Counts[i], 10)
+			}
+			_ = cw.Write([]string{m.Metric, unit, m.Step, m.Level, strconv.Itoa(m.Repetition), strconv.FormatFloat(v, 'g', -1, 64), count, m.Source.Tool, m.Source.Field})
+		}
+	}
+	cw.Flush()
+}

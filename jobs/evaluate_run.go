@@ -1,0 +1,128 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/riverqueue/river"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/facts"
+	"github.com/accordlab/accord/store"
+)
+
+// EvaluateRunArgs applies a run's gate set (step 7 of a run).
+type EvaluateRunArgs struct {
+	RunID int64 `json:"run_id"`
+}
+
+func (EvaluateRunArgs) Kind() string { return "evaluate_run" }
+
+func (EvaluateRunArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueReports, MaxAttempts: 5}
+}
+
+// EvaluateRunWorker works EvaluateRunArgs.
+type EvaluateRunWorker struct {
+	river.WorkerDefaults[EvaluateRunArgs]
+	deps Deps
+}
+
+func (w *EvaluateRunWorker) Work(ctx context.Context, job *river.Job[EvaluateRunArgs]) error {
+	ev, stored, err := EvaluateRun(ctx, w.deps.Store, job.Args.RunID)
+	if err != nil {
+		return err
+	}
+	w.deps.Log.Info("run evaluated", "run_id", job.Args.RunID, "verdict", ev.Verdict, "evaluation_id", stored)
+	return nil
+}
+
+// EvaluateRun judges a run against its gate set and its baseline, stores
+// the evaluation (a new row each time; the bytes are the same for the same
+// inputs) and, for a run still evaluating, ends it as done.
+func EvaluateRun(ctx context.Context, st *store.Store, runID int64) (acceptance.Evaluation, int64, error) {
+	run, err := st.RunByID(ctx, runID)
+	if err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	if run.GateSetVersionID == nil || run.ProfileVersionID == nil {
+		return acceptance.Evaluation{}, 0, river.JobCancel(fmt.Errorf("run %d has no gate set", runID))
+	}
+	gv, err := st.GetSpecVersionByID(ctx, store.KindGateSet, run.ProgramID, *run.GateSetVersionID)
+	if err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	pv, err := st.GetSpecVersionByID(ctx, store.KindProfile, run.ProgramID, *run.ProfileVersionID)
+	if err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	var gates acceptance.GateSetSpec
+	if err := json.Unmarshal(gv.Spec, &gates); err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	in := acceptance.EvaluationInput{Gates: gates, ProfileDigest: pv.Digest, GateDigest: gv.Digest}
+	if in.Candidate, err = st.LoadMeasurements(ctx, run.ID); err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	if in.CandidateFacts, err = comparableFacts(ctx, st, run.ID); err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	if run.BaselineRunID != nil {
+		if in.Baseline, err = st.LoadMeasurements(ctx, *run.BaselineRunID); err != nil {
+			return acceptance.Evaluation{}, 0, err
+		}
+		if in.BaselineFacts, err = comparableFacts(ctx, st, *run.BaselineRunID); err != nil {
+			return acceptance.Evaluation{}, 0, err
+		}
+	}
+	ev, err := acceptance.Evaluate(in)
+	if err != nil {
+		// Bad inputs never get better by retrying.
+		_ = st.AddRunNote(ctx, run.ID, "error", "the gate set could not be applied: "+err.Error())
+		if serr := st.SetRunState(ctx, run.ID, store.RunFailed, "the gate set could not be applied: "+err.Error()); serr != nil && !errors.Is(serr, store.ErrRunFinal) {
+			return ev, 0, serr
+		}
+		return ev, 0, river.JobCancel(err)
+	}
+	canon, err := ev.CanonicalJSON()
+	if err != nil {
+		return ev, 0, err
+	}
+	var id int64
+	err = st.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		id, err = tx.SaveEvaluation(ctx, store.StoredEvaluation{
+			RunID: run.ID, BaselineRunID: run.BaselineRunID, GateSetVersionID: *run.GateSetVersionID,
+			Overall: string(ev.Verdict), Result: canon, Canonical: canon, Digest: ev.Inputs.Digest, EngineVersion: ev.EngineVersion,
+		})
+		if err != nil {
+			return err
+		}
+		if run.State == store.RunEvaluating {
+			if err := tx.SetRunState(ctx, run.ID, store.RunDone, "verdict: "+string(ev.Verdict)); err != nil && !errors.Is(err, store.ErrRunFinal) {
+				return err
+			}
+		}
+		return afterEvaluation(ctx, tx, run, ev)
+	})
+	return ev, id, err
+}
+
+// comparableFacts reads the facts that decide comparability from a run's
+// host facts ({} when the run has none, as an imported run).
+func comparableFacts(ctx context.Context, st *store.Store, runID int64) (map[string]string, error) {
+	hf, err := st.RunFacts(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var f facts.Facts
+	if err := json.Unmarshal(hf.Facts, &f); err != nil {
+		return nil, fmt.Errorf("facts of run %d: %w", runID, err)
+	}
+	return f.Comparable(), nil
+}

@@ -1,0 +1,169 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/acceptance/stats"
+)
+
+// Summary is a measurement's precomputed statistics, computed once at
+// ingest so that pages never recompute them.
+type Summary struct {
+	N    int64   `json:"n"`
+	Min  float64 `json:"min"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// Summarize computes a measurement's statistics with Accord's own
+// percentile definition (acceptance/stats).
+func Summarize(m acceptance.Measurement) (Summary, error) {
+	if len(m.Values) == 0 {
+		return Summary{}, nil
+	}
+	s, err := stats.NewSample(m.Values, m.Counts)
+	if err != nil {
+		return Summary{}, err
+	}
+	return Summary{N: s.N(), Min: s.Min(), P50: s.Quantile(0.5), P90: s.Quantile(0.9), P95: s.Quantile(0.95),
+		P99: s.Quantile(0.99), P999: s.Quantile(0.999), Max: s.Max(), Mean: s.Mean()}, nil
+}
+
+// MeasurementRow is a stored measurement without its samples.
+type MeasurementRow struct {
+	ID          int64
+	Metric      string
+	Step        string
+	Level       string
+	Repetition  int
+	N           int64
+	ToolSummary map[string]float64
+	Source      acceptance.Source
+	Summary     Summary
+}
+
+// SaveMeasurements stores a run's measurements with their summaries.
+func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptance.Measurement) error {
+	batch := &pgx.Batch{}
+	for _, m := range ms {
+		sum, err := Summarize(m)
+		if err != nil {
+			return fmt.Errorf("store: summarize %s/%s: %w", m.Step, m.Metric, err)
+		}
+		src, _ := json.Marshal(m.Source)
+		tool := m.ToolSummary
+		if tool == nil {
+			tool = map[string]float64{}
+		}
+		toolJSON, _ := json.Marshal(tool)
+		sumJSON, _ := json.Marshal(sum)
+		var counts []byte
+		if m.Counts != nil {
+			counts = encodeInt64s(m.Counts)
+		}
+		batch.Queue(`INSERT INTO measurements (run_id, metric, step, level, repetition, n, values_f64, counts, tool_summary, source, summary)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT (run_id, metric, step, level, repetition) DO UPDATE SET n = EXCLUDED.n, values_f64 = EXCLUDED.values_f64,
+				counts = EXCLUDED.counts, tool_summary = EXCLUDED.tool_summary, source = EXCLUDED.source, summary = EXCLUDED.summary`,
+			runID, m.Metric, m.Step, m.Level, m.Repetition, sum.N, encodeFloat64s(m.Values), counts, toolJSON, src, sumJSON)
+	}
+	if err := s.db.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("store: save measurements of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// LoadMeasurements returns a run's measurements with their samples, for
+// evaluation.
+func (s *Store) LoadMeasurements(ctx context.Context, runID int64) ([]acceptance.Measurement, error) {
+	rows, err := s.db.Query(ctx, `SELECT metric, step, level, repetition, values_f64, counts, tool_summary, source
+		FROM measurements WHERE run_id = $1 ORDER BY step, level, metric, repetition`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: load measurements of run %d: %w", runID, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (acceptance.Measurement, error) {
+		var m acceptance.Measurement
+		var values, counts, tool, src []byte
+		if err := r.Scan(&m.Metric, &m.Step, &m.Level, &m.Repetition, &values, &counts, &tool, &src); err != nil {
+			return m, err
+		}
+		m.Values = decodeFloat64s(values)
+		if counts != nil {
+			m.Counts = decodeInt64s(counts)
+		}
+		if err := json.Unmarshal(tool, &m.ToolSummary); err != nil {
+			return m, err
+		}
+		if len(m.ToolSummary) == 0 {
+			m.ToolSummary = nil
+		}
+		return m, json.Unmarshal(src, &m.Source)
+	})
+}
+
+// MeasurementSummaries returns a run's measurements without samples.
+func (s *Store) MeasurementSummaries(ctx context.Context, runID int64) ([]MeasurementRow, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, metric, step, level, repetition, n, tool_summary, source, summary
+		FROM measurements WHERE run_id = $1 ORDER BY step, level, metric, repetition`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: measurement summaries of run %d: %w", runID, err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (MeasurementRow, error) {
+		var m MeasurementRow
+		var tool, src, sum []byte
+		if err := r.Scan(&m.ID, &m.Metric, &m.Step, &m.Level, &m.Repetition, &m.N, &tool, &src, &sum); err != nil {
+			return m, err
+		}
+		if err := json.Unmarshal(tool, &m.ToolSummary); err != nil {
+			return m, err
+		}
+		if err := json.Unmarshal(src, &m.Source); err != nil {
+			return m, err
+		}
+		return m, json.Unmarshal(sum, &m.Summary)
+	})
+}
+
+func encodeFloat64s(v []float64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+	return b
+}
+
+func decodeFloat64s(b []byte) []float64 {
+	v := make([]float64, len(b)/8)
+	for i := range v {
+		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return v
+}
+
+func encodeInt64s(v []int64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+	}
+	return b
+}
+
+func decodeInt64s(b []byte) []int64 {
+	v := make([]int64, len(b)/8)
+	for i := range v {
+		v[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return v
+}
