@@ -283,8 +283,8 @@ func (q *completionRequest) promptText(chat bool) (string, error) {
 // emulator started, on its monotonic clock.
 type timing struct {
 	ID           string `json:"id"`
-	RecvUnix     int64  `json:"recv_unix_ns"` // wall clock, to line up with other processes on the host
-	Recv         int64  `json:"recv"`
+	RecvUnix     int64  `json:"recv_unix_ns"`          // the handler's start on the wall clock, to line up with other processes
+	Recv         int64  `json:"recv"`                  // when the request was read from the socket
 	FirstToken   int64  `json:"first_token,omitempty"` // after the write and flush of the first token
 	LastToken    int64  `json:"last_token,omitempty"`
 	Done         int64  `json:"done"`

@@ -48,7 +48,7 @@ func TestTimingsAgreeWithEmulator(t *testing.T) {
 	require.Zero(t, sum.Failed)
 	require.Zero(t, sum.UsageMissing)
 	require.Equal(t, 4, sum.Concurrency)
-	var dTTFT, dE2E, dTPOT, roleGap []float64
+	var dTTFT, dE2E, dTPOT, dITL, roleGap []float64
 	for _, r := range recs {
 		require.Empty(t, r.ErrorKind, r.Error)
 		tm, ok := timings[strconv.FormatInt(r.ID, 10)]
@@ -68,13 +68,15 @@ func TestTimingsAgreeWithEmulator(t *testing.T) {
 		dTTFT = append(dTTFT, ms(ttft-(tm.FirstToken-tm.Recv)))
 		dE2E = append(dE2E, ms(e2e-(tm.Done-tm.Recv)))
 		dTPOT = append(dTPOT, (ms(e2e-ttft)-ms(tm.Done-tm.FirstToken))/7)
+		// The 7 inter-token gaps add up to first → last token, on both sides.
+		dITL = append(dITL, (ms(r.LastToken-r.FirstToken)-ms(tm.LastToken-tm.FirstToken))/7)
 		roleGap = append(roleGap, ms(r.FirstToken-r.FirstChunk))
 	}
 	if raceEnabled {
 		return
 	}
 	bound := ms(int64(agreementBound))
-	for name, d := range map[string][]float64{"TTFT": dTTFT, "E2E": dE2E, "TPOT": dTPOT} {
+	for name, d := range map[string][]float64{"TTFT": dTTFT, "E2E": dE2E, "TPOT": dTPOT, "mean ITL": dITL} {
 		require.InDelta(t, 0, median(d), bound/2, "median %s difference (client − emulator, ms): %v", name, d)
 		within := 0
 		for _, v := range d {
