@@ -267,7 +267,7 @@ func collectNVMe(ctx context.Context, r *Runner, smart bool) NVMe {
 			i := strings.IndexByte(name[4:], 'c') + 4
 			j := strings.LastIndexByte(name, 'n')
 			ns := name[:i] + name[j:]
-			paths[ns] = append(paths[ns], NVMePath{Name: name, ANAState: r.Attr(dir + "/ana_state")})
+			paths[ns] = append(paths[ns], NVMePath{Name: name, ANAState: r.Attr(dir + "/ana_state"), Scheduler: r.Attr(dir + "/queue/scheduler")})
 		}
 	}
 	for _, dir := range r.Glob("/sys/block/nvme*") {
@@ -388,31 +388,50 @@ func collectSmartLog(ctx context.Context, r *Runner, ctrl string) *SmartLog {
 }
 
 // ParseSmartLog reads the fields readiness checks use from nvme-cli's
-// smart-log JSON; the key names differ slightly between nvme-cli versions.
+// smart-log JSON. The layout differs between nvme-cli versions: 1.x prints
+// 128-bit counters as floats, 2.x as bare numbers or quoted strings, some
+// 2.x releases capitalise "Temperature", and verbose/human output nests
+// critical_warning as {"value": n, ...} (or "Value"). Keys are therefore
+// matched without regard to case.
 func ParseSmartLog(b []byte, s *SmartLog) error {
 	var doc map[string]any
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return err
 	}
+	lower := make(map[string]any, len(doc))
+	for k, v := range doc {
+		lk := strings.ToLower(k)
+		if _, dup := lower[lk]; !dup || k == lk {
+			lower[lk] = v
+		}
+	}
+	var number func(v any, depth int) *int64
+	number = func(v any, depth int) *int64 {
+		switch t := v.(type) {
+		case float64:
+			n := int64(t)
+			return &n
+		case string:
+			if n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(t, "%")), 10, 64); err == nil {
+				return &n
+			}
+		case map[string]any:
+			if depth > 0 {
+				return nil
+			}
+			for k, x := range t {
+				if strings.EqualFold(k, "value") {
+					return number(x, depth+1)
+				}
+			}
+		}
+		return nil
+	}
 	get := func(keys ...string) *int64 {
 		for _, k := range keys {
-			v, ok := doc[k]
-			if !ok {
-				continue
-			}
-			switch t := v.(type) {
-			case float64:
-				n := int64(t)
-				return &n
-			case string:
-				if n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(t, "%")), 10, 64); err == nil {
-					return &n
-				}
-			case map[string]any:
-				// nvme-cli 2.x sometimes nests {"value": n}.
-				if f, ok := t["value"].(float64); ok {
-					n := int64(f)
-					return &n
+			if v, ok := lower[k]; ok {
+				if n := number(v, 0); n != nil {
+					return n
 				}
 			}
 		}
@@ -547,8 +566,9 @@ func parseIPJSON(b []byte) ([]ipLink, error) {
 }
 
 func collectRDMA(ctx context.Context, r *Runner) RDMA {
-	d := RDMA{Source: r.Run(ctx, "rdma", "-j", "link")}
+	d := RDMA{Source: r.Run(ctx, "rdma", "-j", "link"), ClassDir: Source{File: "/sys/class/infiniband"}}
 	if !r.Exists("/sys/class/infiniband") {
+		d.ClassDir.Absent = true
 		// No RDMA device in the kernel: rdma(8) fails to open its netlink
 		// socket, which is absence, not a collection error.
 		d.Source.Absent = true

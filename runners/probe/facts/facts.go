@@ -156,10 +156,13 @@ type BlockDevice struct {
 	Paths       []NVMePath `json:"paths,omitempty"`
 }
 
-// NVMePath is one path of a multipath namespace.
+// NVMePath is one path of a multipath namespace. The namespace's own block
+// device is bio-based and always reports the scheduler "none"; the I/O
+// scheduler that acts on the requests is the path's.
 type NVMePath struct {
-	Name     string `json:"name"`
-	ANAState Value  `json:"ana_state"`
+	Name      string `json:"name"`
+	ANAState  Value  `json:"ana_state"`
+	Scheduler Value  `json:"scheduler"`
 }
 
 // Network is the host's interfaces.
@@ -191,10 +194,12 @@ type NIC struct {
 	Device   Value `json:"device_id"` // device/device
 }
 
-// RDMA is `rdma -j link`.
+// RDMA is `rdma -j link`. ClassDir tells "no RDMA device in the kernel"
+// (/sys/class/infiniband absent) apart from "rdma(8) is not installed".
 type RDMA struct {
-	Links  []RDMALink `json:"links,omitempty"`
-	Source Source     `json:"source"`
+	Links    []RDMALink `json:"links,omitempty"`
+	Source   Source     `json:"source"`
+	ClassDir Source     `json:"class_dir"`
 }
 
 // RDMALink is one RDMA port.

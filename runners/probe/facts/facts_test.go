@@ -100,6 +100,7 @@ func fakeHost(t *testing.T) string {
 		write(t, root, "/sys/block/"+ns+"/queue/rotational", "0\n")
 	}
 	write(t, root, "/sys/block/nvme1c1n1/ana_state", "optimized\n")
+	write(t, root, "/sys/block/nvme1c1n1/queue/scheduler", "[none] mq-deadline kyber bfq\n")
 	write(t, root, "/sys/block/nvme1c2n1/ana_state", "non-optimized\n")
 	write(t, root, "/proc/modules", "nvme_rdma 45056 2 - Live 0x0\nnvme_fabrics 32768 1 nvme_rdma, Live 0x0\nother 1 0 - Live 0x0\n")
 	write(t, root, "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance\n")
@@ -131,8 +132,10 @@ func TestCollectFromSysfs(t *testing.T) {
 	require.Equal(t, "nvme1n1", ns1.Name)
 	require.Equal(t, "[none] mq-deadline", ns1.Scheduler.Value)
 	require.Equal(t, []NVMePath{
-		{Name: "nvme1c1n1", ANAState: Value{Value: "optimized", Source: Source{File: "/sys/block/nvme1c1n1/ana_state"}}},
-		{Name: "nvme1c2n1", ANAState: Value{Value: "non-optimized", Source: Source{File: "/sys/block/nvme1c2n1/ana_state"}}},
+		{Name: "nvme1c1n1", ANAState: Value{Value: "optimized", Source: Source{File: "/sys/block/nvme1c1n1/ana_state"}},
+			Scheduler: Value{Value: "[none] mq-deadline kyber bfq", Source: Source{File: "/sys/block/nvme1c1n1/queue/scheduler"}}},
+		{Name: "nvme1c2n1", ANAState: Value{Value: "non-optimized", Source: Source{File: "/sys/block/nvme1c2n1/ana_state"}},
+			Scheduler: Value{Source: Source{File: "/sys/block/nvme1c2n1/queue/scheduler", Absent: true}}},
 	}, ns1.Paths)
 
 	m := collectModules(r)
@@ -201,6 +204,13 @@ func TestParsers(t *testing.T) {
 	require.NoError(t, ParseSmartLog([]byte(`{"critical_warning":0,"temperature":310,"percent_used":3,"media_errors":0}`), &s))
 	require.Equal(t, int64(310), *s.TemperatureK)
 	require.Equal(t, int64(3), *s.PercentUsed)
+	// Some nvme-cli 2.x releases print "Temperature", nest critical_warning
+	// as {"Value": n} in verbose mode and quote 128-bit counters.
+	s = SmartLog{}
+	require.NoError(t, ParseSmartLog([]byte(`{"critical_warning":{"Value":4,"reliability_degraded":1},"Temperature":345,"percent_used":97,"media_errors":"37"}`), &s))
+	require.Equal(t, int64(4), *s.CriticalWarning)
+	require.Equal(t, int64(345), *s.TemperatureK)
+	require.Equal(t, int64(37), *s.MediaErrors)
 
 	// nvme-cli 1.x and 2.x lay out their lists differently.
 	v1 := NVMeCLIDevices([]byte(`{"Devices":[{"DevicePath":"/dev/nvme0n1"},{"DevicePath":"/dev/nvme1n1"}]}`))
@@ -248,4 +258,20 @@ func FuzzParsers(f *testing.F) {
 		_ = ParseSmartLog(b, &s)
 		_ = SysfsPCIAddress(string(b))
 	})
+}
+
+// TestRDMAClassDir tells "no RDMA device" from "rdma(8) missing".
+func TestRDMAClassDir(t *testing.T) {
+	t.Parallel()
+	noTool := func(string) (string, error) { return "", exec.ErrNotFound }
+	root := t.TempDir()
+	d := collectRDMA(context.Background(), &Runner{Root: root, LookPath: noTool})
+	require.True(t, d.ClassDir.Absent)
+	require.Equal(t, "/sys/class/infiniband", d.ClassDir.File)
+
+	write(t, root, "/sys/class/infiniband/mlx5_0/node_type", "1: CA\n")
+	d = collectRDMA(context.Background(), &Runner{Root: root, LookPath: noTool})
+	require.False(t, d.ClassDir.Absent)
+	require.True(t, d.Source.Absent, "the tool is missing, the devices are not")
+	require.Empty(t, d.Links)
 }
