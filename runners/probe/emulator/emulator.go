@@ -60,8 +60,8 @@ Request headers for testing clients:
 
 Timings file (--timings): one JSON object per request, times in nanoseconds
 since the emulator started (monotonic clock): id, recv (when the request
-was read from the socket; recv_unix_ns is the handler's start on the wall
-clock, to line up with other processes on the host),
+was read from the socket; recv_unix_ns is the same on the wall clock, to
+line up with other processes on the host),
 first_token (after the first token's chunk was written and flushed),
 last_token, done (after data: [DONE] was flushed), status, stream,
 prompt_tokens, output_tokens, hit_blocks, miss_blocks, read_ns, fault.

@@ -299,7 +299,8 @@ type timing struct {
 }
 
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
-	tm := timing{ID: r.Header.Get("X-Request-Id"), Recv: s.received(r), RecvUnix: time.Now().UnixNano()}
+	tm := timing{ID: r.Header.Get("X-Request-Id"), Recv: s.received(r)}
+	tm.RecvUnix = s.start.UnixNano() + tm.Recv
 	s.metrics.running.Add(1)
 	defer s.metrics.running.Add(-1)
 	seq := s.reqs.Add(1)

@@ -160,17 +160,26 @@ func BenchmarkFidelity(b *testing.B) {
 		if v, err := strconv.Atoi(os.Getenv("ACCORD_BENCH_CONCURRENCY")); err == nil && v > 0 {
 			conc = v
 		}
-		sum, err := Run(context.Background(), Config{Step: step, Level: Level{Concurrency: conc}, Warmup: 3 * time.Second, Records: recFile})
+		g, err := newGenerator(Config{Step: step, Level: Level{Concurrency: conc}, Warmup: 3 * time.Second, Records: recFile})
 		if err != nil {
 			b.Fatal(err)
 		}
+		sum, err := g.run(context.Background())
+		g.release()
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := g.clock.t0.UnixNano() // the level's start on the wall clock
 		if err := recFile.Close(); err != nil {
 			b.Fatal(err)
 		}
 		stop() // flushes the timings
 		emu := map[string]emuTiming{}
 		readJSONLines(b, timings, func(t emuTiming) { emu[t.ID] = t })
-		var dTTFT, dE2E, signed []float64
+		// hop1: the request's trip, from written by the generator to read by
+		// the emulator; hop2: the first token's, from flushed by the
+		// emulator to read by the generator. Both on the host's wall clock.
+		var dTTFT, dE2E, signed, hop1, hop2 []float64
 		readJSONLines(b, recFile.Name(), func(r wire.RequestRecord) {
 			if r.Warmup || r.ErrorKind != "" {
 				return
@@ -183,10 +192,15 @@ func BenchmarkFidelity(b *testing.B) {
 			dTTFT = append(dTTFT, math.Abs(d))
 			signed = append(signed, d)
 			dE2E = append(dE2E, math.Abs(float64((r.Done-r.Sent)-(t.Done-t.Recv)))/1e3)
+			emuStart := t.RecvUnix - t.Recv
+			hop1 = append(hop1, float64(t.RecvUnix-(t0+r.Sent))/1e3)
+			hop2 = append(hop2, float64((t0+r.FirstToken)-(emuStart+t.FirstToken))/1e3)
 		})
 		sort.Float64s(dTTFT)
 		sort.Float64s(dE2E)
 		sort.Float64s(signed)
+		sort.Float64s(hop1)
+		sort.Float64s(hop2)
 		if sum.Failed > 0 || len(dTTFT) == 0 {
 			b.Fatalf("%d failed, %d compared", sum.Failed, len(dTTFT))
 		}
@@ -195,6 +209,8 @@ func BenchmarkFidelity(b *testing.B) {
 		b.ReportMetric(percentile(dTTFT, 0.99), "p99-|dTTFT|-us")
 		b.ReportMetric(dTTFT[len(dTTFT)-1], "max-|dTTFT|-us")
 		b.ReportMetric(percentile(dE2E, 0.99), "p99-|dE2E|-us")
+		b.ReportMetric(percentile(hop1, 0.99), "p99-request-hop-us")
+		b.ReportMetric(percentile(hop2, 0.99), "p99-token-hop-us")
 		b.ReportMetric(float64(len(dTTFT)), "requests")
 	}
 }
