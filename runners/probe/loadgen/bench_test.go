@@ -323,6 +323,8 @@ func BenchmarkMemory(b *testing.B) {
 		if err := resetPeakRSS(); err != nil {
 			b.Fatal(err)
 		}
+		var ms0 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
 		start := time.Now()
 		interims := 0
 		sum, err := Run(context.Background(), Config{
@@ -333,6 +335,8 @@ func BenchmarkMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		elapsed := time.Since(start)
+		var ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms1)
 		peak, err := peakRSS()
 		if err != nil {
 			b.Fatal(err)
@@ -349,6 +353,8 @@ func BenchmarkMemory(b *testing.B) {
 		}
 		b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
 		b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
+		b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(n), "alloc-B/req")
+		b.ReportMetric(float64(ms1.HeapSys)/(1<<20), "heap-sys-MiB")
 		b.ReportMetric(float64(fi.Size())/(1<<20), "records-MiB")
 		b.ReportMetric(float64(n), "requests")
 	}
