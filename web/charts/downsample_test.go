@@ -1,0 +1,158 @@
+package charts
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// downsampler is LTTB or MinMax.
+type downsampler struct {
+	name string
+	fn   func([]Point, int) []Point
+}
+
+var downsamplers = []downsampler{{"LTTB", LTTB}, {"MinMax", MinMax}}
+
+// requireSubsequence checks the invariants both downsamplers promise:
+// first and last kept, at most target points, a subsequence of the input
+// (so X is monotonic and every point was measured).
+func requireSubsequence(t *testing.T, in, out []Point, target int) {
+	t.Helper()
+	require.LessOrEqual(t, len(out), target)
+	require.Equal(t, in[0], out[0], "first point kept")
+	require.Equal(t, in[len(in)-1], out[len(out)-1], "last point kept")
+	j := 0
+	for i, p := range out {
+		for j < len(in) && in[j] != p {
+			j++
+		}
+		require.Less(t, j, len(in), "output point %d %v is not in the input in order", i, p)
+		j++
+		if i > 0 {
+			require.GreaterOrEqual(t, p.X, out[i-1].X, "x stays monotonic at %d", i)
+		}
+	}
+}
+
+func TestDownsampleSpikeInAMillionSurvives(t *testing.T) {
+	t.Parallel()
+	const n = 1_000_000
+	for _, d := range downsamplers {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			pts := requestsOverRun(7, n, 3600, 612_345, 9000)
+			// And a dip: the fastest request of the run.
+			pts[345_678].Y = 0.5
+			out := d.fn(pts, 3000)
+			require.LessOrEqual(t, len(out), 3000)
+			require.GreaterOrEqual(t, len(out), 2900, "the budget is used")
+			requireSubsequence(t, pts, out, 3000)
+			require.Contains(t, out, pts[612_345], "the spike survives")
+			require.Contains(t, out, pts[345_678], "the dip survives")
+		})
+	}
+}
+
+// MinMax keeps the lowest and highest point of every bucket: every local
+// extreme at the bucket scale, not only the global ones.
+func TestMinMaxKeepsEveryBucketExtreme(t *testing.T) {
+	t.Parallel()
+	pts := requestsOverRun(11, 100_003, 600, -1, 0)
+	const target = 1002
+	out := MinMax(pts, target)
+	requireSubsequence(t, pts, out, target)
+	kept := map[Point]bool{}
+	for _, p := range out {
+		kept[p] = true
+	}
+	buckets := (target - 2) / 2
+	inner := len(pts) - 2
+	for b := range buckets {
+		start, end := 1+b*inner/buckets, 1+(b+1)*inner/buckets
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, p := range pts[start:end] {
+			lo, hi = min(lo, p.Y), max(hi, p.Y)
+		}
+		var sawLo, sawHi bool
+		for _, p := range pts[start:end] {
+			sawLo = sawLo || p.Y == lo && kept[p]
+			sawHi = sawHi || p.Y == hi && kept[p]
+		}
+		require.True(t, sawLo && sawHi, "bucket %d keeps its min %v and max %v", b, lo, hi)
+	}
+}
+
+// LTTB keeps the shape: on a clean sine, each kept point lies on it and
+// the peaks and troughs are kept to within one bucket's width.
+func TestLTTBKeepsPeaks(t *testing.T) {
+	t.Parallel()
+	n := 200_000
+	pts := make([]Point, n)
+	for i := range pts {
+		x := float64(i) / float64(n) * 10 * math.Pi
+		pts[i] = Point{x, math.Sin(x)}
+	}
+	out := LTTB(pts, 500)
+	requireSubsequence(t, pts, out, 500)
+	hi, lo := math.Inf(-1), math.Inf(1)
+	for _, p := range out {
+		hi, lo = max(hi, p.Y), min(lo, p.Y)
+	}
+	require.InDelta(t, 1, hi, 1e-3)
+	require.InDelta(t, -1, lo, 1e-3)
+}
+
+func TestDownsampleSmallInputsUnchanged(t *testing.T) {
+	t.Parallel()
+	pts := []Point{{0, 1}, {1, 5}, {2, 2}}
+	for _, d := range downsamplers {
+		require.Equal(t, pts, d.fn(pts, 10), d.name)
+		require.Empty(t, d.fn(nil, 10), d.name)
+	}
+	// A target too small to hold first, last and something between is
+	// raised to the smallest that does.
+	many := requestsOverRun(3, 100, 10, 50, 1e4)
+	require.Len(t, LTTB(many, 1), 3)
+	require.Len(t, MinMax(many, 1), 4)
+	require.Contains(t, MinMax(many, 1), many[50])
+}
+
+// FuzzDownsample checks the invariants on arbitrary series (with repeated
+// x, negative values, any target).
+func FuzzDownsample(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 255, 0, 3}, uint16(5))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0}, uint16(3))
+	f.Add([]byte{200, 1, 200, 1, 200, 1, 200, 1, 9, 9, 9}, uint16(4))
+	f.Fuzz(func(t *testing.T, ys []byte, target uint16) {
+		if len(ys) == 0 {
+			return
+		}
+		pts := make([]Point, len(ys))
+		for i, y := range ys {
+			pts[i] = Point{float64(i / 3), float64(int(y) - 128)}
+		}
+		for _, d := range downsamplers {
+			out := d.fn(pts, int(target))
+			bound := max(int(target), 3)
+			if d.name == "MinMax" {
+				bound = max(int(target), 4)
+			}
+			requireSubsequence(t, pts, out, bound)
+			if d.name == "MinMax" {
+				// The global extremes survive.
+				lo, hi := math.Inf(1), math.Inf(-1)
+				olo, ohi := math.Inf(1), math.Inf(-1)
+				for _, p := range pts {
+					lo, hi = min(lo, p.Y), max(hi, p.Y)
+				}
+				for _, p := range out {
+					olo, ohi = min(olo, p.Y), max(ohi, p.Y)
+				}
+				require.Equal(t, lo, olo)
+				require.Equal(t, hi, ohi)
+			}
+		}
+	})
+}

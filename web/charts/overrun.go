@@ -1,0 +1,212 @@
+package charts
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/accordlab/accord/acceptance/stats"
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+)
+
+// DefaultScatterPoints bounds the scatter points of one series.
+const DefaultScatterPoints = 4000
+
+// OverRunSeries is one latency per request against the time it was sent
+// (X in seconds since the run's start, Y the latency).
+type OverRunSeries struct {
+	Name   string
+	Role   Role
+	Points []Point
+}
+
+// OverRunInput is latency over the course of a run.
+type OverRunInput struct {
+	Unit   string // of the latencies, e.g. "ms"
+	Series []OverRunSeries
+	// Window is the width in seconds of the windows of the rolling
+	// percentile line; 0 picks a round width giving about 120 windows
+	// (and, where there are enough requests, at least 100 per window).
+	Window float64
+	// Quantile of the rolling line, 0.99 when 0.
+	Quantile float64
+	// MaxPoints bounds the scatter points per series
+	// (DefaultScatterPoints when 0).
+	MaxPoints int
+	// Limits are latency limits, drawn as horizontal lines.
+	Limits []Limit
+	// LogY asks for a logarithmic latency axis.
+	LogY bool
+}
+
+// LatencyOverRun draws each request as a dot (reduced with MinMax, so
+// that the slowest and fastest requests of every stretch stay: tail events
+// and warm-up show) and the rolling percentile per window as a line. The
+// table lists the rolling percentile of each window.
+func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
+	if len(in.Series) == 0 {
+		return nil, Table{}, errors.New("charts: latency over run: no series")
+	}
+	q := in.Quantile
+	if q == 0 {
+		q = 0.99
+	}
+	if !(q > 0 && q <= 1) {
+		return nil, Table{}, fmt.Errorf("charts: latency over run: quantile %v", q)
+	}
+	maxPts := in.MaxPoints
+	if maxPts <= 0 {
+		maxPts = DefaultScatterPoints
+	}
+	sorted := make([][]Point, len(in.Series))
+	var t0, t1 float64 = math.Inf(1), math.Inf(-1)
+	total := 0
+	yMin, yMax := math.Inf(1), math.Inf(-1)
+	for i, s := range in.Series {
+		if err := checkFinite("latency over run: series "+s.Name, s.Points); err != nil {
+			return nil, Table{}, err
+		}
+		pts := sortedByX(s.Points)
+		sorted[i] = pts
+		if len(pts) > 0 {
+			t0, t1 = min(t0, pts[0].X), max(t1, pts[len(pts)-1].X)
+		}
+		total += len(pts)
+		for _, p := range pts {
+			yMin, yMax = min(yMin, p.Y), max(yMax, p.Y)
+		}
+	}
+	window := in.Window
+	if window <= 0 {
+		window = autoWindow(t1-t0, total/len(in.Series))
+	}
+	if !finite(window) {
+		return nil, Table{}, fmt.Errorf("charts: latency over run: window %v", window)
+	}
+	qLabel := "p" + num(q*100)
+
+	yAxis := opts.YAxis{Type: "value", Name: axisName("Latency", in.Unit), NameLocation: "middle", NameGap: 44}
+	if in.LogY && yMin > 0 {
+		yAxis.Type = "log"
+	}
+	var limitMax float64
+	for _, l := range in.Limits {
+		if !finite(l.Value) {
+			return nil, Table{}, fmt.Errorf("charts: latency over run: limit %q is %v", l.Label, l.Value)
+		}
+		limitMax = max(limitMax, l.Value)
+	}
+	if limitMax > yMax || math.IsInf(yMax, 0) && limitMax > 0 {
+		yAxis.Max = paddedMax(limitMax)
+	}
+
+	c := newChart(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}, defaultGrid())
+	c.SetGlobalOptions(
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "Time since start (s)", NameLocation: "middle", NameGap: 28, Min: "dataMin", Max: "dataMax"}),
+		charts.WithYAxisOpts(yAxis),
+		charts.WithDataZoomOpts(
+			opts.DataZoom{Type: "inside", XAxisIndex: 0},
+			opts.DataZoom{Type: "slider", XAxisIndex: 0},
+		),
+	)
+
+	rolling := make([][]Point, len(in.Series))
+	for i, s := range in.Series {
+		color := colorFor(s.Role, i)
+		sc := series(c, s.Name, "scatter")
+		sc.Data = pairs(MinMax(sorted[i], maxPts), 7, 6)
+		sc.Color = color
+		sc.SymbolSize = 3
+		sc.ItemStyle = &opts.ItemStyle{Color: color, Opacity: opts.Float(0.45)}
+		sc.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{a}<br/>{c}"}
+		sc.Large = opts.Bool(true)
+
+		rolling[i] = windowQuantile(sorted[i], t0, window, q)
+		ln := series(c, s.Name+" "+qLabel+" per "+num(window)+" s", "line")
+		ln.Data = pairs(rolling[i], 7, 6)
+		ln.Color = color
+		ln.ShowSymbol = opts.Bool(false)
+		ln.Symbol = "none"
+		ln.LineStyle = &opts.LineStyle{Color: color, Width: 2}
+		ln.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{a}<br/>{c}"}
+		c.MultiSeries = append(c.MultiSeries, sc, ln)
+	}
+	if len(in.Limits) > 0 {
+		c.MultiSeries = append(c.MultiSeries, limitSeries(c, in.Limits, false, in.Unit))
+	}
+	option, err := render(c, nil)
+	if err != nil {
+		return nil, Table{}, err
+	}
+	return option, rollingTable(in, rolling, window, qLabel), nil
+}
+
+// autoWindow picks a round window width: about 120 windows over the run,
+// widened so that a window holds about 100 requests when the run has
+// fewer than 12,000.
+func autoWindow(span float64, perSeries int) float64 {
+	if span <= 0 {
+		return 1
+	}
+	w := span / 120
+	if perSeries > 0 {
+		w = max(w, span*100/float64(perSeries))
+	}
+	return niceCeil(min(w, span))
+}
+
+// windowQuantile is the nearest-rank q-quantile of each window
+// [t0 + k·w, t0 + (k+1)·w) that has requests, placed at the window's
+// middle. pts are ordered by X.
+func windowQuantile(pts []Point, t0, w, q float64) []Point {
+	var out []Point
+	var buf []float64
+	for i := 0; i < len(pts); {
+		k := math.Floor((pts[i].X - t0) / w)
+		end := t0 + (k+1)*w
+		buf = buf[:0]
+		for ; i < len(pts) && pts[i].X < end; i++ {
+			buf = append(buf, pts[i].Y)
+		}
+		if len(buf) == 0 { // rounding at a window edge
+			buf = append(buf, pts[i].Y)
+			i++
+		}
+		slices.Sort(buf)
+		out = append(out, Point{t0 + (k+0.5)*w, buf[stats.Rank(q, int64(len(buf)))-1]})
+	}
+	return out
+}
+
+func rollingTable(in OverRunInput, rolling [][]Point, window float64, qLabel string) Table {
+	t := Table{Head: []string{"Window start (s)"}}
+	for _, s := range in.Series {
+		t.Head = append(t.Head, s.Name+" "+qLabel+unitSuffix(in.Unit))
+	}
+	// Rows by window start, over the union of the series' windows.
+	byStart := map[float64][]string{}
+	var starts []float64
+	for i, r := range rolling {
+		for _, p := range r {
+			st := round(p.X-window/2, 9)
+			row, ok := byStart[st]
+			if !ok {
+				row = make([]string, len(in.Series))
+				for j := range row {
+					row[j] = "–"
+				}
+				byStart[st] = row
+				starts = append(starts, st)
+			}
+			row[i] = num(p.Y)
+		}
+	}
+	slices.Sort(starts)
+	for _, st := range starts {
+		t.Rows = append(t.Rows, append([]string{num(st)}, byStart[st]...))
+	}
+	return t
+}

@@ -1,0 +1,204 @@
+package charts
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+)
+
+// PercentileRow is one percentile of candidate and baseline, with the
+// relative difference (candidate − baseline) / baseline as a fraction
+// (+0.12 is 12 % higher) and its confidence interval [Lower, Upper].
+// NaN marks what is not known (no interval: the bootstrap did not run).
+type PercentileRow struct {
+	Label               string // "p50", "p99.9"
+	Candidate, Baseline float64
+	RelDiff             float64
+	Lower, Upper        float64
+}
+
+// PercentileInput is a candidate-against-baseline percentile chart.
+type PercentileInput struct {
+	Unit          string // of Candidate and Baseline, e.g. "ms"
+	CandidateName string // legend names; "candidate" and "baseline" when empty
+	BaselineName  string
+	Confidence    float64 // of the intervals, e.g. 0.95 (for the legend)
+	Rows          []PercentileRow
+}
+
+// PercentileBars draws two panels over the same percentiles: above, bars
+// of candidate and baseline; below, the relative difference in % as a
+// point with its confidence interval as an error bar and a line at 0.
+//
+// ECharts has no error-bar series and a custom series needs a JavaScript
+// renderItem, which the CSP forbids; a boxplot item [lower, d, d, d, upper]
+// draws exactly an error bar (whiskers with caps at the bounds, a flat box
+// at the estimate), so the interval is a go-echarts boxplot series.
+func PercentileBars(in PercentileInput) (json.RawMessage, Table, error) {
+	if len(in.Rows) == 0 {
+		return nil, Table{}, errors.New("charts: percentile bars: no rows")
+	}
+	candName, baseName := in.CandidateName, in.BaselineName
+	if candName == "" {
+		candName = "candidate"
+	}
+	if baseName == "" {
+		baseName = "baseline"
+	}
+	if candName == baseName {
+		return nil, Table{}, fmt.Errorf("charts: percentile bars: candidate and baseline both named %q", candName)
+	}
+	interval := "interval"
+	if in.Confidence > 0 && in.Confidence < 1 {
+		interval = num(in.Confidence*100) + " % interval"
+	}
+
+	labels := make([]string, len(in.Rows))
+	cand := make([]opts.BarData, len(in.Rows))
+	base := make([]opts.BarData, len(in.Rows))
+	ci := make([]opts.BoxPlotData, len(in.Rows))
+	diff := make([]dataItem, len(in.Rows))
+	t := Table{Head: []string{"Percentile", candName + unitSuffix(in.Unit), baseName + unitSuffix(in.Unit), "Difference", interval}}
+	for i, r := range in.Rows {
+		if r.Label == "" {
+			return nil, Table{}, fmt.Errorf("charts: percentile bars: row %d has no label", i)
+		}
+		for _, v := range []float64{r.Candidate, r.Baseline, r.RelDiff, r.Lower, r.Upper} {
+			if math.IsInf(v, 0) {
+				return nil, Table{}, fmt.Errorf("charts: percentile bars: row %s: infinite value", r.Label)
+			}
+		}
+		labels[i] = plainText(r.Label)
+		cand[i] = opts.BarData{Value: orDash(round(r.Candidate, 6))}
+		base[i] = opts.BarData{Value: orDash(round(r.Baseline, 6))}
+		// The difference as a labelled point (the label is fixed text).
+		d := r.RelDiff * 100
+		if math.IsNaN(d) {
+			diff[i] = dataItem{Value: "-"}
+		} else {
+			diff[i] = dataItem{Value: round(d, 4), Label: &opts.Label{Show: opts.Bool(true), Formatter: pct(r.RelDiff), Position: "right"}}
+		}
+		text := r.Label + ": " + pct(r.RelDiff)
+		if math.IsNaN(r.Lower) || math.IsNaN(r.Upper) || math.IsNaN(d) {
+			ci[i] = opts.BoxPlotData{Value: []any{"-", "-", "-", "-", "-"}}
+		} else {
+			lo, hi := round(r.Lower*100, 4), round(r.Upper*100, 4)
+			text += fmt.Sprintf(" (%s: %s to %s)", interval, pct(r.Lower), pct(r.Upper))
+			ci[i] = opts.BoxPlotData{
+				Value:   []float64{lo, round(d, 4), round(d, 4), round(d, 4), hi},
+				Tooltip: &opts.Tooltip{Formatter: tipText(text)},
+			}
+		}
+		t.Rows = append(t.Rows, []string{labels[i], num(r.Candidate), num(r.Baseline), pct(r.RelDiff), intervalText(r.Lower, r.Upper)})
+	}
+
+	c := newChart(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}, opts.Grid{})
+	// Two grids: values above, differences below.
+	c.GridList = []opts.Grid{
+		{Left: "16", Right: "40", Top: "44", Height: "46%", ContainLabel: opts.Bool(true)},
+		{Left: "16", Right: "40", Top: "68%", Bottom: "28", ContainLabel: opts.Bool(true)},
+	}
+	c.XAxisList = []opts.XAxis{
+		{Type: "category", Data: labels, GridIndex: 0},
+		{Type: "category", Data: labels, GridIndex: 1, AxisLabel: &opts.AxisLabel{Show: opts.Bool(false)}},
+	}
+	c.YAxisList = []opts.YAxis{
+		{Type: "value", Name: axisName("Latency", in.Unit), GridIndex: 0},
+		{Type: "value", Name: "Difference (%)", GridIndex: 1, AxisLabel: &opts.AxisLabel{Formatter: "{value} %"}},
+	}
+
+	cs := series(c, candName, "bar")
+	cs.Data = cand
+	cs.Color = ColorCandidate
+	cs.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{a}<br/>{b}: {c}" + tipText(unitSuffix(in.Unit))}
+	bs := series(c, baseName, "bar")
+	bs.Data = base
+	bs.Color = ColorBaseline
+	bs.SeriesTooltip = cs.SeriesTooltip
+
+	ds := series(c, "Difference", "scatter")
+	ds.Data = diff
+	ds.XAxisIndex, ds.YAxisIndex = 1, 1
+	ds.Color = colorInk
+	ds.SymbolSize = 8
+	ds.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{b}: {c} %"}
+	ds.MarkLines = &opts.MarkLines{
+		Data: []any{markLineItem{
+			Name: "no difference", YAxis: 0,
+			Label:     &opts.Label{Show: opts.Bool(false)},
+			LineStyle: &opts.LineStyle{Color: ColorGuide, Type: "solid", Width: 1},
+		}},
+		MarkLineStyle: opts.MarkLineStyle{Symbol: []string{"none", "none"}},
+	}
+	is := series(c, interval, "boxplot")
+	is.Data = ci
+	is.XAxisIndex, is.YAxisIndex = 1, 1
+	is.Color = colorInk
+	is.ItemStyle = &opts.ItemStyle{Color: "transparent", BorderColor: colorInk, BorderWidth: 1.5}
+
+	c.MultiSeries = append(c.MultiSeries, cs, bs, is, ds)
+	option, err := render(c, func(o map[string]any) {
+		// Narrow whiskers: go-echarts has no boxWidth.
+		if ss, ok := o["series"].(charts.MultiSeries); ok {
+			o["series"] = withExtra(ss, map[int]map[string]any{2: {"boxWidth": []int{8, 18}}})
+		}
+	})
+	return option, t, err
+}
+
+// withExtra marshals series with extra fields that go-echarts has no
+// place for, by series index.
+func withExtra(ss charts.MultiSeries, extra map[int]map[string]any) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		if len(extra[i]) == 0 {
+			out[i] = s
+			continue
+		}
+		out[i] = seriesWithExtra{s, extra[i]}
+	}
+	return out
+}
+
+// seriesWithExtra is a go-echarts series plus some fields.
+type seriesWithExtra struct {
+	charts.SingleSeries
+	extra map[string]any
+}
+
+func (s seriesWithExtra) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(s.SingleSeries)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range s.extra {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("series %s: field %s: %w", s.Name, k, err)
+		}
+		m[k] = raw
+	}
+	return json.Marshal(m)
+}
+
+func orDash(v float64) any {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return v
+}
+
+func intervalText(lo, hi float64) string {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return "–"
+	}
+	return pct(lo) + " to " + pct(hi)
+}
