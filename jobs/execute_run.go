@@ -34,9 +34,16 @@ type ExecuteRunWorker struct {
 	deps Deps
 }
 
-// Timeout: runs end by their own limits (the plan's run timeout on the
-// host), not River's job timeout.
-func (w *ExecuteRunWorker) Timeout(*river.Job[ExecuteRunArgs]) time.Duration { return -1 }
+// Timeout bounds one attempt: an attempt hands over to the next one after
+// the attempt budget (the run goes on, followed from its offset), so the
+// timeout only matters when a worker vanished: River then rescues the job.
+func (w *ExecuteRunWorker) Timeout(*river.Job[ExecuteRunArgs]) time.Duration {
+	b := w.deps.attemptBudget()
+	return b + min(b, time.Minute)
+}
+
+// errHandOver ends an attempt at its budget; the next attempt resumes.
+var errHandOver = errors.New("attempt budget reached: handing the run over to the next attempt")
 
 // NextRetry waits a little longer each time, up to two minutes.
 func (w *ExecuteRunWorker) NextRetry(job *river.Job[ExecuteRunArgs]) time.Time {
@@ -67,9 +74,6 @@ func (w *ExecuteRunWorker) Work(ctx context.Context, job *river.Job[ExecuteRunAr
 	lease, busyRun, err := st.AcquireLease(ctx, host.ID, run.ID, w.deps.Holder, w.deps.leaseTTL())
 	if errors.Is(err, store.ErrHostBusy) {
 		reason := fmt.Sprintf("waiting for host %s (busy with run #%d)", host.Name, busyRun)
-		if busyRun == run.ID {
-			reason = fmt.Sprintf("waiting for host %s (another worker still holds this run's lease)", host.Name)
-		}
 		if run.State == store.RunQueued || run.State == store.RunWaitingForHost {
 			if err := st.SetRunState(ctx, run.ID, store.RunWaitingForHost, reason); err != nil && !errors.Is(err, store.ErrRunFinal) {
 				return err
@@ -84,15 +88,20 @@ func (w *ExecuteRunWorker) Work(ctx context.Context, job *river.Job[ExecuteRunAr
 	defer cancelWork(nil)
 	stopHeartbeat := w.heartbeat(workCtx, cancelWork, lease)
 	defer stopHeartbeat()
-	defer func() {
-		_ = st.ReleaseLease(context.WithoutCancel(ctx), lease)
-	}()
+	budgetCtx, cancelBudget := context.WithTimeoutCause(workCtx, w.deps.attemptBudget(), errHandOver)
+	defer cancelBudget()
 
-	err = w.execute(workCtx, job, run, host, lease)
-	if cause := context.Cause(workCtx); errors.Is(cause, store.ErrFenced) {
+	err = w.execute(budgetCtx, job, run, host, lease)
+	switch {
+	case errors.Is(context.Cause(workCtx), store.ErrFenced):
 		w.deps.Log.Warn("run lease lost: another worker has the run", "run_id", run.ID)
 		return nil
+	case errors.Is(context.Cause(budgetCtx), errHandOver) && ctx.Err() == nil && err != nil:
+		// Keep the lease: the run's next attempt takes it over at once.
+		w.deps.Log.Debug("handing the run over to the next attempt", "run_id", run.ID)
+		return river.JobSnooze(time.Second)
 	}
+	_ = st.ReleaseLease(context.WithoutCancel(ctx), lease)
 	return err
 }
 

@@ -231,3 +231,24 @@ func TestRunThroughAJumpHost(t *testing.T) {
 	require.Equal(t, store.RunDone, run.State, run.Reason)
 	require.Contains(t, jump.Log(), "Accepted publickey", "the connection went through the jump host")
 }
+
+// A run longer than one attempt's budget is carried on by the next
+// attempts, each resuming from the stored offset, the lease handed over.
+func TestLongRunIsHandedOverBetweenAttempts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{budget: 2 * time.Second})
+	runID := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(6*time.Second)), nil, nil)
+	run := b.waitFor(t, runID, 90*time.Second, "settle", settled)
+	require.Equal(t, store.RunDone, run.State, run.Reason)
+	events := probeEvents(t, filepath.Join(b.runDir(runID), wire.EventsFile))
+	starts := 0
+	for _, e := range events {
+		if e.Type == wire.EventStepStart {
+			starts++
+		}
+	}
+	require.Equal(t, 2, starts)
+	var resumes int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM run_events WHERE run_id = $1 AND message LIKE 'resuming:%'`, runID).Scan(&resumes))
+	require.GreaterOrEqual(t, resumes, 2, "later attempts resumed the run")
+}

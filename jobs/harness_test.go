@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -51,6 +52,7 @@ type setupOpts struct {
 	viaProxy    bool // reach the host through a fault proxy (b.proxy)
 	noRiver     bool // start no River client (the test starts its own)
 	leaseTTL    time.Duration
+	budget      time.Duration // attempt budget
 	rescueAfter time.Duration
 	keepalive   time.Duration
 }
@@ -73,8 +75,11 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	b := &testBundle{pool: storetest.NewPool(t)}
 	b.store = store.New(b.pool)
 	b.sshd = sshtest.StartSSHD(t, sshtest.Options{})
-	b.secret = make([]byte, 32)
-	_, _ = rand.Read(b.secret)
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	// The secret as a key file holds it: hex text (a worker process started
+	// by a test reads the same file).
+	b.secret = []byte(hex.EncodeToString(raw))
 	sealer, err := runners.NewSealer(b.secret)
 	require.NoError(t, err)
 	b.remote = t.TempDir()
@@ -85,7 +90,7 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	}
 	b.deps = Deps{
 		Log: quietLogger(), Store: b.store, Sealer: sealer, Holder: "test/" + t.Name(), Version: "test",
-		LeaseTTL: o.leaseTTL,
+		LeaseTTL: o.leaseTTL, AttemptBudget: o.budget,
 		Runner: runners.Config{
 			Options: sshrun.Options{RemoteBase: b.remote, KeepaliveInterval: keepalive, KeepaliveCountMax: 2, HandshakeTimeout: 5 * time.Second},
 			Backoff: sshrun.Backoff{Initial: 200 * time.Millisecond, Max: time.Second, Attempts: 8},
@@ -137,6 +142,7 @@ func (b *testBundle) startRiver(t *testing.T, rescueAfter time.Duration) *river.
 	}
 	if rescueAfter > 0 {
 		cfg.RescueStuckJobsAfter = rescueAfter
+		cfg.JobTimeout = rescueAfter
 	}
 	client, err := river.NewClient(riverpgxv5.New(b.pool), cfg)
 	require.NoError(t, err)

@@ -35,6 +35,19 @@ type Deps struct {
 	Holder string
 	// Version is the probe and engine build, recorded with results.
 	Version string
+	// AttemptBudget is how long one job attempt follows a run before it
+	// hands over to the next attempt (default 10 minutes). River only
+	// rescues a job whose worker vanished once its timeout (the budget plus
+	// up to a minute) has passed, so this bounds how long a run waits for another
+	// worker after a crash, however long the run itself.
+	AttemptBudget time.Duration
+}
+
+func (d Deps) attemptBudget() time.Duration {
+	if d.AttemptBudget <= 0 {
+		return 10 * time.Minute
+	}
+	return d.AttemptBudget
 }
 
 func (d Deps) leaseTTL() time.Duration {
