@@ -609,6 +609,9 @@ func (g *generator) stream(w *worker, deadline time.Time) (clean bool) {
 			if errors.Is(err, io.EOF) {
 				rec.Done = g.clock.now()
 				rec.ErrorKind, rec.Error = ErrIncomplete, "the stream ended without data: [DONE]"
+				if ct := w.resp.contentType; ct != "" && !strings.Contains(ct, "event-stream") {
+					rec.Error = "the response is " + ct + ", not an event stream"
+				}
 				clean = true
 			} else {
 				g.failed(rec, ErrIncomplete, err, deadline)
