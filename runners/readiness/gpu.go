@@ -1,0 +1,133 @@
+package readiness
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// checkGPUDriver: nvidia-smi lists GPUs with one driver version.
+func checkGPUDriver(e *env) result {
+	g := e.f.GPU
+	src := g.Source
+	var ev []Evidence
+	for _, d := range g.GPUs {
+		x := sourceEv(fmt.Sprintf("gpu.gpus[%d].driver_version", d.Index), src, smiLine(src.Raw, d.Index))
+		x.Value = d.DriverVersion
+		ev = append(ev, x)
+	}
+	if len(ev) == 0 {
+		ev = append(ev, sourceEv("gpu.gpus", src, src.Raw))
+	}
+	notExpected := ""
+	if !e.o.GPUExpected {
+		notExpected = " (GPUs are not expected on this host)"
+	}
+	failOrWarn := FAIL
+	if !e.o.GPUExpected {
+		failOrWarn = WARN
+	}
+	installFix := "Install the NVIDIA driver the inference stack needs (nvidia-smi must list every GPU), or clear \"GPU expected\" for this host."
+
+	switch {
+	case src.OK() && len(g.GPUs) > 0:
+		drivers := map[string]int{}
+		names := map[string]int{}
+		for _, d := range g.GPUs {
+			drivers[d.DriverVersion]++
+			names[d.Name]++
+		}
+		var models []string
+		for _, n := range sortedKeys(names) {
+			models = append(models, fmt.Sprintf("%d × %s", names[n], n))
+		}
+		if len(drivers) > 1 || drivers[""] > 0 {
+			return result{WARN, fmt.Sprintf("%s with driver versions %s: one driver should serve every GPU.", strings.Join(models, ", "), strings.Join(sortedKeys(drivers), ", ")), ev,
+				"Reinstall one NVIDIA driver version and reboot so every GPU reports it."}
+		}
+		return result{PASS, fmt.Sprintf("%s, driver %s.", strings.Join(models, ", "), sortedKeys(drivers)[0]), ev, ""}
+	case src.OK():
+		return result{failOrWarn, "nvidia-smi lists no GPU" + notExpected + ".", ev, installFix}
+	case src.Absent:
+		mods := e.f.Modules
+		modEv := moduleEv(e, "nvidia")
+		ev = append(ev, modEv)
+		switch {
+		case mods.Source.OK() && !mods.Loaded["nvidia"] && !mods.Builtin["nvidia"]:
+			if !e.o.GPUExpected {
+				return result{UNKNOWN, "nvidia-smi is not installed and the nvidia module is not loaded.", ev, installFix}
+			}
+			return result{FAIL, "No NVIDIA driver: nvidia-smi is not installed and the nvidia module is not loaded.", ev, installFix}
+		case mods.Loaded["nvidia"]:
+			return result{UNKNOWN, "The nvidia module is loaded but nvidia-smi is not installed, so the GPUs and the driver version are unknown.", ev,
+				"Install nvidia-smi (it ships with the driver's utilities package), then refresh the facts."}
+		}
+		return result{UNKNOWN, "nvidia-smi is not installed and whether the nvidia module is loaded is unknown.", ev, installFix}
+	case strings.HasPrefix(src.Error, "parse:"):
+		return result{UNKNOWN, "nvidia-smi's output did not parse (" + src.Error + ").", ev, "Check nvidia-smi --query-gpu on the host by hand."}
+	}
+	return result{failOrWarn, "nvidia-smi fails: " + src.Error + notExpected + ".", ev,
+		"The driver is installed but not working (a kernel update without a rebuilt module, or a mismatch between the module and the user-space libraries): reinstall the driver for the running kernel and reboot."}
+}
+
+// checkGDS: GPUDirect Storage is there (nvidia_fs loaded, cuFile
+// configured), or its absence is said plainly.
+func checkGDS(e *env) result {
+	gds := e.f.GDS
+	stats, cfg := gds.Stats, gds.CuFileJSON
+	ev := []Evidence{sourceEv("gds.stats", stats, linesAround(stats.Raw, "GDS Version", 3)), sourceEv("gds.cufile_json", cfg, linesAround(cfg.Raw, "compat_mode", 0))}
+	absentMsg := "GDS is not available: reads are CPU-mediated copies, which is what gets measured."
+	gdsFix := "If GPUDirect Storage is meant to be measured, install nvidia-fs and the GDS user space matching the driver and CUDA (nvidia-gds), modprobe nvidia_fs and check with gdscheck -p; if CPU-mediated reads are what the program compares, nothing to do."
+	switch {
+	case stats.OK():
+		version, driver := parseGDSStats(stats.Raw)
+		ev[0].Value = strings.TrimSpace("GDS " + version + " nvidia-fs " + driver)
+		s := "GDS is available: nvidia-fs loaded"
+		if driver != "" {
+			s += " (driver " + driver + ")"
+		}
+		if version != "" {
+			s += ", GDS " + version
+		}
+		switch {
+		case cfg.OK():
+			s += "; cuFile configuration " + cfg.File
+			compat, ok := cuFileCompatMode(cfg.Raw)
+			if ok {
+				ev[1].Value = fmt.Sprintf("allow_compat_mode=%t", compat)
+			}
+			if ok && compat {
+				s += " allows compatibility mode, so a cuFile read that cannot go direct falls back to a CPU copy without an error: the nvidia-fs counters after a run show which path was taken"
+			}
+			return result{PASS, s + ".", ev, ""}
+		case cfg.Absent:
+			return result{WARN, s + ", but " + cfg.File + " is absent: cuFile runs on built-in defaults (or a file named by CUFILE_ENV_PATH_JSON), which may allow silent fallback to CPU copies.", ev,
+				"Install the GDS configuration (nvidia-gds provides /etc/cufile.json) and set its properties for this storage (rdma_dev_addr_list for NVMe-oF over RDMA)."}
+		}
+		return result{UNKNOWN, s + "; " + cfg.File + " could not be read (" + cfg.Error + ").", ev, "Run the probe as a user that can read " + cfg.File + "."}
+	case stats.Absent:
+		mods := e.f.Modules
+		ev = append(ev, moduleEv(e, "nvidia_fs"))
+		if mods.Source.OK() && mods.Loaded["nvidia_fs"] {
+			return result{UNKNOWN, "nvidia_fs is loaded but " + stats.File + " is absent, so GDS's state is unknown.", ev,
+				"Check the nvidia-fs installation (gdscheck -p), then refresh the facts."}
+		}
+		// nvidia-fs creates its stats file when it loads: with procfs
+		// readable, its absence means the module is not loaded.
+		if mods.Source.OK() || e.f.Memory.Source.OK() {
+			return result{WARN, absentMsg + " (nvidia_fs is not loaded: " + stats.File + " is absent.)", ev, gdsFix}
+		}
+	}
+	return result{UNKNOWN, "GPUDirect Storage's state is unknown: " + stats.File + " could not be read.", ev, "Run the probe as root, then refresh the facts."}
+}
+
+// smiLine is the CSV line of nvidia-smi's output for one GPU index.
+func smiLine(raw string, index int) string {
+	want := strconv.Itoa(index)
+	for _, line := range strings.Split(raw, "\n") {
+		if first, _, ok := strings.Cut(line, ","); ok && strings.TrimSpace(first) == want {
+			return line
+		}
+	}
+	return ""
+}
