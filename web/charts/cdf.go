@@ -108,8 +108,7 @@ func LatencyCDF(in CDFInput) (json.RawMessage, Table, error) {
 		// pick for the data alone).
 		xAxis.Type = "log"
 		if !math.IsInf(lo, 0) {
-			xAxis.Min = math.Pow(10, math.Floor(math.Log10(lo)))
-			xAxis.Max = math.Pow(10, math.Ceil(math.Log10(hi)))
+			xAxis.Min, xAxis.Max = logExtent(lo, hi)
 		}
 	} else if len(in.Limits) > 0 && !math.IsInf(hi, 0) {
 		xAxis.Max = paddedMax(hi)
@@ -124,7 +123,7 @@ func LatencyCDF(in CDFInput) (json.RawMessage, Table, error) {
 	c.SetGlobalOptions(
 		charts.WithXAxisOpts(xAxis),
 		charts.WithYAxisOpts(opts.YAxis{
-			Type: "value", Name: "Requests at or below (%)", NameLocation: "middle", NameGap: 40,
+			Type: "value", Name: "Requests at or below (%)",
 			Min: 0, Max: 100, AxisLabel: &opts.AxisLabel{Formatter: "{value} %"},
 		}),
 		// Zoom: wheel or drag on the latency axis, a slider on the
@@ -156,7 +155,7 @@ func LatencyCDF(in CDFInput) (json.RawMessage, Table, error) {
 		c.MultiSeries = append(c.MultiSeries, guideSeries(c, in.Guides))
 	}
 
-	option, err := render(c, nil)
+	option, err := render(c, extra{pointerPrecision: 2})
 	if err != nil {
 		return nil, Table{}, err
 	}
@@ -178,11 +177,17 @@ func guideSeries(c *charts.RectChart, guides []float64) charts.SingleSeries {
 	s.Data = []any{}
 	s.Color = ColorGuide
 	items := make([]any, 0, len(guides))
-	for _, g := range guides {
+	for i, g := range guides {
 		label := "p" + num(g)
+		// Guides near each other (p99, p99.9) take turns at the left
+		// and in the middle, so that their labels do not overlap.
+		pos := "insideStartTop"
+		if i%2 == 1 {
+			pos = "insideMiddleTop"
+		}
 		items = append(items, markLineItem{
 			Name: label, YAxis: g,
-			Label:     &opts.Label{Show: opts.Bool(true), Formatter: label, Position: "insideStartTop", Color: ColorGuide},
+			Label:     &opts.Label{Show: opts.Bool(true), Formatter: label, Position: pos, Color: ColorGuide},
 			LineStyle: &opts.LineStyle{Color: ColorGuide, Type: "dotted", Width: 1},
 		})
 	}
@@ -193,7 +198,7 @@ func guideSeries(c *charts.RectChart, guides []float64) charts.SingleSeries {
 // cdfCurve is one series' plotted curve and its exact summary.
 type cdfCurve struct {
 	points   []Point // (latency, % at or below)
-	whole    bool    // every distinct sample is a point
+	whole    bool    // every distinct sample is a point: drawn as steps
 	n        int64
 	min, max float64
 	quant    []float64 // cdfQuantiles, nearest rank
@@ -324,8 +329,9 @@ func bucketCurve(in []Bucket, budget int) (cdfCurve, error) {
 	for _, q := range cdfQuantiles {
 		cv.quant = append(cv.quant, bs[at(stats.Rank(q.q, total))].Value)
 	}
+	// Bins are joined by straight lines (no steps): a bin's value may
+	// stand for a range.
 	idx := pickRanks(len(bs), at(stats.Rank(0.99, total)), budget)
-	cv.whole = len(idx) == len(bs)
 	cv.points = make([]Point, len(idx))
 	for k, i := range idx {
 		cv.points[k] = Point{bs[i].Value, 100 * float64(cum[i]) / float64(total)}

@@ -86,6 +86,9 @@ func decode(t *testing.T, raw json.RawMessage) option {
 	require.False(t, *o.Animation, "animation off")
 	require.Empty(t, o.Title["text"], "no title")
 	require.Equal(t, true, o.Tooltip["show"], "tooltips on")
+	// HTML tooltips write style attributes, which the CSP refuses.
+	require.Equal(t, "richText", o.Tooltip["renderMode"])
+	require.NotContains(t, string(raw), `\u003cbr`, "rich-text tooltips break lines with \\n")
 	require.NotNil(t, o.Legend, "a legend")
 	return o
 }
@@ -267,7 +270,7 @@ func TestLatencyCDFNonPositiveFallsBackToLinear(t *testing.T) {
 	require.NoError(t, err)
 	o := decode(t, raw)
 	require.Equal(t, "value", o.XAxis[0].Type)
-	require.Equal(t, 100.0, o.XAxis[0].Max, "the limit beyond the data is in view")
+	require.Equal(t, 60.0, o.XAxis[0].Max, "the limit beyond the data is in view")
 	require.Equal(t, map[float64]string{50: "limit 50 ms"}, markLines(t, o.series(t, "Gate limits"), true))
 }
 
@@ -375,13 +378,30 @@ func TestLatencyOverRunMillionRequests(t *testing.T) {
 	require.Greater(t, line[0].Y, 2*line[45].Y)
 
 	require.Equal(t, map[float64]string{20_000: "p99 limit 20000 ms"}, markLines(t, o.series(t, "Gate limits"), false))
-	require.Equal(t, 25_000.0, o.YAxis[0].Max, "the limit above the data is in view")
+	require.Equal(t, "log", o.YAxis[0].Type, "the spike is 100 times the body")
+	require.Equal(t, 100_000.0, o.YAxis[0].Max, "the limit above the data is in view")
+	require.Equal(t, 10.0, o.YAxis[0].Min)
+	require.Equal(t, 0.0, o.XAxis[0].Min)
+	require.Equal(t, 1800.0, o.XAxis[0].Max)
 	require.Len(t, o.DataZoom, 2)
 
 	require.Equal(t, []string{"Window start (s)", "candidate p99 ms", "baseline p99 ms"}, table.Head)
 	require.Len(t, table.Rows, 90)
 	require.Equal(t, "0", table.Rows[0][0])
 	require.Equal(t, num(line[0].Y), table.Rows[0][1])
+}
+
+func TestLatencyOverRunLinear(t *testing.T) {
+	t.Parallel()
+	pts := requestsOverRun(8, 3000, 60, 100, 9000)
+	raw, _, err := LatencyOverRun(OverRunInput{Unit: "ms", LinearY: true, Window: 10,
+		Series: []OverRunSeries{{Name: "TTFT", Points: pts}}, Limits: []Limit{{Value: 10_000}}})
+	require.NoError(t, err)
+	o := decode(t, raw)
+	require.Equal(t, "value", o.YAxis[0].Type)
+	require.Equal(t, 12_000.0, o.YAxis[0].Max, "the limit above the data is in view")
+	require.Len(t, pairsOf(t, o.series(t, "TTFT p99 per 10 s")), 6)
+	require.Equal(t, 3000, len(pairsOf(t, o.series(t, "TTFT"))), "small series are not reduced")
 }
 
 func TestWindowQuantileIsNearestRank(t *testing.T) {
@@ -417,7 +437,7 @@ func TestOverTimeAxesByUnit(t *testing.T) {
 	tok := pairsOf(t, o.series(t, "output tokens/s"))
 	require.LessOrEqual(t, len(tok), DefaultLinePoints)
 	require.Equal(t, round(in.Series[0].Points[len(in.Series[0].Points)-1].X, 7), tok[len(tok)-1].X)
-	require.Len(t, pairsOf(t, o.series(t, "CPU")), 1800, "short series are not reduced")
+	require.Equal(t, 1800, len(pairsOf(t, o.series(t, "CPU"))), "short series are not reduced")
 	require.Len(t, o.DataZoom, 2)
 	require.Equal(t, []string{"CPU", "%", "1800"}, table.Rows[2][:3])
 
@@ -520,8 +540,8 @@ func TestTrend(t *testing.T) {
 	require.NoError(t, json.Unmarshal(items[2].Value, &xy))
 	require.Equal(t, float64(a.Points[2].Time.UnixMilli()), xy[0])
 	require.Equal(t, "run C", items[2].Name)
-	require.Equal(t, "gpu-a &lt;lab&gt; · run C<br/>2025-03-03 13:00 UTC<br/>"+num(a.Points[2].Value)+" ms · FAIL",
-		items[2].Tooltip.Formatter, "names are escaped: ECharts sets tooltips as HTML")
+	require.Equal(t, "gpu-a <lab> · run C\n2025-03-03 13:00 UTC\n"+num(a.Points[2].Value)+" ms · FAIL",
+		items[2].Tooltip.Formatter, "a fixed rich-text tooltip per run")
 	require.Equal(t, map[float64]string{2000: "p99 limit 2000 ms"}, markLines(t, o.series(t, "Gate limits"), false))
 	require.Equal(t, 2500.0, o.YAxis[0].Max)
 	require.Len(t, o.DataZoom, 2)

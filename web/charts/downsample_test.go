@@ -2,6 +2,7 @@ package charts
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,7 @@ type downsampler struct {
 	fn   func([]Point, int) []Point
 }
 
-var downsamplers = []downsampler{{"LTTB", LTTB}, {"MinMax", MinMax}}
+var downsamplers = []downsampler{{"LTTB", LTTB}, {"MinMax", MinMax}, {"MinMaxSampled", MinMaxSampled}}
 
 // requireSubsequence checks the invariants both downsamplers promise:
 // first and last kept, at most target points, a subsequence of the input
@@ -47,7 +48,7 @@ func TestDownsampleSpikeInAMillionSurvives(t *testing.T) {
 			pts[345_678].Y = 0.5
 			out := d.fn(pts, 3000)
 			require.LessOrEqual(t, len(out), 3000)
-			require.GreaterOrEqual(t, len(out), 2900, "the budget is used")
+			require.GreaterOrEqual(t, len(out), 2800, "the budget is used")
 			requireSubsequence(t, pts, out, 3000)
 			require.Contains(t, out, pts[612_345], "the spike survives")
 			require.Contains(t, out, pts[345_678], "the dip survives")
@@ -135,12 +136,10 @@ func FuzzDownsample(f *testing.F) {
 		}
 		for _, d := range downsamplers {
 			out := d.fn(pts, int(target))
-			bound := max(int(target), 3)
-			if d.name == "MinMax" {
-				bound = max(int(target), 4)
-			}
+			bound := map[string]int{"LTTB": 3, "MinMax": 4, "MinMaxSampled": 8}[d.name]
+			bound = max(int(target), bound)
 			requireSubsequence(t, pts, out, bound)
-			if d.name == "MinMax" {
+			if d.name != "LTTB" {
 				// The global extremes survive.
 				lo, hi := math.Inf(1), math.Inf(-1)
 				olo, ohi := math.Inf(1), math.Inf(-1)
@@ -155,4 +154,28 @@ func FuzzDownsample(f *testing.F) {
 			}
 		}
 	})
+}
+
+// On noisy latencies MinMax keeps the edges of the band only; MinMaxSampled
+// also shows where most requests are.
+func TestMinMaxSampledShowsTheBody(t *testing.T) {
+	t.Parallel()
+	pts := requestsOverRun(13, 500_000, 1800, -1, 0)[25_000:] // past the warm-up
+	ys := make([]float64, len(pts))
+	for i, p := range pts {
+		ys[i] = p.Y
+	}
+	slices.Sort(ys)
+	q25, q75 := ys[len(ys)/4], ys[3*len(ys)/4]
+	share := func(out []Point) float64 {
+		in := 0
+		for _, p := range out {
+			if p.Y >= q25 && p.Y <= q75 {
+				in++
+			}
+		}
+		return float64(in) / float64(len(out))
+	}
+	require.Less(t, share(MinMax(pts, 4000)), 0.05)
+	require.Greater(t, share(MinMaxSampled(pts, 4000)), 0.2)
 }

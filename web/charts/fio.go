@@ -72,7 +72,7 @@ func FioLatency(in FioInput) (json.RawMessage, Table, error) {
 	if len(labels) == 0 {
 		return nil, Table{}, errors.New("charts: fio latency: no percentiles")
 	}
-	yAxis := opts.YAxis{Type: "value", Name: axisName("Completion latency", unit), NameLocation: "middle", NameGap: 48}
+	yAxis := opts.YAxis{Type: "value", Name: axisName("Completion latency", unit)}
 	if lo > 0 && hi/lo > logRatio {
 		yAxis.Type = "log"
 	}
@@ -107,7 +107,7 @@ func FioLatency(in FioInput) (json.RawMessage, Table, error) {
 		c.MultiSeries = append(c.MultiSeries, bs)
 	}
 	t.Rows = rows
-	option, err := render(c, nil)
+	option, err := render(c, extra{})
 	return option, t, err
 }
 
@@ -152,7 +152,7 @@ func FioBandwidth(in FioInput) (json.RawMessage, Table, error) {
 	c := newChart(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}, defaultGrid())
 	c.SetGlobalOptions(
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: jobs}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "Bandwidth (MiB/s)", NameLocation: "middle", NameGap: 48}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "Bandwidth (MiB/s)"}),
 	)
 	for d, dir := range dirs {
 		bs := series(c, plainText(dir), "bar")
@@ -164,7 +164,7 @@ func FioBandwidth(in FioInput) (json.RawMessage, Table, error) {
 		bs.Label = &opts.Label{Show: opts.Bool(true), Position: "top", Formatter: "{c}"}
 		c.MultiSeries = append(c.MultiSeries, bs)
 	}
-	option, err := render(c, nil)
+	option, err := render(c, extra{})
 	return option, t, err
 }
 

@@ -60,7 +60,7 @@ func Knee(in KneeInput) (json.RawMessage, Table, error) {
 	if latName == "" {
 		latName = "p99 latency"
 	}
-	yAxis := opts.YAxis{Type: "value", Name: axisName(latName, in.LatencyUnit), NameLocation: "middle", NameGap: 44}
+	yAxis := opts.YAxis{Type: "value", Name: axisName(latName, in.LatencyUnit)}
 	yMin, yMax := math.Inf(1), math.Inf(-1)
 	for _, s := range in.Series {
 		for i, p := range s.Points {
@@ -76,8 +76,7 @@ func Knee(in KneeInput) (json.RawMessage, Table, error) {
 		yAxis.Max = paddedMax(in.SLO)
 	}
 	if yAxis.Type == "log" && in.SLO > 0 {
-		yAxis.Min = math.Pow(10, math.Floor(math.Log10(min(yMin, in.SLO))))
-		yAxis.Max = math.Pow(10, math.Ceil(math.Log10(max(yMax, in.SLO))))
+		yAxis.Min, yAxis.Max = logExtent(min(yMin, in.SLO), max(yMax, in.SLO))
 	}
 
 	c := newChart(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}, defaultGrid())
@@ -116,6 +115,7 @@ func Knee(in KneeInput) (json.RawMessage, Table, error) {
 		ls.SymbolSize = 7
 		ls.LineStyle = &opts.LineStyle{Color: color, Width: 2}
 		ls.Label = &opts.Label{Show: opts.Bool(true), Formatter: "{b}", Position: "top", Color: color}
+		ls.LabelLayout = &opts.LabelLayout{HideOverlap: opts.Bool(true)}
 		c.MultiSeries = append(c.MultiSeries, ls)
 	}
 	if in.SLO > 0 {
@@ -125,7 +125,7 @@ func Knee(in KneeInput) (json.RawMessage, Table, error) {
 		}
 		c.MultiSeries = append(c.MultiSeries, limitSeries(c, []Limit{{Value: in.SLO, Label: label}}, false, in.LatencyUnit))
 	}
-	option, err := render(c, nil)
+	option, err := render(c, extra{})
 	return option, t, err
 }
 

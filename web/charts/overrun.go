@@ -38,13 +38,15 @@ type OverRunInput struct {
 	MaxPoints int
 	// Limits are latency limits, drawn as horizontal lines.
 	Limits []Limit
-	// LogY asks for a logarithmic latency axis.
-	LogY bool
+	// LinearY keeps the latency axis linear. Otherwise it is logarithmic
+	// when the slowest request is more than 50 times the fastest, so that
+	// both the body and the spikes can be read.
+	LinearY bool
 }
 
-// LatencyOverRun draws each request as a dot (reduced with MinMax, so
-// that the slowest and fastest requests of every stretch stay: tail events
-// and warm-up show) and the rolling percentile per window as a line. The
+// LatencyOverRun draws each request as a dot (reduced with MinMaxSampled,
+// so that the slowest and fastest requests of every stretch stay: tail
+// events and warm-up show) and the rolling percentile per window as a line. The
 // table lists the rolling percentile of each window.
 func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 	if len(in.Series) == 0 {
@@ -88,10 +90,7 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 	}
 	qLabel := "p" + num(q*100)
 
-	yAxis := opts.YAxis{Type: "value", Name: axisName("Latency", in.Unit), NameLocation: "middle", NameGap: 44}
-	if in.LogY && yMin > 0 {
-		yAxis.Type = "log"
-	}
+	yAxis := opts.YAxis{Type: "value", Name: axisName("Latency", in.Unit)}
 	var limitMax float64
 	for _, l := range in.Limits {
 		if !finite(l.Value) {
@@ -99,13 +98,17 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 		}
 		limitMax = max(limitMax, l.Value)
 	}
-	if limitMax > yMax || math.IsInf(yMax, 0) && limitMax > 0 {
+	switch {
+	case !in.LinearY && yMin > 0 && yMax/yMin > logRatio:
+		yAxis.Type = "log"
+		yAxis.Min, yAxis.Max = logExtent(yMin, max(yMax, limitMax))
+	case limitMax > yMax || math.IsInf(yMax, 0) && limitMax > 0:
 		yAxis.Max = paddedMax(limitMax)
 	}
 
-	c := newChart(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}, defaultGrid())
+	c := newChart(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}, sliderGrid())
 	c.SetGlobalOptions(
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "Time since start (s)", NameLocation: "middle", NameGap: 28, Min: "dataMin", Max: "dataMax"}),
+		charts.WithXAxisOpts(runTimeAxis(t0, t1)),
 		charts.WithYAxisOpts(yAxis),
 		charts.WithDataZoomOpts(
 			opts.DataZoom{Type: "inside", XAxisIndex: 0},
@@ -117,11 +120,11 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 	for i, s := range in.Series {
 		color := colorFor(s.Role, i)
 		sc := series(c, s.Name, "scatter")
-		sc.Data = pairs(MinMax(sorted[i], maxPts), 7, 6)
+		sc.Data = pairs(MinMaxSampled(sorted[i], maxPts), 7, 6)
 		sc.Color = color
 		sc.SymbolSize = 3
 		sc.ItemStyle = &opts.ItemStyle{Color: color, Opacity: opts.Float(0.45)}
-		sc.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{a}<br/>{c}"}
+		sc.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{a}\n{c}"}
 		sc.Large = opts.Bool(true)
 
 		rolling[i] = windowQuantile(sorted[i], t0, window, q)
@@ -131,13 +134,13 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 		ln.ShowSymbol = opts.Bool(false)
 		ln.Symbol = "none"
 		ln.LineStyle = &opts.LineStyle{Color: color, Width: 2}
-		ln.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{a}<br/>{c}"}
+		ln.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{a}\n{c}"}
 		c.MultiSeries = append(c.MultiSeries, sc, ln)
 	}
 	if len(in.Limits) > 0 {
 		c.MultiSeries = append(c.MultiSeries, limitSeries(c, in.Limits, false, in.Unit))
 	}
-	option, err := render(c, nil)
+	option, err := render(c, extra{})
 	if err != nil {
 		return nil, Table{}, err
 	}
@@ -155,7 +158,18 @@ func autoWindow(span float64, perSeries int) float64 {
 	if perSeries > 0 {
 		w = max(w, span*100/float64(perSeries))
 	}
-	return niceCeil(min(w, span))
+	return ceil125(min(w, span))
+}
+
+// ceil125 rounds up to 1, 2 or 5 times a power of ten.
+func ceil125(v float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5} {
+		if v <= m*p*(1+1e-12) {
+			return m * p
+		}
+	}
+	return 10 * p
 }
 
 // windowQuantile is the nearest-rank q-quantile of each window

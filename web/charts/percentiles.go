@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 )
 
@@ -99,8 +98,8 @@ func PercentileBars(in PercentileInput) (json.RawMessage, Table, error) {
 	c := newChart(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}, opts.Grid{})
 	// Two grids: values above, differences below.
 	c.GridList = []opts.Grid{
-		{Left: "16", Right: "40", Top: "44", Height: "46%", ContainLabel: opts.Bool(true)},
-		{Left: "16", Right: "40", Top: "68%", Bottom: "28", ContainLabel: opts.Bool(true)},
+		{Left: "16", Right: "40", Top: "60", Height: "42%", ContainLabel: opts.Bool(true)},
+		{Left: "16", Right: "40", Top: "72%", Bottom: "16", ContainLabel: opts.Bool(true)},
 	}
 	c.XAxisList = []opts.XAxis{
 		{Type: "category", Data: labels, GridIndex: 0},
@@ -114,7 +113,7 @@ func PercentileBars(in PercentileInput) (json.RawMessage, Table, error) {
 	cs := series(c, candName, "bar")
 	cs.Data = cand
 	cs.Color = ColorCandidate
-	cs.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{a}<br/>{b}: {c}" + tipText(unitSuffix(in.Unit))}
+	cs.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{a}\n{b}: {c}" + tipText(unitSuffix(in.Unit))}
 	bs := series(c, baseName, "bar")
 	bs.Data = base
 	bs.Color = ColorBaseline
@@ -141,52 +140,9 @@ func PercentileBars(in PercentileInput) (json.RawMessage, Table, error) {
 	is.ItemStyle = &opts.ItemStyle{Color: "transparent", BorderColor: colorInk, BorderWidth: 1.5}
 
 	c.MultiSeries = append(c.MultiSeries, cs, bs, is, ds)
-	option, err := render(c, func(o map[string]any) {
-		// Narrow whiskers: go-echarts has no boxWidth.
-		if ss, ok := o["series"].(charts.MultiSeries); ok {
-			o["series"] = withExtra(ss, map[int]map[string]any{2: {"boxWidth": []int{8, 18}}})
-		}
-	})
+	// Narrow whiskers: go-echarts has no boxWidth.
+	option, err := render(c, extra{seriesFields: map[int]map[string]any{2: {"boxWidth": []int{8, 18}}}})
 	return option, t, err
-}
-
-// withExtra marshals series with extra fields that go-echarts has no
-// place for, by series index.
-func withExtra(ss charts.MultiSeries, extra map[int]map[string]any) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		if len(extra[i]) == 0 {
-			out[i] = s
-			continue
-		}
-		out[i] = seriesWithExtra{s, extra[i]}
-	}
-	return out
-}
-
-// seriesWithExtra is a go-echarts series plus some fields.
-type seriesWithExtra struct {
-	charts.SingleSeries
-	extra map[string]any
-}
-
-func (s seriesWithExtra) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(s.SingleSeries)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	for k, v := range s.extra {
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("series %s: field %s: %w", s.Name, k, err)
-		}
-		m[k] = raw
-	}
-	return json.Marshal(m)
 }
 
 func orDash(v float64) any {

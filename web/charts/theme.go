@@ -17,7 +17,6 @@ package charts
 import (
 	"encoding/json"
 	"fmt"
-	"html"
 	"math"
 	"strconv"
 	"strings"
@@ -82,7 +81,7 @@ type Table struct {
 
 // newChart is the shared look: no title (the page has headings), no
 // animation (screenshots and tests see a finished chart), a legend on top,
-// tooltips, and a grid with room for axis names and a zoom slider.
+// tooltips, and a grid with room for the legend and axis names.
 func newChart(tooltip opts.Tooltip, grid opts.Grid) *charts.RectChart {
 	c := charts.NewLine() // a rectangular chart; each series sets its own type
 	c.SetGlobalOptions(
@@ -95,9 +94,17 @@ func newChart(tooltip opts.Tooltip, grid opts.Grid) *charts.RectChart {
 	return &c.RectChart
 }
 
-// defaultGrid leaves room for the legend above and axis names below.
+// defaultGrid leaves room for the legend and the y axis name above and
+// the x axis name below.
 func defaultGrid() opts.Grid {
-	return opts.Grid{Left: "16", Right: "40", Top: "44", Bottom: "64", ContainLabel: opts.Bool(true)}
+	return opts.Grid{Left: "16", Right: "40", Top: "60", Bottom: "40", ContainLabel: opts.Bool(true)}
+}
+
+// sliderGrid also leaves room for a zoom slider below the x axis name.
+func sliderGrid() opts.Grid {
+	g := defaultGrid()
+	g.Bottom = "84"
+	return g
 }
 
 // series makes a series of the given type with the chart's defaults.
@@ -107,19 +114,153 @@ func series(c *charts.RectChart, name, typ string) charts.SingleSeries {
 	return s
 }
 
-// render marshals the option. go-echarts' JSON() is the option as
-// ECharts reads it; extend, when given, adds what go-echarts has no field
-// for (each use says what and why).
-func render(c *charts.RectChart, extend func(option map[string]any)) (json.RawMessage, error) {
+// extra is what go-echarts has no field for, added to its option by
+// render. Every chart gets, beyond go-echarts:
+//   - tooltip.renderMode "richText" and confine: ECharts' HTML tooltips
+//     write style attributes, which the pages' CSP (style-src 'self')
+//     refuses; rich-text tooltips are drawn on the canvas.
+//   - yAxis nameTextStyle.align "left" on left-hand axes (a name above
+//     the axis would be cut at the chart's left edge), and an offset for
+//     each right-hand axis after the first, so that their labels do not
+//     overlap.
+type extra struct {
+	// pointerPrecision, when above 0, gives the axis pointer's labels
+	// that many decimals (they show the raw value otherwise).
+	pointerPrecision int
+	// useUTC makes a time axis label in UTC rather than the browser's zone.
+	useUTC bool
+	// timeLabels labels the time x axis by tick level (a date at day
+	// ticks, a time at hour ticks): ECharts takes an object of templates,
+	// go-echarts' formatter only a string.
+	timeLabels bool
+	// seriesFields adds fields to series by index.
+	seriesFields map[int]map[string]any
+}
+
+// rightAxisOffset is the room one right-hand y axis takes.
+const rightAxisOffset = 56
+
+// richTooltip adds renderMode and confine to go-echarts' Tooltip; its
+// AxisPointer hides the embedded one so that a label precision can be set.
+type richTooltip struct {
+	opts.Tooltip
+	RenderMode  string `json:"renderMode"`
+	Confine     bool   `json:"confine"`
+	AxisPointer any    `json:"axisPointer,omitempty"`
+}
+
+type axisPointer struct {
+	Type  string `json:"type,omitempty"`
+	Label *struct {
+		Precision int `json:"precision"`
+	} `json:"label,omitempty"`
+}
+
+// xAxisTime replaces go-echarts' axis label with one by tick level.
+type xAxisTime struct {
+	opts.XAxis
+	AxisLabel timeAxisLabel `json:"axisLabel"`
+}
+
+type timeAxisLabel struct {
+	HideOverlap bool              `json:"hideOverlap"`
+	Formatter   map[string]string `json:"formatter"`
+}
+
+// yAxisExtra adds nameTextStyle and offset to go-echarts' YAxis.
+type yAxisExtra struct {
+	opts.YAxis
+	NameTextStyle *struct {
+		Align string `json:"align"`
+	} `json:"nameTextStyle,omitempty"`
+	Offset int `json:"offset,omitempty"`
+}
+
+// render marshals the option: go-echarts' JSON() is the option as ECharts
+// reads it, with what it has no field for added (see extra).
+func render(c *charts.RectChart, x extra) (json.RawMessage, error) {
 	option := c.JSON()
-	if extend != nil {
-		extend(option)
+
+	tt := richTooltip{Tooltip: c.Tooltip, RenderMode: "richText", Confine: true}
+	if ap := c.Tooltip.AxisPointer; ap != nil {
+		p := axisPointer{Type: ap.Type}
+		if x.pointerPrecision > 0 {
+			p.Label = &struct {
+				Precision int `json:"precision"`
+			}{x.pointerPrecision}
+		}
+		tt.AxisPointer = p
+	}
+	option["tooltip"] = tt
+
+	axes := make([]yAxisExtra, len(c.YAxisList))
+	right := 0
+	for i, y := range c.YAxisList {
+		axes[i].YAxis = y
+		if y.Position == "right" {
+			axes[i].Offset = right * rightAxisOffset
+			right++
+		} else if y.Name != "" {
+			axes[i].NameTextStyle = &struct {
+				Align string `json:"align"`
+			}{"left"}
+		}
+	}
+	option["yAxis"] = axes
+
+	if x.useUTC {
+		option["useUTC"] = true
+	}
+	if x.timeLabels && len(c.XAxisList) > 0 {
+		option["xAxis"] = []any{xAxisTime{XAxis: c.XAxisList[0], AxisLabel: timeAxisLabel{
+			HideOverlap: true,
+			Formatter: map[string]string{
+				"year": "{yyyy}", "month": "{yyyy}-{MM}", "day": "{MM}-{dd}",
+				"hour": "{HH}:{mm}", "minute": "{HH}:{mm}", "second": "{HH}:{mm}:{ss}",
+				"millisecond": "{HH}:{mm}:{ss}", "none": "{yyyy}-{MM}-{dd} {HH}:{mm}",
+			},
+		}}}
+	}
+	if len(x.seriesFields) > 0 {
+		ss := make([]any, len(c.MultiSeries))
+		for i, s := range c.MultiSeries {
+			ss[i] = s
+			if f := x.seriesFields[i]; len(f) > 0 {
+				ss[i] = seriesWithExtra{s, f}
+			}
+		}
+		option["series"] = ss
 	}
 	b, err := json.Marshal(option)
 	if err != nil {
 		return nil, fmt.Errorf("charts: marshal option: %w", err)
 	}
 	return b, nil
+}
+
+// seriesWithExtra is a go-echarts series plus some fields.
+type seriesWithExtra struct {
+	charts.SingleSeries
+	extra map[string]any
+}
+
+func (s seriesWithExtra) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(s.SingleSeries)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range s.extra {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("series %s: field %s: %w", s.Name, k, err)
+		}
+		m[k] = raw
+	}
+	return json.Marshal(m)
 }
 
 // markLineItem is one marked line with its own label and style.
@@ -183,14 +324,14 @@ func plainText(s string) string {
 	return strings.NewReplacer("{", "(", "}", ")").Replace(s)
 }
 
-// tipText is a fixed tooltip: ECharts sets a tooltip string as HTML, so
-// each line (which may hold names typed by users) is escaped, and the
-// lines are joined with <br/>.
+// tipText is a fixed tooltip of lines. Tooltips are rich text (see
+// extra), not HTML: lines are joined with a newline and braces, which
+// would open a template or rich-text block, are replaced.
 func tipText(lines ...string) types.FuncStr {
 	for i, l := range lines {
-		lines[i] = html.EscapeString(plainText(l))
+		lines[i] = plainText(l)
 	}
-	return types.FuncStr(strings.Join(lines, "<br/>"))
+	return types.FuncStr(strings.Join(lines, "\n"))
 }
 
 // unitSuffix is " ms" for "ms" and "" for no unit.
@@ -286,13 +427,35 @@ func paddedMax(v float64) float64 {
 	return niceCeil(v * 1.08)
 }
 
-// niceCeil rounds up to 1, 2, 2.5, 5 or 10 times a power of ten.
+// logExtent is a log axis' extent over [lo, hi] (lo > 0): the powers of
+// ten around them, what ECharts picks for data alone; set explicitly
+// because marked lines are not part of an axis' extent.
+func logExtent(lo, hi float64) (float64, float64) {
+	return math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
+}
+
+// runTimeAxis is the x axis of seconds since a run's start, from the
+// whole second before the first point to the one after the last.
+func runTimeAxis(t0, t1 float64) opts.XAxis {
+	ax := opts.XAxis{Type: "value", Name: "Time since start (s)", NameLocation: "middle", NameGap: 28}
+	if t0 <= t1 {
+		lo, hi := math.Floor(t0), math.Ceil(t1)
+		if hi == lo {
+			hi++
+		}
+		ax.Min, ax.Max = lo, hi
+	}
+	return ax
+}
+
+// niceCeil rounds up to a round number: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6
+// or 8 times a power of ten.
 func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 0
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+	for _, m := range []float64{1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if v <= m*p*(1+1e-12) {
 			return m * p
 		}

@@ -48,9 +48,13 @@ func OverTime(in TimeSeriesInput) (json.RawMessage, Table, error) {
 	}
 	var units []string
 	axisOf := map[string]int{}
+	t0, t1 := math.Inf(1), math.Inf(-1)
 	for _, s := range in.Series {
 		if err := checkFinite("over time: series "+s.Name, s.Points); err != nil {
 			return nil, Table{}, err
+		}
+		for _, p := range s.Points {
+			t0, t1 = min(t0, p.X), max(t1, p.X)
 		}
 		if _, ok := axisOf[s.Unit]; !ok {
 			axisOf[s.Unit] = len(units)
@@ -61,17 +65,17 @@ func OverTime(in TimeSeriesInput) (json.RawMessage, Table, error) {
 		return nil, Table{}, fmt.Errorf("charts: over time: %d units %q, at most %d fit one chart", len(units), units, maxUnitAxes)
 	}
 
-	grid := defaultGrid()
+	grid := sliderGrid()
 	right := 40
 	if len(units) > 1 {
-		right = 16 + 56*(len(units)-1)
+		right = 16 + rightAxisOffset*(len(units)-1)
 	}
 	grid.Right = strconv.Itoa(right)
 	grid.ContainLabel = opts.Bool(false) // the right-hand axes are placed by offset
 	grid.Left = "64"
 	c := newChart(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}, grid)
 	c.SetGlobalOptions(
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "Time since start (s)", NameLocation: "middle", NameGap: 28, Min: "dataMin", Max: "dataMax"}),
+		charts.WithXAxisOpts(runTimeAxis(t0, t1)),
 		charts.WithDataZoomOpts(
 			opts.DataZoom{Type: "inside", XAxisIndex: 0},
 			opts.DataZoom{Type: "slider", XAxisIndex: 0},
@@ -103,27 +107,8 @@ func OverTime(in TimeSeriesInput) (json.RawMessage, Table, error) {
 		c.MultiSeries = append(c.MultiSeries, ls)
 		t.Rows = append(t.Rows, summaryRow(s.Name, s.Unit, pts))
 	}
-	option, err := render(c, func(o map[string]any) {
-		// go-echarts' YAxis has no offset: each extra right-hand axis is
-		// moved out by 56 px so that the labels do not overlap.
-		if len(units) > 2 {
-			axes := make([]any, len(c.YAxisList))
-			for i, y := range c.YAxisList {
-				axes[i] = y
-				if i >= 2 {
-					axes[i] = yAxisWithOffset{y, 56 * (i - 1)}
-				}
-			}
-			o["yAxis"] = axes
-		}
-	})
+	option, err := render(c, extra{})
 	return option, t, err
-}
-
-// yAxisWithOffset adds ECharts' offset to a go-echarts y axis.
-type yAxisWithOffset struct {
-	opts.YAxis
-	Offset int `json:"offset"`
 }
 
 func summaryRow(name, unit string, pts []Point) []string {

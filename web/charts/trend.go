@@ -34,6 +34,8 @@ type TrendInput struct {
 	// Limits are gate thresholds, drawn as horizontal lines.
 	Limits []Limit
 	// Location is the time zone of tooltips and the table (UTC when nil).
+	// The axis labels are in UTC when it is UTC, in the browser's zone
+	// otherwise (all ECharts can do).
 	Location *time.Location
 }
 
@@ -60,7 +62,7 @@ func Trend(in TrendInput) (json.RawMessage, Table, error) {
 			yMax = max(yMax, p.Value)
 		}
 	}
-	yAxis := opts.YAxis{Type: "value", Name: axisName(in.Metric, in.Unit), NameLocation: "middle", NameGap: 44}
+	yAxis := opts.YAxis{Type: "value", Name: axisName(in.Metric, in.Unit)}
 	var limitMax float64
 	for _, l := range in.Limits {
 		if !finite(l.Value) {
@@ -72,7 +74,7 @@ func Trend(in TrendInput) (json.RawMessage, Table, error) {
 		yAxis.Max = paddedMax(limitMax)
 	}
 
-	c := newChart(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}, defaultGrid())
+	c := newChart(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}, sliderGrid())
 	c.SetGlobalOptions(
 		charts.WithXAxisOpts(opts.XAxis{Type: "time", Name: "Run time", NameLocation: "middle", NameGap: 28}),
 		charts.WithYAxisOpts(yAxis),
@@ -113,6 +115,7 @@ func Trend(in TrendInput) (json.RawMessage, Table, error) {
 	if len(in.Limits) > 0 {
 		c.MultiSeries = append(c.MultiSeries, limitSeries(c, in.Limits, false, in.Unit))
 	}
-	option, err := render(c, nil)
+	// ECharts labels a time axis in the browser's zone or in UTC.
+	option, err := render(c, extra{useUTC: loc == time.UTC, timeLabels: true})
 	return option, t, err
 }
