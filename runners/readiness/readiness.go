@@ -55,6 +55,10 @@ type Check struct {
 	Fix string `json:"fix,omitempty"`
 }
 
+// String is the check as one line: "Title: summary" (for lists such as
+// the blocking failures shown before a run).
+func (c Check) String() string { return c.Title + ": " + c.Summary }
+
 // Evidence is one fact a check used.
 type Evidence struct {
 	// Fact is the fact's path in the facts document, e.g.
@@ -64,7 +68,8 @@ type Evidence struct {
 	// Command (an argument vector) or File produced the fact.
 	Command []string `json:"command,omitempty"`
 	File    string   `json:"file,omitempty"`
-	// Excerpt is the part of the raw output the value was read from.
+	// Excerpt is the part of the raw output the value was read from; empty
+	// when the value is the whole output (a sysfs attribute).
 	Excerpt string `json:"excerpt,omitempty"`
 	// Absent: the file, tool or device does not exist on the host.
 	Absent bool `json:"absent,omitempty"`

@@ -533,3 +533,20 @@ func TestParsers(t *testing.T) {
 	require.Equal(t, `  "b" : 2,`, linesAround("{\n  \"a\" : 1,\n  \"b\" : 2,\n}", `"B"`, 0))
 	require.Equal(t, strings.Repeat("é", maxExcerpt/2)+"…", clip(strings.Repeat("é", maxExcerpt)))
 }
+
+func TestCheckString(t *testing.T) {
+	t.Parallel()
+	fails := BlockingFailures(Evaluate(setup(t).tcp, optTCP))
+	require.Len(t, fails, 1)
+	require.Equal(t, "fio: fio is not installed, and the profile has a fio step.", fails[0].String())
+}
+
+// BenchmarkEvaluate measures one host's evaluation (the readiness page; the
+// program matrix does it once per host).
+func BenchmarkEvaluate(b *testing.B) {
+	f := loadFixture(b, "rdma-gpu")
+	b.ReportAllocs()
+	for b.Loop() {
+		Evaluate(f, optRDMA)
+	}
+}

@@ -206,6 +206,9 @@ func checkMultipath(e *env) result {
 
 // checkANA: every namespace has a usable path; inaccessible paths warn.
 func checkANA(e *env) result {
+	if len(e.ctrls) == 0 {
+		return result{UNKNOWN, "No controller under test to inspect.", nil, "Connect the storage under test, then refresh the facts."}
+	}
 	var ev []Evidence
 	var statuses []Status
 	var parts []string
