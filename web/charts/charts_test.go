@@ -1,7 +1,9 @@
 package charts
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"regexp"
 	"slices"
@@ -17,6 +19,7 @@ import (
 // option is the part of an ECharts option the tests read.
 type option struct {
 	Animation *bool          `json:"animation"`
+	UseUTC    bool           `json:"useUTC"`
 	Title     map[string]any `json:"title"`
 	Tooltip   map[string]any `json:"tooltip"`
 	Legend    map[string]any `json:"legend"`
@@ -38,6 +41,9 @@ type axis struct {
 	Data     []string `json:"data"`
 	Position string   `json:"position"`
 	Offset   *int     `json:"offset"`
+	Label    struct {
+		Formatter any `json:"formatter"`
+	} `json:"axisLabel"`
 }
 
 type seriesJSON struct {
@@ -533,6 +539,8 @@ func TestTrend(t *testing.T) {
 	require.NoError(t, err)
 	o := decode(t, raw)
 	require.Equal(t, "time", o.XAxis[0].Type)
+	require.True(t, o.UseUTC, "axis labels in UTC like the tooltips")
+	require.Equal(t, "{MM}-{dd}", o.XAxis[0].Label.Formatter.(map[string]any)["day"], "labels by tick level")
 	require.Equal(t, []string{"gpu-a <lab>", "gpu-b", "Gate limits"}, o.names())
 	items := itemsOf(t, o.series(t, "gpu-a <lab>"))
 	require.Len(t, items, 6)
@@ -552,7 +560,9 @@ func TestTrend(t *testing.T) {
 	slices.Reverse(b.Points)
 	raw, _, err = Trend(TrendInput{Series: []TrendSeries{b}, Location: time.FixedZone("CET", 3600)})
 	require.NoError(t, err)
-	items = itemsOf(t, decode(t, raw).Series[0])
+	o = decode(t, raw)
+	require.False(t, o.UseUTC, "ECharts can only label in UTC or the browser's zone")
+	items = itemsOf(t, o.Series[0])
 	require.Equal(t, "run A", items[0].Name)
 	require.True(t, strings.Contains(items[0].Tooltip.Formatter, "10:00 CET"))
 }
@@ -563,4 +573,85 @@ func TestLabelsAreNotTemplates(t *testing.T) {
 	raw, _, err := LatencyCDF(CDFInput{Series: []CDFSeries{{Name: "a", Values: []float64{1, 2}}}, Limits: []Limit{{Value: 2, Label: "limit {a|x} {c}"}}})
 	require.NoError(t, err)
 	require.Equal(t, map[float64]string{2: "limit (a|x) (c)"}, markLines(t, decode(t, raw).series(t, "Gate limits"), true))
+}
+
+func TestSelectKthAgreesWithSort(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 2, 3, 10, 101, 5000} {
+		for _, kind := range []string{"random", "sorted", "reversed", "equal", "two values"} {
+			v := lognormal(uint64(n), n, 100, 1, false)
+			switch kind {
+			case "sorted":
+				slices.Sort(v)
+			case "reversed":
+				slices.Sort(v)
+				slices.Reverse(v)
+			case "equal":
+				for i := range v {
+					v[i] = 7
+				}
+			case "two values":
+				for i := range v {
+					v[i] = float64(i % 2)
+				}
+			}
+			want := slices.Sorted(slices.Values(v))
+			for _, k := range []int{0, n / 2, n * 99 / 100, n - 1} {
+				require.Equal(t, want[k], selectKth(slices.Clone(v), k), "%s n=%d k=%d", kind, n, k)
+			}
+		}
+	}
+}
+
+func TestLatencyCDFManyBucketsIsBounded(t *testing.T) {
+	t.Parallel()
+	var bs []Bucket
+	var total int64
+	for i := range 10_000 {
+		bs = append(bs, Bucket{Value: 0.1 * math.Pow(1.001, float64(i)), Count: int64(1 + (i*31)%7)})
+		total += bs[i].Count
+	}
+	raw, table, err := LatencyCDF(CDFInput{Unit: "us", MaxPoints: 500, Series: []CDFSeries{{Name: "read", Buckets: bs}}})
+	require.NoError(t, err)
+	s := decode(t, raw).series(t, "read")
+	require.Nil(t, s.Step)
+	pts := pairsOf(t, s)
+	require.LessOrEqual(t, len(pts), 500)
+	require.Equal(t, Point{round(bs[len(bs)-1].Value, 6), 100}, pts[len(pts)-1])
+	require.Equal(t, round(bs[0].Value, 6), pts[0].X)
+	require.Equal(t, fmt.Sprint(total), table.Rows[0][1], "n is the sum of the counts")
+}
+
+// FuzzLatencyCDF: any finite samples and budget give a bounded curve,
+// ascending in both axes, ending at 100 % at the maximum.
+func FuzzLatencyCDF(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 250, 250, 250}, uint16(16))
+	f.Add([]byte{0, 0, 0, 0}, uint16(20))
+	f.Add(bytes.Repeat([]byte{9, 200, 3}, 400), uint16(17))
+	f.Fuzz(func(t *testing.T, raw []byte, budget uint16) {
+		if len(raw) == 0 {
+			return
+		}
+		v := make([]float64, len(raw))
+		for i, b := range raw {
+			v[i] = float64(int(b)-20) * 1.5
+		}
+		in := CDFInput{MaxPoints: int(budget), Series: []CDFSeries{{Name: "s", Values: v}}}
+		opt, _, err := LatencyCDF(in)
+		require.NoError(t, err)
+		var o option
+		require.NoError(t, json.Unmarshal(opt, &o))
+		pts := pairsOf(t, o.Series[0])
+		bound := max(int(budget), 16)
+		if budget == 0 {
+			bound = DefaultCDFPoints
+		}
+		require.LessOrEqual(t, len(pts), bound)
+		for i := 1; i < len(pts); i++ {
+			require.GreaterOrEqual(t, pts[i].X, pts[i-1].X)
+			require.GreaterOrEqual(t, pts[i].Y, pts[i-1].Y)
+		}
+		require.Equal(t, 100.0, pts[len(pts)-1].Y)
+		require.Equal(t, slices.Max(v), pts[len(pts)-1].X)
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/accordlab/accord/acceptance/stats"
@@ -189,10 +190,53 @@ func windowQuantile(pts []Point, t0, w, q float64) []Point {
 			buf = append(buf, pts[i].Y)
 			i++
 		}
-		slices.Sort(buf)
-		out = append(out, Point{t0 + (k+0.5)*w, buf[stats.Rank(q, int64(len(buf)))-1]})
+		r := int(stats.Rank(q, int64(len(buf)))) - 1
+		out = append(out, Point{t0 + (k+0.5)*w, selectKth(buf, r)})
 	}
 	return out
+}
+
+// selectKth returns the k-th smallest of v (0-based), reordering v:
+// quickselect, expected linear time (a window's p99 needs no full sort),
+// falling back to sorting what is left if the partitions stay uneven.
+func selectKth(v []float64, k int) float64 {
+	lo, hi := 0, len(v)-1
+	for budget := 2 * bits.Len(uint(len(v))); lo < hi; budget-- {
+		if budget == 0 {
+			slices.Sort(v[lo : hi+1])
+			break
+		}
+		// Median of three as pivot, moved to hi.
+		mid := lo + (hi-lo)/2
+		if v[mid] < v[lo] {
+			v[mid], v[lo] = v[lo], v[mid]
+		}
+		if v[hi] < v[lo] {
+			v[hi], v[lo] = v[lo], v[hi]
+		}
+		if v[mid] < v[hi] {
+			v[mid], v[hi] = v[hi], v[mid]
+		}
+		pivot := v[hi]
+		// Lomuto partition: v[lo:p] < pivot ≤ v[p:hi].
+		p := lo
+		for i := lo; i < hi; i++ {
+			if v[i] < pivot {
+				v[i], v[p] = v[p], v[i]
+				p++
+			}
+		}
+		v[p], v[hi] = v[hi], v[p]
+		switch {
+		case k < p:
+			hi = p - 1
+		case k > p:
+			lo = p + 1
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
 }
 
 func rollingTable(in OverRunInput, rolling [][]Point, window float64, qLabel string) Table {
