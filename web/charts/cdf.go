@@ -43,7 +43,8 @@ type CDFInput struct {
 	// Guides are percentiles (0..100) marked by light horizontal lines,
 	// e.g. 50, 99, 99.9.
 	Guides []float64
-	// MaxPoints bounds the points per curve (DefaultCDFPoints when 0).
+	// MaxPoints bounds the points per curve (DefaultCDFPoints when 0,
+	// at least 16).
 	MaxPoints int
 	// Linear asks for a linear latency axis. It is used anyway when a
 	// value is zero or negative, which a log axis cannot show.
