@@ -115,8 +115,10 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, web bool, ready ch
 		return err
 	}
 	opts.RiverUI = ui
+	handler := handlers.New(opts)
+	defer handler.Close()
 	srv := &http.Server{
-		Handler:           handlers.New(opts),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

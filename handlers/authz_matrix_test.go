@@ -105,6 +105,21 @@ var routeTable = []routeCase{
 	rc("GET", "/programs/{programID}/gatesets/{specID}/diff", inProgramNeeds(capView)),
 	rc("GET", "/programs/{programID}/gatesets/{specID}/edit", inProgramNeeds(capEngineer)),
 	rc("POST", "/programs/{programID}/gatesets/{specID}/edit", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
+	rc("GET", "/programs/{programID}/hosts", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/hosts/new", inProgramNeeds(capEngineer)),
+	rc("POST", "/programs/{programID}/hosts", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
+	rc("GET", "/programs/{programID}/hosts/{hostID}", inProgramNeeds(capView)),
+	rc("POST", "/programs/{programID}/hosts/{hostID}/scan", inProgramNeeds(capEngineer)),
+	rc("POST", "/programs/{programID}/hosts/{hostID}/pin", inProgramNeeds(capEngineer), http.StatusSeeOther),
+	rc("POST", "/programs/{programID}/hosts/{hostID}/check", inProgramNeeds(capEngineer), http.StatusSeeOther),
+	rc("GET", "/programs/{programID}/runs", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/runs/new", inProgramNeeds(capEngineer)),
+	rc("POST", "/programs/{programID}/runs", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
+	rc("GET", "/programs/{programID}/runs/{runID}", inProgramNeeds(capView)),
+	rc("POST", "/programs/{programID}/runs/{runID}/cancel", inProgramNeeds(capEngineer), http.StatusSeeOther),
+	rc("GET", "/programs/{programID}/runs/{runID}/metrics.csv", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/runs/{runID}/artifacts/*", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/runs/{runID}/events", inProgramNeeds(capView)),
 	rc("GET", "/admin/", adminOnly),
 	rc("POST", "/admin/organizations", adminOnly, http.StatusUnprocessableEntity),
 	rc("POST", "/admin/users", adminOnly, http.StatusUnprocessableEntity),
@@ -190,6 +205,9 @@ func (f *matrixFixture) path(pattern string, ids map[string]string) string {
 	p := pattern
 	if strings.HasPrefix(p, "/static/") {
 		p = strings.ReplaceAll(p, "/*", "/css/app.css")
+	}
+	if strings.Contains(p, "/artifacts/") {
+		p = strings.ReplaceAll(p, "/*", "/events.jsonl")
 	}
 	p = strings.ReplaceAll(p, "/*", "/jobs")
 	// Keys are either a parameter ("userID") or a path piece that names

@@ -24,8 +24,20 @@ func (f *matrixFixture) addObjects(t *testing.T) {
 		side.ids["profiles/{specID}"] = fmt.Sprintf("profiles/%d", profile)
 		gates := f.createGateSet(t, side.program)
 		side.ids["gatesets/{specID}"] = fmt.Sprintf("gatesets/%d", gates)
+		host, err := f.b.store.CreateHost(ctx, side.program, store.NewHost{Name: "lab", Address: "127.0.0.1", Port: 1, Username: "root", AuthMethod: "key"})
+		require.NoError(t, err)
+		side.ids["hostID"] = fmt.Sprint(host)
+		pv, err := f.b.store.GetSpecVersion(ctx, store.KindProfile, side.program, profile, 0)
+		require.NoError(t, err)
+		run, err := f.b.store.CreateRun(ctx, store.NewRun{ProgramID: side.program, ProfileVersionID: pv.ID, HostID: host})
+		require.NoError(t, err)
+		// A settled run, so that its live stream answers at once.
+		require.NoError(t, f.b.store.SetRunState(ctx, run, store.RunCancelled, "fixture"))
+		digest, err := f.b.store.Artifacts().Put(ctx, []byte("{\"seq\":1}\n"))
+		require.NoError(t, err)
+		require.NoError(t, f.b.store.AddRunArtifact(ctx, store.RunArtifact{RunID: run, Path: "events.jsonl", SHA256: digest, Size: 11}))
+		side.ids["runID"] = fmt.Sprint(run)
 	}
-	_ = ctx
 }
 
 func (f *matrixFixture) createProfile(t *testing.T, program int64) int64 {

@@ -12,12 +12,18 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/handlers/auth"
+	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
 )
@@ -40,6 +46,8 @@ type testBundle struct {
 	server *Server
 	ts     *httptest.Server
 	log    *slog.Logger
+	river  *river.Client[pgx.Tx]
+	sealer *runners.Sealer
 }
 
 type setupOpts struct {
@@ -69,8 +77,18 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	base, _ := url.Parse(b.ts.URL)
 	// A stand-in for River UI, so that its route's protection is tested.
 	riverUI := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("river ui")) })
-	b.server = New(Options{Log: log, Pool: pool, Store: st, Keys: keys, BaseURL: base, Dev: o.dev, Registry: prometheus.NewRegistry(), RiverUI: riverUI})
+	// An insert-only River client: jobs are inserted, nothing works them
+	// (tests that need workers start their own).
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	sealer, err := runners.NewSealer(secret)
+	require.NoError(t, err)
+	b.sealer = sealer
+	b.river = rc
+	b.server = New(Options{Log: log, Pool: pool, Store: st, Keys: keys, BaseURL: base, Dev: o.dev, Registry: prometheus.NewRegistry(), RiverUI: riverUI,
+		River: rc, Sealer: sealer, Runner: runners.Config{Options: sshrun.Options{DialTimeout: 2 * time.Second, HandshakeTimeout: 3 * time.Second}}})
 	b.ts.Config.Handler = b.server
+	t.Cleanup(b.server.Close) // runs before the pool closes (registered later)
 	t.Cleanup(b.ts.Close)
 	return b
 }

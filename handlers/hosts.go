@@ -270,8 +270,10 @@ func (s *Server) scanHost(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// Jump hosts are logged into to reach the next hop; the target itself
+	// is only asked for its key.
 	auth := sshrun.Auth{AgentSock: h.AgentSocket}
-	if h.AuthMethod == "key" {
+	if h.AuthMethod == "key" && len(h.JumpChain) > 0 {
 		key, err := s.sealer.Open(h.SealedPrivateKey, jobs.SealLabel(h.ID))
 		if err != nil {
 			s.serverError(w, r, err)

@@ -21,8 +21,11 @@ import (
 // the run pages following that run. One connection listens for the whole
 // process.
 type liveHub struct {
-	pool *pgxpool.Pool
-	log  interface{ Warn(string, ...any) }
+	pool   *pgxpool.Pool
+	log    interface{ Warn(string, ...any) }
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	once sync.Once
 	mu   sync.Mutex
@@ -30,13 +33,30 @@ type liveHub struct {
 }
 
 func newLiveHub(pool *pgxpool.Pool, log interface{ Warn(string, ...any) }) *liveHub {
-	return &liveHub{pool: pool, log: log, subs: map[int64]map[chan struct{}]struct{}{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &liveHub{pool: pool, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}), subs: map[int64]map[chan struct{}]struct{}{}}
+}
+
+// close stops the listener and gives its connection back to the pool
+// (which cannot close while it is held).
+func (h *liveHub) close() {
+	h.cancel()
+	h.once.Do(func() { close(h.done) }) // never started: nothing to wait for
+	select {
+	case <-h.done:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // subscribe returns a channel woken (without blocking the hub) whenever the
 // run changes, and a function to unsubscribe.
 func (h *liveHub) subscribe(runID int64) (<-chan struct{}, func()) {
-	h.once.Do(func() { go h.listen() })
+	h.once.Do(func() {
+		go func() {
+			defer close(h.done)
+			h.listen()
+		}()
+	})
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
 	if h.subs[runID] == nil {
@@ -70,16 +90,20 @@ func (h *liveHub) wake(runID int64) {
 func (h *liveHub) listen() {
 	for attempt := 1; ; attempt++ {
 		err := h.listenOnce()
-		if err != nil && strings.Contains(err.Error(), "closed pool") {
+		if h.ctx.Err() != nil || (err != nil && strings.Contains(err.Error(), "closed pool")) {
 			return // the server is shutting down
 		}
 		h.log.Warn("live updates: listener stopped, reconnecting", "err", err)
-		time.Sleep(min(time.Duration(attempt)*time.Second, 10*time.Second))
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-time.After(min(time.Duration(attempt)*time.Second, 10*time.Second)):
+		}
 	}
 }
 
 func (h *liveHub) listenOnce() error {
-	ctx := context.Background()
+	ctx := h.ctx
 	conn, err := h.pool.Acquire(ctx)
 	if err != nil {
 		return err

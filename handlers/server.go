@@ -93,6 +93,10 @@ func New(opts Options) *Server {
 	return s
 }
 
+// Close stops the server's background work (the live-updates listener);
+// call it before closing the pool.
+func (s *Server) Close() { s.live.close() }
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
