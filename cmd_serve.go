@@ -24,6 +24,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"riverqueue.com/riverui"
 
+	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/handlers"
 	"github.com/accordlab/accord/handlers/auth"
 	"github.com/accordlab/accord/jobs"
@@ -82,7 +83,11 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, web bool, ready ch
 		return fmt.Errorf("config: ACCORD_SECRET_KEY_FILE: %w", err)
 	}
 	runner := runnerConfig(cfg, secret)
-	deps := jobs.Deps{Log: log, Store: st, Runner: runner, Sealer: sealer, Holder: holderName(), Version: version, LeaseTTL: cfg.LeaseTTL}
+	keyring, err := attest.OpenKeyring(filepath.Join(cfg.DataDir, "signing"), attest.KeyringOptions{KeyFile: cfg.SigningKeyFile})
+	if err != nil {
+		return fmt.Errorf("config: signing keys (ACCORD_DATA_DIR, ACCORD_SIGNING_KEY_FILE): %w", err)
+	}
+	deps := jobs.Deps{Log: log, Store: st, Runner: runner, Sealer: sealer, Holder: holderName(), Version: version, LeaseTTL: cfg.LeaseTTL, Keyring: keyring}
 	if err := os.MkdirAll(runner.Limits.TempDir, 0o700); err != nil {
 		return fmt.Errorf("config: ACCORD_DATA_DIR=%s: %w", cfg.DataDir, err)
 	}
@@ -108,7 +113,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, web bool, ready ch
 	handlers.RegisterProcessMetrics(reg, pool)
 	opts := handlers.Options{
 		Log: log, Pool: pool, Store: st, River: riverClient, Dev: cfg.Dev, BaseURL: cfg.BaseURL,
-		RequestTimeout: cfg.RequestTimeout, Registry: reg, Keys: keys, Sealer: sealer, Runner: runner,
+		RequestTimeout: cfg.RequestTimeout, Registry: reg, Keys: keys, Sealer: sealer, Runner: runner, Keyring: keyring,
 	}
 	ui, err := newRiverUI(ctx, riverClient, log)
 	if err != nil {

@@ -38,6 +38,10 @@ func (f *matrixFixture) addObjects(t *testing.T) {
 		require.NoError(t, f.b.store.AddRunArtifact(ctx, store.RunArtifact{RunID: run, Path: "events.jsonl", SHA256: digest, Size: 11}))
 		side.ids["runID"] = fmt.Sprint(run)
 	}
+	f.addReportObjects(t)
+	f.addChartObjects(t)
+	f.addReadinessObjects(t)
+	f.addRolloutObjects(t)
 }
 
 func (f *matrixFixture) createProfile(t *testing.T, program int64) int64 {

@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/handlers/auth"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
@@ -40,14 +41,15 @@ var passwordHash = func() string {
 }()
 
 type testBundle struct {
-	pool   *pgxpool.Pool
-	store  *store.Store
-	keys   *auth.Keys
-	server *Server
-	ts     *httptest.Server
-	log    *slog.Logger
-	river  *river.Client[pgx.Tx]
-	sealer *runners.Sealer
+	pool    *pgxpool.Pool
+	store   *store.Store
+	keys    *auth.Keys
+	server  *Server
+	ts      *httptest.Server
+	log     *slog.Logger
+	river   *river.Client[pgx.Tx]
+	sealer  *runners.Sealer
+	keyring *attest.Keyring
 }
 
 type setupOpts struct {
@@ -85,8 +87,10 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	b.sealer = sealer
 	b.river = rc
+	b.keyring, err = attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{})
+	require.NoError(t, err)
 	b.server = New(Options{Log: log, Pool: pool, Store: st, Keys: keys, BaseURL: base, Dev: o.dev, Registry: prometheus.NewRegistry(), RiverUI: riverUI,
-		River: rc, Sealer: sealer, Runner: runners.Config{Options: sshrun.Options{DialTimeout: 2 * time.Second, HandshakeTimeout: 3 * time.Second}}})
+		River: rc, Sealer: sealer, Keyring: b.keyring, Runner: runners.Config{Options: sshrun.Options{DialTimeout: 2 * time.Second, HandshakeTimeout: 3 * time.Second}}})
 	b.ts.Config.Handler = b.server
 	t.Cleanup(b.server.Close) // runs before the pool closes (registered later)
 	t.Cleanup(b.ts.Close)

@@ -18,9 +18,3 @@ func (s *Server) recentRuns(r *http.Request, v *viewer) ([]web.RecentRun, error)
 	}
 	return out, nil
 }
-
-// awaitedApprovals lists rollout stages waiting for the viewer's approval.
-// TODO(rollouts): filled by the rollout board; no stages exist before it.
-func (s *Server) awaitedApprovals(r *http.Request, v *viewer) ([]web.AwaitedApproval, error) {
-	return nil, nil
-}

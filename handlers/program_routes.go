@@ -9,12 +9,18 @@ func (s *Server) programRoutes(r chi.Router) {
 	specRoutes(s, r, gateSetOps)
 	s.hostRoutes(r)
 	s.runRoutes(r)
+	s.reportRoutes(r)
+	s.chartRoutes(r)
+	s.readinessRoutes(r)
+	s.rolloutRoutes(r)
 }
 
 // apiProgramRoutes declares the JSON API inside a program.
 func (s *Server) apiProgramRoutes(r chi.Router) {
 	apiSpecRoutes(s, r, profileOps)
 	apiSpecRoutes(s, r, gateSetOps)
+	s.apiRunRoutes(r)
+	s.apiRolloutRoutes(r)
 }
 
 // streamRoutes declares long-lived responses (server-sent events), which

@@ -342,7 +342,6 @@ func metricRow(m store.MeasurementRow) web.MetricRow {
 // to the job's context) or, if no worker runs it now, by a stop_run job.
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	pr := programFrom(r.Context())
-	v := viewerFrom(r.Context())
 	run, ok := s.loadRun(w, r)
 	if !ok {
 		return
@@ -352,6 +351,18 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d", run.ID)))
 		return
 	}
+	if err := s.requestCancel(r, run); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.setFlash(w, "info", "Cancelling: the probe is being stopped on the host.")
+	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d", run.ID)))
+}
+
+// requestCancel records a user's cancel and makes it reach the host.
+func (s *Server) requestCancel(r *http.Request, run store.Run) error {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
 	ctx := r.Context()
 	var jobState rivertype.JobState
 	if run.RiverJobID != nil {
@@ -382,12 +393,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "run_cancel_requested", ProgramID: &pr.ID,
 			Target: fmt.Sprintf("run %d", run.ID), ClientAddr: clientAddr(r)})
 	})
-	if err != nil {
-		s.serverError(w, r, err)
-		return
-	}
-	s.setFlash(w, "info", "Cancelling: the probe is being stopped on the host.")
-	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d", run.ID)))
+	return err
 }
 
 // downloadArtifact serves one raw file of a run, as stored.

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
+	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/handlers/auth"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/store"
@@ -40,6 +41,8 @@ type Options struct {
 	// Sealer seals lab-host private keys; Runner reaches hosts (scans).
 	Sealer *runners.Sealer
 	Runner runners.Config
+	// Keyring holds the installation's signing keys (reports, decisions).
+	Keyring *attest.Keyring
 }
 
 // Server is the HTTP handler with its dependencies.
@@ -58,6 +61,7 @@ type Server struct {
 	sealer  *runners.Sealer
 	runner  runners.Config
 	live    *liveHub
+	keyring *attest.Keyring
 
 	handler http.Handler
 }
@@ -77,6 +81,7 @@ func New(opts Options) *Server {
 		keys:    opts.Keys,
 		sealer:  opts.Sealer,
 		runner:  opts.Runner,
+		keyring: opts.Keyring,
 	}
 	if s.log == nil {
 		s.log = slog.Default()

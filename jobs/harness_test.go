@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
@@ -98,6 +99,8 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 			Limits:  sshrun.Limits{TempDir: t.TempDir()},
 		},
 	}
+	b.deps.Keyring, err = attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{})
+	require.NoError(t, err)
 	if b.deps.LeaseTTL == 0 {
 		b.deps.LeaseTTL = 6 * time.Second
 	}

@@ -60,6 +60,9 @@ func (w *ExecuteRunWorker) finish(ctx context.Context, run store.Run, host store
 			if err := tx.SaveMeasurements(ctx, run.ID, measurements); err != nil {
 				return err
 			}
+			if err := precomputeCharts(ctx, tx, run, measurements); err != nil {
+				return err
+			}
 		}
 		for _, warn := range warnings {
 			if err := tx.AddRunNote(ctx, run.ID, "warn", warn); err != nil {
@@ -68,6 +71,9 @@ func (w *ExecuteRunWorker) finish(ctx context.Context, run store.Run, host store
 		}
 		if breach != nil {
 			if err := tx.RecordStopLoss(ctx, run.ID, breach); err != nil {
+				return err
+			}
+			if err := onRunStopLoss(ctx, tx, w.deps, run, breach); err != nil {
 				return err
 			}
 		}

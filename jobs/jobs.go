@@ -11,6 +11,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/store"
 )
@@ -35,6 +36,8 @@ type Deps struct {
 	Holder string
 	// Version is the probe and engine build, recorded with results.
 	Version string
+	// Keyring holds the installation's signing keys (reports, decisions).
+	Keyring *attest.Keyring
 	// AttemptBudget is how long one job attempt follows a run before it
 	// hands over to the next attempt (default 10 minutes). River only
 	// rescues a job whose worker vanished once its timeout (the budget plus
@@ -65,14 +68,16 @@ func Register(d Deps) *river.Workers {
 	river.AddWorker(workers, &StopRunWorker{deps: d})
 	river.AddWorker(workers, &CheckHostWorker{deps: d})
 	river.AddWorker(workers, &EvaluateRunWorker{deps: d})
+	river.AddWorker(workers, &SignRunWorker{deps: d})
+	registerRollouts(workers, d)
 	return workers
 }
 
 // Periodic lists the jobs River schedules by itself.
 func Periodic() []*river.PeriodicJob {
-	return []*river.PeriodicJob{
+	return append([]*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
 			return PruneArgs{}, nil
 		}, &river.PeriodicJobOpts{RunOnStart: true}),
-	}
+	}, rolloutPeriodic()...)
 }

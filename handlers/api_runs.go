@@ -1,0 +1,229 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/store"
+)
+
+// apiRunRoutes serves hosts and runs to pipelines (`accord submit`).
+func (s *Server) apiRunRoutes(r chi.Router) {
+	r.With(s.need(capView)).Get("/hosts", s.apiListHosts)
+	r.With(s.need(capView)).Get("/runs", s.apiListRuns)
+	r.With(s.need(capEngineer)).Post("/runs", s.apiCreateRun)
+	r.With(s.need(capView)).Get("/runs/{runID}", s.apiShowRun)
+	r.With(s.need(capView)).Get("/runs/{runID}/evaluation", s.apiShowEvaluation)
+	r.With(s.need(capView)).Get("/runs/{runID}/measurements", s.apiListMeasurements)
+	r.With(s.need(capEngineer)).Post("/runs/{runID}/cancel", s.apiCancelRun)
+}
+
+type apiHost struct {
+	ID       int64             `json:"id"`
+	Name     string            `json:"name"`
+	Address  string            `json:"address"`
+	Port     int               `json:"port"`
+	Pinned   bool              `json:"host_key_pinned"`
+	Emulated bool              `json:"emulated"`
+	Labels   map[string]string `json:"labels"`
+}
+
+func (s *Server) apiListHosts(w http.ResponseWriter, r *http.Request) {
+	hosts, err := s.store.ListHosts(r.Context(), programFrom(r.Context()).ID)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	out := make([]apiHost, 0, len(hosts))
+	for _, h := range hosts {
+		out = append(out, apiHost{ID: h.ID, Name: h.Name, Address: h.Address, Port: h.Port, Pinned: h.Pinned(), Emulated: h.Emulated, Labels: h.Labels})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"hosts": out})
+}
+
+// apiRun is a run as the API shows it.
+type apiRun struct {
+	ID               int64      `json:"id"`
+	State            string     `json:"state"`
+	Final            bool       `json:"final"`
+	Settled          bool       `json:"settled"` // final, and judged when it has a gate set
+	Reason           string     `json:"reason,omitempty"`
+	Verdict          string     `json:"verdict,omitempty"`
+	Label            string     `json:"label,omitempty"`
+	Kind             string     `json:"kind"`
+	Emulated         bool       `json:"emulated"`
+	ProfileVersionID *int64     `json:"profile_version_id,omitempty"`
+	Profile          string     `json:"profile,omitempty"`
+	GateSetVersionID *int64     `json:"gate_set_version_id,omitempty"`
+	GateSet          string     `json:"gate_set,omitempty"`
+	HostID           *int64     `json:"host_id,omitempty"`
+	Host             string     `json:"host,omitempty"`
+	BaselineRunID    *int64     `json:"baseline_run_id,omitempty"`
+	Progress         float64    `json:"progress"`
+	ProgressText     string     `json:"progress_text"`
+	CreatedAt        time.Time  `json:"created_at"`
+	StartedAt        *time.Time `json:"started_at,omitempty"`
+	FinishedAt       *time.Time `json:"finished_at,omitempty"`
+	URL              string     `json:"url"`
+}
+
+func (s *Server) toAPIRun(run store.Run) apiRun {
+	p := progressView(run)
+	out := apiRun{ID: run.ID, State: run.State, Final: store.RunFinal(run.State), Settled: runSettled(run), Reason: run.Reason, Verdict: run.Verdict,
+		Label: run.Label, Kind: run.Kind, Emulated: run.Emulated, ProfileVersionID: run.ProfileVersionID, GateSetVersionID: run.GateSetVersionID,
+		HostID: run.HostID, Host: run.HostName, BaselineRunID: run.BaselineRunID, Progress: p.Fraction, ProgressText: p.Label,
+		CreatedAt: run.CreatedAt, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt}
+	if run.ProfileName != "" {
+		out.Profile = fmt.Sprintf("%s v%d", run.ProfileName, run.ProfileVersion)
+	}
+	if run.GateSetName != "" {
+		out.GateSet = fmt.Sprintf("%s v%d", run.GateSetName, run.GateSetVersion)
+	}
+	if s.baseURL != nil {
+		out.URL = s.baseURL.JoinPath(fmt.Sprintf("/programs/%d/runs/%d", run.ProgramID, run.ID)).String()
+	}
+	return out
+}
+
+func (s *Server) apiListRuns(w http.ResponseWriter, r *http.Request) {
+	runs, err := s.store.ListRuns(r.Context(), programFrom(r.Context()).ID, store.RunFilter{State: r.URL.Query().Get("state")})
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	out := make([]apiRun, 0, len(runs))
+	for _, run := range runs {
+		out = append(out, s.toAPIRun(run))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+}
+
+// apiCreateRun submits a run (RunRequest as JSON): 201 with the run; 422
+// with fields, including confirm_readiness when the host fails blocking
+// readiness checks and the request did not confirm.
+func (s *Server) apiCreateRun(w http.ResponseWriter, r *http.Request) {
+	var req RunRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: "the body must be a JSON run request: " + err.Error(), RequestID: requestID(r.Context())})
+		return
+	}
+	runID, errs, failing, err := s.submitRun(r, req)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	if len(failing) > 0 {
+		errs = map[string]string{"confirm_readiness": "the host fails blocking readiness checks: " + joinChecks(failing) + "; send confirm_readiness: true to run anyway (recorded with the run)"}
+	}
+	if len(errs) > 0 {
+		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: "the run request is not valid", Fields: errs, RequestID: requestID(r.Context())})
+		return
+	}
+	run, err := s.store.GetRun(r.Context(), programFrom(r.Context()).ID, runID)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.toAPIRun(run))
+}
+
+func joinChecks(checks []string) string {
+	out := ""
+	for i, c := range checks {
+		if i > 0 {
+			out += "; "
+		}
+		out += c
+	}
+	return out
+}
+
+func (s *Server) apiShowRun(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.toAPIRun(run))
+}
+
+// apiShowEvaluation returns the run's latest evaluation: the verdict of
+// every criterion with its explanation and numbers.
+func (s *Server) apiShowEvaluation(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	ev, err := s.store.LatestEvaluation(r.Context(), run.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		writeJSON(w, http.StatusNotFound, apiError{Error: "this run has no evaluation (yet)", RequestID: requestID(r.Context())})
+		return
+	}
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	var e acceptance.Evaluation
+	if err := json.Unmarshal(ev.Result, &e); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+type apiMeasurement struct {
+	Metric      string             `json:"metric"`
+	Unit        string             `json:"unit"`
+	Step        string             `json:"step"`
+	Level       string             `json:"level,omitempty"`
+	Repetition  int                `json:"repetition"`
+	Summary     store.Summary      `json:"summary"`
+	ToolSummary map[string]float64 `json:"tool_summary,omitempty"`
+	Source      acceptance.Source  `json:"source"`
+}
+
+func (s *Server) apiListMeasurements(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	rows, err := s.store.MeasurementSummaries(r.Context(), run.ID)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	out := make([]apiMeasurement, 0, len(rows))
+	for _, m := range rows {
+		am := apiMeasurement{Metric: m.Metric, Step: m.Step, Level: m.Level, Repetition: m.Repetition, Summary: m.Summary, ToolSummary: m.ToolSummary, Source: m.Source}
+		if meta, ok := acceptance.LookupMetric(m.Metric); ok {
+			am.Unit = string(meta.Unit)
+		}
+		out = append(out, am)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"measurements": out})
+}
+
+func (s *Server) apiCancelRun(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	if !store.RunFinal(run.State) {
+		if err := s.requestCancel(r, run); err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		if run, ok = s.loadRun(w, r); !ok {
+			return
+		}
+	}
+	writeJSON(w, http.StatusAccepted, s.toAPIRun(run))
+}
