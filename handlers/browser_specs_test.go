@@ -30,27 +30,24 @@ func TestBrowserProfileFromTemplateEditAndDiff(t *testing.T) {
 	br := browsertest.New(t)
 	signInBrowser(br, pb.ts.URL, "eng@vendor.example")
 
-	br.Do(
-		chromedp.Navigate(pb.ts.URL+pb.url("/profiles")),
-		chromedp.WaitVisible(chromedp.ID("no-specs")),
-		chromedp.Click(chromedp.ID("template-kv-cache-lookup")),
-		chromedp.WaitVisible(chromedp.ID("spec-form")),
-		chromedp.Click(chromedp.ID("save-spec")),
-		chromedp.WaitVisible(chromedp.ID("spec-version")),
-	)
+	br.Do(chromedp.Navigate(pb.ts.URL+pb.url("/profiles")), chromedp.WaitVisible(chromedp.ID("no-specs")))
+	br.ClickAndWait("#template-kv-cache-lookup")
+	br.ClickAndWait("#save-spec")
+	br.Do(chromedp.WaitVisible(chromedp.ID("spec-version")))
 	require.Equal(t, "v1", br.Text("#spec-version"))
 	br.Screenshot("profile-v1")
 
+	br.ClickAndWait("#edit-spec")
 	br.Do(
-		chromedp.Click(chromedp.ID("edit-spec")),
 		chromedp.WaitVisible(chromedp.ID("spec-form")),
 		chromedp.SetValue(chromedp.CSS(`input[name="steps[0].fio.iodepth"]`), "64"),
 		chromedp.SetValue(chromedp.ID("note"), "deeper queue"),
-		chromedp.Click(chromedp.ID("save-spec")),
-		chromedp.WaitVisible(chromedp.ID("spec-version")),
 	)
+	br.ClickAndWait("#save-spec")
+	br.Do(chromedp.WaitVisible(chromedp.ID("spec-version")))
 	require.Equal(t, "v2", br.Text("#spec-version"))
-	br.Do(chromedp.Click(chromedp.ID("show-diff")), chromedp.WaitVisible(chromedp.ID("diff-changes")))
+	br.ClickAndWait("#show-diff")
+	br.Do(chromedp.WaitVisible(chromedp.ID("diff-changes")))
 	changes := br.Text("#diff-changes")
 	require.Contains(t, changes, "steps[0].fio.iodepth")
 	require.Contains(t, changes, "32")

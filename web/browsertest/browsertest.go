@@ -115,6 +115,17 @@ func (b *Browser) Do(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// ClickAndWait clicks an element that loads a new page (a link, a form's
+// submit button) and waits for that page, so that later queries never
+// see the old document while it unloads.
+func (b *Browser) ClickAndWait(css string) {
+	b.t.Helper()
+	if _, err := chromedp.RunResponse(b.Ctx, chromedp.Click(chromedp.CSS(css))); err != nil {
+		b.Screenshot("failure-" + sanitize(b.t.Name()))
+		b.t.Fatalf("browser: click %s: %v (problems so far: %v)", css, err, b.Problems())
+	}
+}
+
 // Text returns the visible text of the first element matching a CSS selector.
 func (b *Browser) Text(css string) string {
 	b.t.Helper()
