@@ -23,6 +23,7 @@ func (s *Server) apiRunRoutes(r chi.Router) {
 	r.With(s.need(capView)).Get("/runs/{runID}/evaluation", s.apiShowEvaluation)
 	r.With(s.need(capView)).Get("/runs/{runID}/measurements", s.apiListMeasurements)
 	r.With(s.need(capEngineer)).Post("/runs/{runID}/cancel", s.apiCancelRun)
+	r.With(s.need(capView)).Get("/runs/{runID}/report.tar.gz", s.downloadReport)
 }
 
 type apiHost struct {

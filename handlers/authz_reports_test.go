@@ -1,12 +1,43 @@
 package handlers
 
-import "testing"
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
 
-// reportRouteCases are the reports routes of the authorization matrix.
-var reportRouteCases = []routeCase{}
+	"github.com/stretchr/testify/require"
 
-// addReportObjects creates the reports objects the matrix's routes need, in
-// program A (f.ids) and program B (f.idsB).
+	"github.com/accordlab/accord/store"
+)
+
+// reportRouteCases are the reports and keys routes of the authorization matrix.
+var reportRouteCases = []routeCase{
+	rc("GET", "/.well-known/accord/keys.json", public),
+	rc("GET", "/.well-known/accord/keys.pem", public),
+	rc("GET", "/.well-known/accord/allowed_signers", public),
+	rc("GET", "/verify", signedIn),
+	rc("POST", "/verify", signedIn, http.StatusUnprocessableEntity),
+	rc("GET", "/admin/keys", adminOnly),
+	rc("POST", "/admin/keys/rotate", adminOnly, http.StatusSeeOther),
+	rc("POST", "/admin/keys/revoke", adminOnly, http.StatusSeeOther),
+	rc("GET", "/programs/{programID}/runs/{runID}/report.tar.gz", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/runs/{runID}/report", inProgramNeeds(capView)),
+	rc("POST", "/programs/{programID}/runs/{runID}/report/cosign", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
+	rc("GET", "/api/v1/programs/{programID}/runs/{runID}/report.tar.gz", apiInProgramNeeds(capView)),
+}
+
+// addReportObjects gives the fixture runs a (stand-in) report bundle.
 func (f *matrixFixture) addReportObjects(t *testing.T) {
 	t.Helper()
+	ctx := context.Background()
+	for _, ids := range []map[string]string{f.ids, f.idsB} {
+		runID, err := strconv.ParseInt(ids["runID"], 10, 64)
+		require.NoError(t, err)
+		blob := []byte("stand-in bundle of run " + ids["runID"])
+		digest, err := f.b.store.Artifacts().Put(ctx, blob)
+		require.NoError(t, err)
+		_, err = f.b.store.AddRunReport(ctx, store.RunReport{RunID: runID, BundleSHA256: digest, Size: int64(len(blob)), ManifestSHA256: "0", KeyID: "test", Cosigners: []string{}})
+		require.NoError(t, err)
+	}
 }

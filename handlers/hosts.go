@@ -250,7 +250,7 @@ func (s *Server) renderHost(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	if len(history) > 0 {
-		d.Facts = summarizeFacts(history[0])
+		d.Facts = web.SummarizeFacts(history[0])
 		d.Drift = factsDrift(history)
 	}
 	if d.Runs, err = s.store.ListRuns(r.Context(), pr.ID, store.RunFilter{HostID: &h.ID, Limit: 20}); err != nil {
@@ -381,36 +381,6 @@ func (s *Server) checkHost(w http.ResponseWriter, r *http.Request) {
 	}
 	s.setFlash(w, "info", "Check queued: this page shows the result when it is done (reload in a few seconds).")
 	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/hosts/%d?checking=1", h.ID)))
-}
-
-// summarizeFacts turns a facts capture into a few lines for the host page.
-func summarizeFacts(hf store.HostFacts) *web.FactsSummary {
-	var f facts.Facts
-	if err := json.Unmarshal(hf.Facts, &f); err != nil {
-		return &web.FactsSummary{TakenAt: hf.TakenAt.UTC().Format("2006-01-02 15:04 UTC"), Lines: []web.SpecLine{{Label: "Facts", Value: "unreadable: " + err.Error()}}}
-	}
-	lines := []web.SpecLine{
-		{Label: "OS", Value: f.OS.Pretty},
-		{Label: "Kernel", Value: f.Kernel.Release.Value + " " + f.Kernel.Machine.Value},
-		{Label: "CPU", Value: fmt.Sprintf("%s (%d CPUs, %d NUMA nodes)", f.CPU.ModelName, f.CPU.CPUs, len(f.NUMA.Nodes))},
-		{Label: "Memory", Value: fmt.Sprintf("%.1f GiB", float64(f.Memory.TotalBytes)/(1<<30))},
-		{Label: "NVMe controllers", Value: fmt.Sprint(len(f.NVMe.Controllers))},
-		{Label: "GPUs", Value: fmt.Sprint(len(f.GPU.GPUs))},
-	}
-	for _, c := range f.NVMe.Controllers {
-		lines = append(lines, web.SpecLine{Label: c.Name, Value: fmt.Sprintf("%s %s fw %s, %s, %s", c.Model.Value, c.Transport.Value, c.FirmwareRev.Value, c.State.Value, c.Address.Value)})
-	}
-	for _, g := range f.GPU.GPUs {
-		lines = append(lines, web.SpecLine{Label: fmt.Sprintf("GPU %d", g.Index), Value: fmt.Sprintf("%s, driver %s", g.Name, g.DriverVersion)})
-	}
-	for _, t := range f.Tools {
-		v := t.Version
-		if t.Source.Absent {
-			v = "absent"
-		}
-		lines = append(lines, web.SpecLine{Label: t.Name, Value: v})
-	}
-	return &web.FactsSummary{TakenAt: hf.TakenAt.UTC().Format("2006-01-02 15:04 UTC"), Lines: lines, Absent: f.Absent()}
 }
 
 // factsDrift lists the comparable facts that changed between consecutive

@@ -31,6 +31,7 @@ var apiOperations = []apiOperation{
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}", Summary: "Show a run: state, progress, verdict", Scope: "read", Response: "Run"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}/evaluation", Summary: "The run's latest evaluation: every criterion's verdict with its numbers and explanation", Scope: "read", Response: "Evaluation"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}/measurements", Summary: "The run's canonical measurements (summaries; raw values in the report bundle and the CSV)", Scope: "read", Response: "MeasurementList"},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}/report.tar.gz", Summary: "Download the run's signed report bundle (verify it offline with VERIFY.md or `accord verify`); 404 until the run is signed", Scope: "read", Binary: "application/gzip"},
 	{Method: "POST", Path: "/api/v1/programs/{programID}/runs/{runID}/cancel", Summary: "Cancel a run: the probe is stopped on the host", Scope: "run", Response: "Run", Status: 202},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/gatesets", Summary: "List the program's gate sets", Scope: "read", Response: "SpecList"},
 	{Method: "POST", Path: "/api/v1/programs/{programID}/gatesets", Summary: "Create a gate set (JSON or YAML body) as version 1", Scope: "run", Request: "GateSetSpec", Response: "SpecVersion", Status: 201},

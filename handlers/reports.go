@@ -1,17 +1,296 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
 )
 
 // reportRoutes declares the signed report downloads, co-signing and the
 // verification page inside a program.
-func (s *Server) reportRoutes(r chi.Router) {}
+func (s *Server) reportRoutes(r chi.Router) {
+	r.With(s.need(capView)).Get("/runs/{runID}/report.tar.gz", s.downloadReport)
+	r.With(s.need(capView)).Get("/runs/{runID}/report", s.showReport)
+	r.With(s.need(capEngineer)).Post("/runs/{runID}/report/cosign", s.cosignReport)
+}
+
+// keyRoutes declares the public keys (anyone) under /.well-known/accord.
+func (s *Server) keyRoutes(r chi.Router) {
+	r.Get("/.well-known/accord/keys.json", s.showKeys("application/json"))
+	r.Get("/.well-known/accord/keys.pem", s.showKeys("application/x-pem-file"))
+	r.Get("/.well-known/accord/allowed_signers", s.showKeys("text/plain; charset=utf-8"))
+}
+
+// maxBundleUpload bounds an uploaded bundle (verification, import).
+const maxBundleUpload = 1 << 30
 
 // hasReport reports whether the run's results are signed (a bundle can be
 // downloaded).
-func (s *Server) hasReport(ctx context.Context, run store.Run) bool { return false }
+func (s *Server) hasReport(ctx context.Context, run store.Run) bool {
+	_, err := s.store.LatestRunReport(ctx, run.ID)
+	return err == nil
+}
+
+// downloadReport streams the run's signed bundle: the same bytes every time
+// (made when the run was signed; co-signing makes a new version).
+func (s *Server) downloadReport(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	rep, err := s.store.LatestRunReport(r.Context(), run.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		if isAPI(r) {
+			writeJSON(w, http.StatusNotFound, apiError{Error: "this run has no signed report yet (it is signed once it is judged)", RequestID: requestID(r.Context())})
+			return
+		}
+		s.renderError(w, r, http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	body, size, err := s.store.Artifacts().Open(r.Context(), rep.BundleSHA256)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	defer body.Close()
+	w.Header().Set("Content-Type", "application/gzip")
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="accord-run-%d-report-v%d.tar.gz"`, run.ID, rep.Version))
+	w.Header().Set("X-Content-SHA256", rep.BundleSHA256)
+	_, _ = io.Copy(w, body)
+}
+
+// showReport is the run's report page: how to verify, who signed, and the
+// co-signing form.
+func (s *Server) showReport(w http.ResponseWriter, r *http.Request) {
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	s.renderReportPage(w, r, http.StatusOK, run, "")
+}
+
+func (s *Server) renderReportPage(w http.ResponseWriter, r *http.Request, status int, run store.Run, errText string) {
+	pr := programFrom(r.Context())
+	d := web.ReportPageData{Run: run, Error: errText, CanCosign: pr.can(capEngineer)}
+	rep, err := s.store.LatestRunReport(r.Context(), run.ID)
+	switch {
+	case err == nil:
+		d.Report = &rep
+	case !errors.Is(err, store.ErrNotFound):
+		s.serverError(w, r, err)
+		return
+	}
+	if d.Attestations, err = s.store.RunAttestations(r.Context(), run.ID); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	p := s.page(r, fmt.Sprintf("Report of run #%d", run.ID), "programs", s.runCrumbs(pr, fmt.Sprintf("#%d report", run.ID))...)
+	s.render(w, r, status, web.ReportPage(p, pr.ProgramAccess, d))
+}
+
+// cosignReport adds the other side's SSH signature of the bundle's manifest
+// (made with `ssh-keygen -Y sign -n accord-report@accordlab`) as a new
+// version of the bundle.
+func (s *Server) cosignReport(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
+	run, ok := s.loadRun(w, r)
+	if !ok {
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseMultipartForm(64 << 10); err != nil {
+		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "Upload the signature file (at most 64 KiB) and paste your allowed_signers line.")
+		return
+	}
+	name := strings.TrimSpace(r.FormValue("name"))
+	allowed := strings.TrimSpace(r.FormValue("allowed_signers"))
+	sig, err := formFile(r, "signature", 64<<10)
+	if err != nil || name == "" || allowed == "" {
+		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "Give a name, your allowed_signers line and the .sig file.")
+		return
+	}
+	rep, err := s.store.LatestRunReport(r.Context(), run.ID)
+	if err != nil {
+		s.notFoundOr(w, r, err)
+		return
+	}
+	src, _, err := s.store.Artifacts().Open(r.Context(), rep.BundleSHA256)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	defer src.Close()
+	var out bytes.Buffer
+	if err := attest.AddCoSignature(r.Context(), src, &out, attest.CoSignature{Name: name, Signature: sig, AllowedSigners: []byte(allowed + "\n")}); err != nil {
+		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "The co-signature was refused: "+strings.TrimPrefix(err.Error(), "attest: co-sign: "))
+		return
+	}
+	err = s.store.InTx(r.Context(), func(tx *store.Store) error {
+		digest, err := tx.Artifacts().Put(r.Context(), out.Bytes())
+		if err != nil {
+			return err
+		}
+		if _, err := tx.AddRunReport(r.Context(), store.RunReport{RunID: run.ID, BundleSHA256: digest, Size: int64(out.Len()), ManifestSHA256: rep.ManifestSHA256,
+			KeyID: rep.KeyID, Cosigners: append(append([]string{}, rep.Cosigners...), name), CreatedBy: &v.ID}); err != nil {
+			return err
+		}
+		return tx.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "report_cosigned", ProgramID: &pr.ID,
+			Target: fmt.Sprintf("run %d", run.ID), ClientAddr: clientAddr(r), Details: map[string]any{"name": name}})
+	})
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.setFlash(w, "ok", "Co-signature added: the report now carries both signatures.")
+	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d/report", run.ID)))
+}
+
+// formFile reads one uploaded file of at most limit bytes.
+func formFile(r *http.Request, field string, limit int64) ([]byte, error) {
+	f, _, err := r.FormFile(field)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", field, limit)
+	}
+	return b, nil
+}
+
+// showKeys publishes the installation's public keys.
+func (s *Server) showKeys(contentType string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		keys, err := s.keyring.PublicKeys()
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		var body []byte
+		switch {
+		case strings.HasSuffix(r.URL.Path, ".json"):
+			body, err = attest.MarshalKeysJSON(keys)
+		case strings.HasSuffix(r.URL.Path, ".pem"):
+			body, err = attest.MarshalPEM(keys)
+		default:
+			body = attest.MarshalAllowedSigners(keys)
+		}
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		_, _ = w.Write(body)
+	}
+}
+
+// showVerify is the page where anyone signed in checks a bundle.
+func (s *Server) showVerify(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, web.VerifyPage(s.page(r, "Verify a report", "verify"), web.VerifyResult{}))
+}
+
+// verifyBundle checks an uploaded bundle against this installation's keys,
+// offline, exactly as `accord verify` does.
+func (s *Server) verifyBundle(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBundleUpload)
+	f, _, err := r.FormFile("bundle")
+	p := s.page(r, "Verify a report", "verify")
+	if err != nil {
+		s.render(w, r, http.StatusUnprocessableEntity, web.VerifyPage(p, web.VerifyResult{Error: "Choose a report bundle (.tar.gz) to check."}))
+		return
+	}
+	defer f.Close()
+	keys, err := s.keyring.KeySet()
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	h := sha256.New()
+	report, verr := attest.VerifyBundle(r.Context(), io.TeeReader(f, h), keys)
+	res := web.VerifyResult{Checked: true, OK: verr == nil, SHA256: hex.EncodeToString(h.Sum(nil))}
+	if report != nil {
+		var text bytes.Buffer
+		_ = report.WriteText(&text)
+		res.Text = text.String()
+	}
+	if verr != nil {
+		res.Error = verr.Error()
+	}
+	status := http.StatusOK
+	if verr != nil {
+		status = http.StatusUnprocessableEntity
+	}
+	s.render(w, r, status, web.VerifyPage(p, res))
+}
+
+// showAdminKeys lists the signing keys with rotation and revocation.
+func (s *Server) showAdminKeys(w http.ResponseWriter, r *http.Request) {
+	keys, err := s.keyring.PublicKeys()
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	p := s.page(r, "Signing keys", "admin", web.Crumb{Label: "Administration", Href: "/admin"}, web.Crumb{Label: "Signing keys"})
+	s.render(w, r, http.StatusOK, web.KeysPage(p, keys))
+}
+
+func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request) {
+	v := viewerFrom(r.Context())
+	k, err := s.keyring.Rotate(time.Now())
+	if err != nil {
+		s.setFlash(w, "error", "The key was not rotated: "+err.Error())
+		redirect(w, r, "/admin/keys")
+		return
+	}
+	_ = s.store.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "signing_key_rotated", Target: k.ID, ClientAddr: clientAddr(r)})
+	s.setFlash(w, "ok", "New signing key "+k.ID+" is active; the old one still verifies earlier reports.")
+	redirect(w, r, "/admin/keys")
+}
+
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
+	v := viewerFrom(r.Context())
+	if err := r.ParseForm(); err != nil {
+		s.renderError(w, r, http.StatusBadRequest)
+		return
+	}
+	id, reason := r.PostFormValue("key_id"), strings.TrimSpace(r.PostFormValue("reason"))
+	if reason == "" {
+		s.setFlash(w, "error", "Say why the key is revoked.")
+		redirect(w, r, "/admin/keys")
+		return
+	}
+	if err := s.keyring.Revoke(id, reason, time.Now()); err != nil {
+		s.setFlash(w, "error", "The key was not revoked: "+err.Error())
+		redirect(w, r, "/admin/keys")
+		return
+	}
+	_ = s.store.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "signing_key_revoked", Target: id, ClientAddr: clientAddr(r),
+		Details: map[string]any{"reason": reason}})
+	s.setFlash(w, "ok", "Key revoked: reports it signed are now reported as signed by a revoked key.")
+	redirect(w, r, "/admin/keys")
+}

@@ -31,6 +31,7 @@ func (s *Server) routes() http.Handler {
 	r.Get("/readyz", s.showReadiness)
 	r.Method(http.MethodGet, "/metrics", s.showMetrics())
 	r.Method(http.MethodGet, static.Prefix+"*", static.Handler())
+	s.keyRoutes(r)
 
 	// Browser pages: session cookie, flash messages, request timeout.
 	r.Group(func(r chi.Router) {
@@ -49,6 +50,8 @@ func (s *Server) routes() http.Handler {
 
 			r.Group(func(r chi.Router) {
 				r.Use(s.requireSignIn)
+				r.Get("/verify", s.showVerify)
+				r.Post("/verify", s.verifyBundle)
 				r.Get("/tokens", s.listTokens)
 				r.Post("/tokens", s.createToken)
 				r.Post("/tokens/{tokenID}/revoke", s.revokeToken)
@@ -73,6 +76,9 @@ func (s *Server) routes() http.Handler {
 					r.Post("/users/{userID}/disable", s.setUserDisabled(true))
 					r.Post("/users/{userID}/enable", s.setUserDisabled(false))
 					r.Get("/audit", s.showAdminAudit)
+					r.Get("/keys", s.showAdminKeys)
+					r.Post("/keys/rotate", s.rotateKey)
+					r.Post("/keys/revoke", s.revokeKey)
 				})
 			})
 		})

@@ -310,7 +310,7 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 		return d, err
 	}
 	for _, m := range rows {
-		d.Metrics = append(d.Metrics, metricRow(m))
+		d.Metrics = append(d.Metrics, web.MetricRowFrom(m))
 	}
 	if d.Artifacts, err = s.store.RunArtifacts(ctx, run.ID); err != nil {
 		return d, err
@@ -326,15 +326,6 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	}
 	d.HasReport = s.hasReport(ctx, run)
 	return d, nil
-}
-
-func metricRow(m store.MeasurementRow) web.MetricRow {
-	row := web.MetricRow{Metric: m.Metric, Name: m.Metric, Step: m.Step, Level: m.Level, Repetition: m.Repetition, Summary: m.Summary, Tool: m.ToolSummary,
-		Source: m.Source.Tool}
-	if meta, ok := acceptance.LookupMetric(m.Metric); ok {
-		row.Name, row.Unit, row.Rate = meta.Name, string(meta.Unit), meta.Kind == acceptance.KindRate
-	}
-	return row
 }
 
 // cancelRun asks for a run to stop. A run not started yet is cancelled at

@@ -10,5 +10,5 @@ import (
 // afterEvaluation runs in the evaluation's transaction: it enqueues the
 // signing of the run's results (step 8 of a run).
 func afterEvaluation(ctx context.Context, tx *store.Store, run store.Run, ev acceptance.Evaluation) error {
-	return nil
+	return insertTx(ctx, tx, SignRunArgs{RunID: run.ID})
 }

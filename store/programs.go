@@ -215,3 +215,12 @@ func (s *Store) ProgramCounts(ctx context.Context, programID int64) (ProgramCoun
 	}
 	return c, nil
 }
+
+// ProgramByID returns a program whatever the caller: for workers only.
+func (s *Store) ProgramByID(ctx context.Context, id int64) (Program, error) {
+	p, err := scanProgram(s.db.QueryRow(ctx, `SELECT `+programColumns+` FROM programs p`+programJoins+` WHERE p.id = $1`, id))
+	if err != nil {
+		return p, notFound(err, fmt.Sprintf("program %d", id))
+	}
+	return p, nil
+}

@@ -22,6 +22,12 @@ type OverRunSeries struct {
 	Name   string
 	Role   Role
 	Points []Point
+	// Rolling, when not nil, is the rolling percentile line already
+	// computed from every request (RollingQuantile), drawn instead of one
+	// computed from Points: a caller that stores a reduced Points (a page
+	// precomputed at ingest) keeps the line exact. OverRunInput.Window
+	// must then be the window it was computed with.
+	Rolling []Point
 }
 
 // OverRunInput is latency over the course of a run.
@@ -83,6 +89,17 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 		}
 	}
 	window := in.Window
+	for _, s := range in.Series {
+		if s.Rolling == nil {
+			continue
+		}
+		if window <= 0 {
+			return nil, Table{}, fmt.Errorf("charts: latency over run: series %s has a precomputed rolling line but no window is given", s.Name)
+		}
+		if err := checkFinite("latency over run: rolling line of "+s.Name, s.Rolling); err != nil {
+			return nil, Table{}, err
+		}
+	}
 	if window <= 0 {
 		window = autoWindow(t1-t0, total/len(in.Series))
 	}
@@ -128,7 +145,11 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 		sc.SeriesTooltip = &opts.SeriesTooltip{Formatter: "{a}\n{c}"}
 		sc.Large = opts.Bool(true)
 
-		rolling[i] = windowQuantile(sorted[i], t0, window, q)
+		if s.Rolling != nil {
+			rolling[i] = sortedByX(s.Rolling)
+		} else {
+			rolling[i] = windowQuantile(sorted[i], t0, window, q)
+		}
 		ln := series(c, s.Name+" "+qLabel+" per "+num(window)+" s", "line")
 		ln.Data = pairs(rolling[i], 7, 6)
 		ln.Color = color
@@ -146,6 +167,35 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 		return nil, Table{}, err
 	}
 	return option, rollingTable(in, rolling, window, qLabel), nil
+}
+
+// RollingQuantile computes the rolling line LatencyOverRun draws for one
+// series from all of its points (any order; pts is not changed): the
+// nearest-rank q-quantile (0.99 when 0) of each window of width window
+// seconds (autoWindow's choice when 0) that has points, at the window's
+// middle. It returns the window used, for OverRunInput.Window.
+func RollingQuantile(pts []Point, window, q float64) (float64, []Point, error) {
+	if q == 0 {
+		q = 0.99
+	}
+	if !(q > 0 && q <= 1) {
+		return 0, nil, fmt.Errorf("charts: rolling quantile: quantile %v", q)
+	}
+	if err := checkFinite("rolling quantile", pts); err != nil {
+		return 0, nil, err
+	}
+	if len(pts) == 0 {
+		return max(window, 1), nil, nil
+	}
+	sorted := sortedByX(pts)
+	t0, t1 := sorted[0].X, sorted[len(sorted)-1].X
+	if window <= 0 {
+		window = autoWindow(t1-t0, len(sorted))
+	}
+	if !finite(window) {
+		return 0, nil, fmt.Errorf("charts: rolling quantile: window %v", window)
+	}
+	return window, windowQuantile(sorted, t0, window, q), nil
 }
 
 // autoWindow picks a round window width: about 120 windows over the run,

@@ -1,0 +1,94 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/store"
+)
+
+// A judged run is signed: its statements are stored and its report bundle
+// verifies offline with attest and with the standard tools; a changed byte
+// is caught.
+func TestJudgedRunIsSignedAndItsReportVerifies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	gates := b.saveGates(t, quickGates())
+	runID := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(100*time.Millisecond)), &gates, nil)
+	b.waitFor(t, runID, 90*time.Second, "settle", settled)
+	var rep store.RunReport
+	require.Eventually(t, func() bool {
+		var err error
+		rep, err = b.store.LatestRunReport(ctx, runID)
+		return err == nil
+	}, 60*time.Second, 200*time.Millisecond, "the run gets a signed report")
+	atts, err := b.store.RunAttestations(ctx, runID)
+	require.NoError(t, err)
+	require.Len(t, atts, 2)
+
+	rc, _, err := b.store.Artifacts().Open(ctx, rep.BundleSHA256)
+	require.NoError(t, err)
+	bundle, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	keys, err := b.deps.Keyring.KeySet()
+	require.NoError(t, err)
+	report, err := attest.VerifyBundle(ctx, bytes.NewReader(bundle), keys)
+	require.NoError(t, err)
+	require.True(t, report.Manifest.Trusted)
+	require.Len(t, report.Attestations, 2)
+
+	// Offline, with the tools an auditor has.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bundle.tar.gz")
+	require.NoError(t, os.WriteFile(path, bundle, 0o644))
+	out, err := exec.Command("tar", "-xzf", path, "-C", dir).CombinedOutput()
+	require.NoError(t, err, string(out))
+	entries, _ := os.ReadDir(dir)
+	root := ""
+	for _, e := range entries {
+		if e.IsDir() {
+			root = filepath.Join(dir, e.Name())
+		}
+	}
+	require.NotEmpty(t, root)
+	cmd := exec.Command("sha256sum", "--strict", "-c", "MANIFEST.sha256")
+	cmd.Dir = root
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "artifacts/out/02-read/rep-1/fio.json: OK")
+	manifest, err := os.Open(filepath.Join(root, "MANIFEST.sha256"))
+	require.NoError(t, err)
+	defer manifest.Close()
+	cmd = exec.Command("ssh-keygen", "-Y", "verify", "-f", "keys/allowed_signers", "-I", "accord-signer", "-n", attest.Namespace, "-s", "MANIFEST.sha256.sig")
+	cmd.Dir, cmd.Stdin = root, manifest
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "Good \"accord-report@accordlab\" signature")
+	html, err := os.ReadFile(filepath.Join(root, "report.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(html), "PASS")
+	require.NotContains(t, string(html), "<script")
+
+	// One changed byte in a raw output is caught, naming the file.
+	fio := filepath.Join(root, "artifacts", "out", "02-read", "rep-1", "fio.json")
+	data, err := os.ReadFile(fio)
+	require.NoError(t, err)
+	data[len(data)/2] ^= 0x20
+	require.NoError(t, os.WriteFile(fio, data, 0o644))
+	cmd = exec.Command("sha256sum", "--strict", "-c", "MANIFEST.sha256")
+	cmd.Dir = root
+	out, err = cmd.CombinedOutput()
+	require.Error(t, err)
+	require.True(t, strings.Contains(string(out), "fio.json: FAILED"), string(out))
+}

@@ -1,0 +1,50 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/facts"
+	"github.com/accordlab/accord/store"
+)
+
+// SummarizeFacts turns a facts capture into a few lines for the host page.
+func SummarizeFacts(hf store.HostFacts) *FactsSummary {
+	var f facts.Facts
+	if err := json.Unmarshal(hf.Facts, &f); err != nil {
+		return &FactsSummary{TakenAt: hf.TakenAt.UTC().Format("2006-01-02 15:04 UTC"), Lines: []SpecLine{{Label: "Facts", Value: "unreadable: " + err.Error()}}}
+	}
+	lines := []SpecLine{
+		{Label: "OS", Value: f.OS.Pretty},
+		{Label: "Kernel", Value: f.Kernel.Release.Value + " " + f.Kernel.Machine.Value},
+		{Label: "CPU", Value: fmt.Sprintf("%s (%d CPUs, %d NUMA nodes)", f.CPU.ModelName, f.CPU.CPUs, len(f.NUMA.Nodes))},
+		{Label: "Memory", Value: fmt.Sprintf("%.1f GiB", float64(f.Memory.TotalBytes)/(1<<30))},
+		{Label: "NVMe controllers", Value: fmt.Sprint(len(f.NVMe.Controllers))},
+		{Label: "GPUs", Value: fmt.Sprint(len(f.GPU.GPUs))},
+	}
+	for _, c := range f.NVMe.Controllers {
+		lines = append(lines, SpecLine{Label: c.Name, Value: fmt.Sprintf("%s %s fw %s, %s, %s", c.Model.Value, c.Transport.Value, c.FirmwareRev.Value, c.State.Value, c.Address.Value)})
+	}
+	for _, g := range f.GPU.GPUs {
+		lines = append(lines, SpecLine{Label: fmt.Sprintf("GPU %d", g.Index), Value: fmt.Sprintf("%s, driver %s", g.Name, g.DriverVersion)})
+	}
+	for _, t := range f.Tools {
+		v := t.Version
+		if t.Source.Absent {
+			v = "absent"
+		}
+		lines = append(lines, SpecLine{Label: t.Name, Value: v})
+	}
+	return &FactsSummary{TakenAt: hf.TakenAt.UTC().Format("2006-01-02 15:04 UTC"), Lines: lines, Absent: f.Absent()}
+}
+
+// MetricRowFrom describes a stored measurement for the percentile tables.
+func MetricRowFrom(m store.MeasurementRow) MetricRow {
+	row := MetricRow{Metric: m.Metric, Name: m.Metric, Step: m.Step, Level: m.Level, Repetition: m.Repetition, Summary: m.Summary, Tool: m.ToolSummary,
+		Source: m.Source.Tool}
+	if meta, ok := acceptance.LookupMetric(m.Metric); ok {
+		row.Name, row.Unit, row.Rate = meta.Name, string(meta.Unit), meta.Kind == acceptance.KindRate
+	}
+	return row
+}
