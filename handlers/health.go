@@ -14,7 +14,7 @@ func (s *Server) showHealth(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-type readiness struct {
+type readyState struct {
 	Ready      bool   `json:"ready"`
 	Database   string `json:"database"`
 	Migrations string `json:"migrations"`
@@ -26,7 +26,7 @@ type readiness struct {
 func (s *Server) showReadiness(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	res := readiness{Database: "ok", Migrations: "current"}
+	res := readyState{Database: "ok", Migrations: "current"}
 	if err := s.pool.Ping(ctx); err != nil {
 		s.log.Warn("readiness: database unreachable", "err", err)
 		res.Database, res.Migrations = "unreachable", "unknown"

@@ -1,0 +1,179 @@
+package handlers
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/store"
+)
+
+// signedRun makes a finished run with two artifacts and signs it.
+func (pb *programBundle) signedRun(t *testing.T) int64 {
+	t.Helper()
+	ctx := context.Background()
+	pid := pb.programID
+	tmpl := kvTemplate(t)
+	_, nv, errs, err := prepareSpec(profileOps, tmpl)
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	_, pv, err := pb.store.CreateSpec(ctx, store.KindProfile, pid, nv)
+	require.NoError(t, err)
+	host, err := pb.store.CreateHost(ctx, pid, store.NewHost{Name: "lab", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key"})
+	require.NoError(t, err)
+	gt, _ := acceptance.LookupGateSetTemplate("mlperf-llama2-70b-server")
+	_, gnv, errs, err := prepareSpec(gateSetOps, gt.Spec)
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	_, gv, err := pb.store.CreateSpec(ctx, store.KindGateSet, pid, gnv)
+	require.NoError(t, err)
+	run, err := pb.store.CreateRun(ctx, store.NewRun{ProgramID: pid, ProfileVersionID: pv.ID, HostID: host, GateSetVersionID: &gv.ID})
+	require.NoError(t, err)
+	for path, body := range map[string]string{"events.jsonl": `{"seq":1}` + "\n", "facts.json": `{"schema_version":1}`} {
+		digest, err := pb.store.Artifacts().Put(ctx, []byte(body))
+		require.NoError(t, err)
+		require.NoError(t, pb.store.AddRunArtifact(ctx, store.RunArtifact{RunID: run, Path: path, SHA256: digest, Size: int64(len(body))}))
+	}
+	require.NoError(t, pb.store.SetRunState(ctx, run, store.RunDone, "fixture"))
+	require.NoError(t, pb.store.SetRunVerdict(ctx, run, "PASS"))
+	_, err = jobs.SignRun(ctx, jobs.Deps{Store: pb.store, Keyring: pb.keyring}, run)
+	require.NoError(t, err)
+	return run
+}
+
+func (pb *programBundle) download(t *testing.T, c *http.Client, path string) []byte {
+	t.Helper()
+	res, err := c.Get(pb.ts.URL + path)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode, path)
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return b
+}
+
+// fileOf reads one file out of a bundle.
+func fileOf(t *testing.T, bundle []byte, suffix string) []byte {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(bundle))
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		require.NoError(t, err, "no %s in the bundle", suffix)
+		if strings.HasSuffix(h.Name, suffix) {
+			b, err := io.ReadAll(tr)
+			require.NoError(t, err)
+			return b
+		}
+	}
+}
+
+func (pb *programBundle) postMultipart(t *testing.T, c *http.Client, path string, fields map[string]string, files map[string][]byte) (*http.Response, string) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, v := range fields {
+		require.NoError(t, mw.WriteField(k, v))
+	}
+	for k, v := range files {
+		fw, err := mw.CreateFormFile(k, k+".bin")
+		require.NoError(t, err)
+		_, _ = fw.Write(v)
+	}
+	require.NoError(t, mw.Close())
+	req, _ := http.NewRequest(http.MethodPost, pb.ts.URL+path, &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	res, err := c.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, string(b)
+}
+
+// The report downloads as the same signed bytes, the other side adds its
+// own ssh-keygen signature, and the verify page checks bundles.
+func TestReportDownloadCosignAndVerify(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	run := pb.signedRun(t)
+	base := pb.url("/runs/") + itoa64(run)
+
+	first := pb.download(t, pb.viewer, base+"/report.tar.gz")
+	second := pb.download(t, pb.viewer, base+"/report.tar.gz")
+	require.Equal(t, first, second, "every download is the same signed bytes")
+	keys, err := pb.keyring.KeySet()
+	require.NoError(t, err)
+	_, err = attest.VerifyBundle(context.Background(), bytes.NewReader(first), keys)
+	require.NoError(t, err)
+
+	// The customer signs the manifest with their own key (real ssh-keygen).
+	dir := t.TempDir()
+	key := filepath.Join(dir, "id_ed25519")
+	out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "customer", "-f", key).CombinedOutput()
+	require.NoError(t, err, string(out))
+	manifest := filepath.Join(dir, "MANIFEST.sha256")
+	require.NoError(t, os.WriteFile(manifest, fileOf(t, first, "/MANIFEST.sha256"), 0o644))
+	out, err = exec.Command("ssh-keygen", "-Y", "sign", "-f", key, "-n", attest.Namespace, manifest).CombinedOutput()
+	require.NoError(t, err, string(out))
+	sig, err := os.ReadFile(manifest + ".sig")
+	require.NoError(t, err)
+	pub, err := os.ReadFile(key + ".pub")
+	require.NoError(t, err)
+	allowed := `ana@customer.example namespaces="` + attest.Namespace + `" ` + strings.TrimSpace(string(pub))
+
+	res, page := pb.postMultipart(t, pb.viewer, base+"/report/cosign", map[string]string{"name": "customer", "allowed_signers": allowed}, map[string][]byte{"signature": sig})
+	require.Equal(t, http.StatusForbidden, res.StatusCode, "viewers do not co-sign")
+	res, page = pb.postMultipart(t, pb.engineer, base+"/report/cosign", map[string]string{"name": "customer", "allowed_signers": allowed}, map[string][]byte{"signature": []byte("garbage")})
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+	require.Contains(t, page, "The co-signature was refused")
+	res, _ = pb.postMultipart(t, pb.engineer, base+"/report/cosign", map[string]string{"name": "customer", "allowed_signers": allowed}, map[string][]byte{"signature": sig})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+
+	cosigned := pb.download(t, pb.viewer, base+"/report.tar.gz")
+	require.NotEqual(t, first, cosigned)
+	report, err := attest.VerifyBundle(context.Background(), bytes.NewReader(cosigned), keys)
+	require.NoError(t, err)
+	require.Len(t, report.CoSignatures, 1)
+	_, page = pb.get(t, pb.viewer, base+"/report")
+	require.Contains(t, page, `id="cosigners">customer<`)
+
+	// The verify page.
+	res, page = pb.postMultipart(t, pb.viewer, "/verify", nil, map[string][]byte{"bundle": cosigned})
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, page, "VERIFIED")
+	tampered := append([]byte(nil), cosigned...)
+	tampered[len(tampered)/2] ^= 0xff
+	res, page = pb.postMultipart(t, pb.viewer, "/verify", nil, map[string][]byte{"bundle": tampered})
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+	require.Contains(t, page, "NOT VERIFIED")
+
+	// The published keys verify it with ssh-keygen's allowed_signers.
+	allowedSigners := pb.download(t, pb.client(t), "/.well-known/accord/allowed_signers")
+	require.Contains(t, string(allowedSigners), "accord-signer")
+	keysJSON := pb.download(t, pb.client(t), "/.well-known/accord/keys.json")
+	require.Contains(t, string(keysJSON), pb.keyringActiveID(t))
+}
+
+func (pb *programBundle) keyringActiveID(t *testing.T) string {
+	s, err := pb.keyring.Active()
+	require.NoError(t, err)
+	return s.KeyID()
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
