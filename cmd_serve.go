@@ -103,6 +103,16 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, web bool, ready ch
 	}
 	defer stopRiver(riverClient, cfg.ShutdownTimeout, log)
 
+	if cfg.Demo && web {
+		lab, err := startDemoLab(ctx, cfg, log)
+		if err != nil {
+			return fmt.Errorf("demo lab: %w (set ACCORD_DEMO=false to serve without it)", err)
+		}
+		defer lab.stop()
+		if err := seedDemo(ctx, st, sealer, riverClient, lab, os.Stdout, cfg.BaseURL.String()); err != nil {
+			return err
+		}
+	}
 	if !web {
 		log.Info("accord worker started", "queues", cfg.Queues)
 		<-ctx.Done()

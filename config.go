@@ -33,6 +33,8 @@ type Config struct {
 	RescueAfter     time.Duration
 	LeaseTTL        time.Duration
 	RemoteDir       string
+	Demo            bool
+	DemoSSHPort     int
 }
 
 // envVar documents one variable; the table is the single source for
@@ -54,6 +56,8 @@ var envVars = []envVar{
 	{"ACCORD_LOG_FORMAT", "json (text when ACCORD_DEV)", "json or text"},
 	{"ACCORD_DEV", "false", "development mode: migrate at start, seed the demo, River UI without an admin"},
 	{"ACCORD_MIGRATE_ON_START", "$ACCORD_DEV", "apply pending migrations when serve starts"},
+	{"ACCORD_DEMO", "$ACCORD_DEV", "seed the demo installation and start the demo lab (a local sshd and two inference emulators) with the server"},
+	{"ACCORD_DEMO_SSH_PORT", "2222", "port of the demo lab's sshd (127.0.0.1)"},
 	{"ACCORD_QUEUES", "default=10,runs=50,reports=4", "River queues this process works, as name=max_workers"},
 	{"ACCORD_REQUEST_TIMEOUT", "30s", "time limit of one HTTP request (streams excepted)"},
 	{"ACCORD_SHUTDOWN_TIMEOUT", "20s", "time to drain requests and stop River on SIGTERM"},
@@ -166,6 +170,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.LeaseTTL, err = parseDuration(get, "ACCORD_LEASE_TTL", 30*time.Second); err != nil {
+		return c, err
+	}
+	if c.Demo, err = parseBool(get, "ACCORD_DEMO", c.Dev); err != nil {
+		return c, err
+	}
+	if c.DemoSSHPort, err = parseInt(get, "ACCORD_DEMO_SSH_PORT", 2222, 1, 65535); err != nil {
 		return c, err
 	}
 	if v, ok := get("ACCORD_REMOTE_DIR"); ok {

@@ -5,7 +5,7 @@
   "use strict";
 
   function start(el) {
-    if (el.dataset.liveStarted || typeof EventSource === "undefined") return;
+    if (!el.dataset.live || el.dataset.liveStarted || typeof EventSource === "undefined") return;
     el.dataset.liveStarted = "1";
     var source = new EventSource(el.dataset.live);
     var bar = el.querySelector("[data-progress-bar]");

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/handlers/auth"
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/store"
+)
+
+// The demo installation seeded in dev mode. Seeding is idempotent: what
+// exists already is kept.
+const (
+	demoPassword    = "accord-demo-2026"
+	demoProgramName = "KV-cache tier acceptance (demo)"
+	demoVendorOrg   = "FlashArray Vendor Inc. (demo)"
+	demoCustomerOrg = "Inference Customer Ltd. (demo)"
+	demoHostName    = "demo-lab"
+)
+
+type demoUser struct {
+	Email, Name, Org string
+	Role             store.Role
+	Admin            bool
+}
+
+var demoUsers = []demoUser{
+	{Email: "admin@accord.demo", Name: "Site Admin", Admin: true},
+	{Email: "vendor.engineer@accord.demo", Name: "Vera Vendor-Engineer", Org: demoVendorOrg, Role: store.RoleEngineer},
+	{Email: "vendor.approver@accord.demo", Name: "Victor Vendor-Approver", Org: demoVendorOrg, Role: store.RoleApprover},
+	{Email: "customer.engineer@accord.demo", Name: "Clara Customer-Engineer", Org: demoCustomerOrg, Role: store.RoleEngineer},
+	{Email: "customer.approver@accord.demo", Name: "Carl Customer-Approver", Org: demoCustomerOrg, Role: store.RoleApprover},
+	{Email: "customer.owner@accord.demo", Name: "Olivia Customer-Owner", Org: demoCustomerOrg, Role: store.RoleOwner},
+}
+
+// demoProfiles are the demo lab's own profiles, pointing at its emulators.
+func demoProfiles(lab *demoLab) []acceptance.ProfileSpec {
+	ttft := func(name, url string, transport acceptance.Transport, what string) acceptance.ProfileSpec {
+		return acceptance.ProfileSpec{
+			Name:        name,
+			Description: "Online inference against the demo emulator, whose KV blocks come from " + what + ". Labelled emulated: no GPU is involved.",
+			Purpose:     acceptance.PurposeInferenceServing, Storage: acceptance.Storage{Transport: transport, ArrayModel: "emulated"},
+			Repetitions: 3, Warmup: acceptance.Duration(2 * time.Second),
+			Steps: []acceptance.StepSpec{{Name: "ttft", Kind: acceptance.StepInference, Inference: &acceptance.InferenceStep{
+				Endpoint: url, Model: "emulated", API: "chat",
+				PromptTokens: acceptance.TokenDist{Dist: "uniform", Mean: 768, Min: 512, Max: 1024}, OutputTokens: acceptance.TokenDist{Dist: "fixed", Mean: 32},
+				Prefix: &acceptance.PrefixReuse{Tokens: 256, Distinct: 8},
+				Load:   acceptance.Load{Mode: "concurrency", Concurrency: 8}, Duration: acceptance.Duration(15 * time.Second),
+				SLO: acceptance.SLO{TTFTMs: 2000, TPOTMs: 200}, MetricsURL: strings.TrimSuffix(url, "/v1") + "/metrics", Seed: 7,
+			}}},
+		}.Normalized()
+	}
+	return []acceptance.ProfileSpec{
+		ttft("Demo TTFT · local NVMe path", lab.slowURL, acceptance.TransportLocalNVMe, "a file on disk read at 150 MB/s (the local-NVMe baseline)"),
+		ttft("Demo TTFT · NVMe-oF path", lab.fastURL, acceptance.TransportEmulated, "memory (standing for a fast NVMe-oF array)"),
+		acceptance.ProfileSpec{
+			Name: "Demo KV-cache lookup I/O", Description: "4 KiB random reads of a file in the demo lab with fio.",
+			Purpose: acceptance.PurposeStorageMicrobench, Storage: acceptance.Storage{Transport: acceptance.TransportLocalNVMe},
+			Repetitions: 3,
+			Steps: []acceptance.StepSpec{{Name: "kv-lookup", Kind: acceptance.StepFio, Fio: &acceptance.FioStep{
+				RW: "randread", BlockSize: 4 << 10, IODepth: 16, NumJobs: 1, Size: 64 << 20, Runtime: acceptance.Duration(5 * time.Second),
+				IOEngine: "psync", Target: lab.fioTarget,
+			}}},
+		}.Normalized(),
+	}
+}
+
+// seedDemo makes the demo installation and, the first time, submits a
+// baseline run so that the first page has something to show.
+func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *river.Client[pgx.Tx], lab *demoLab, out io.Writer, baseURL string) error {
+	hash, err := auth.HashPassword(demoPassword)
+	if err != nil {
+		return err
+	}
+	var programID, hostID int64
+	var baselineProfile, gateSet int64
+	err = st.InTx(ctx, func(tx *store.Store) error {
+		users := map[string]int64{}
+		for _, u := range demoUsers {
+			id, err := ensureDemoUser(ctx, tx, u, hash)
+			if err != nil {
+				return err
+			}
+			users[u.Email] = id
+		}
+		if programID, err = ensureDemoProgram(ctx, tx, users[demoUsers[0].Email]); err != nil {
+			return err
+		}
+		for _, u := range demoUsers {
+			if u.Role != "" {
+				if _, err := tx.SetMember(ctx, programID, users[u.Email], u.Role); err != nil {
+					return err
+				}
+			}
+		}
+		if hostID, err = ensureDemoHost(ctx, tx, sealer, lab, programID); err != nil {
+			return err
+		}
+		if baselineProfile, gateSet, err = ensureDemoSpecs(ctx, tx, lab, programID, users[demoUsers[1].Email]); err != nil {
+			return err
+		}
+		runs, err := tx.ListRuns(ctx, programID, store.RunFilter{Limit: 1})
+		if err != nil || len(runs) > 0 {
+			return err
+		}
+		// The first baseline run, through the way every run goes.
+		runID, err := tx.CreateRun(ctx, store.NewRun{ProgramID: programID, ProfileVersionID: baselineProfile, GateSetVersionID: &gateSet,
+			HostID: hostID, Label: "baseline: local NVMe path", Emulated: true, CreatedBy: users[demoUsers[1].Email]})
+		if err != nil {
+			return err
+		}
+		res, err := rc.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: runID}, nil)
+		if err != nil {
+			return err
+		}
+		return tx.SetRunJob(ctx, runID, res.Job.ID)
+	})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(out, `
+  Accord demo is up: %s/programs/%d
+
+  Sign in with any of these (password %s):
+`, strings.TrimSuffix(baseURL, "/"), programID, demoPassword)
+	for _, u := range demoUsers {
+		role := string(u.Role)
+		if u.Admin {
+			role = "site admin"
+		}
+		fmt.Fprintf(out, "    %-32s %s\n", u.Email, role)
+	}
+	fmt.Fprintf(out, "\n  Demo lab host: sshd on 127.0.0.1:%d; emulators (emulated storage): %s (local NVMe path), %s (NVMe-oF path)\n\n", lab.sshPort, lab.slowURL, lab.fastURL)
+	return nil
+}
+
+func ensureDemoUser(ctx context.Context, tx *store.Store, u demoUser, hash string) (int64, error) {
+	existing, err := tx.UserByEmail(ctx, u.Email)
+	if err == nil {
+		return existing.ID, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return 0, err
+	}
+	var orgID *int64
+	if u.Org != "" {
+		kind := "customer"
+		if u.Org == demoVendorOrg {
+			kind = "vendor"
+		}
+		id, err := findOrCreateOrg(ctx, tx, u.Org, kind)
+		if err != nil {
+			return 0, err
+		}
+		orgID = &id
+	}
+	return tx.CreateUser(ctx, store.NewUser{Email: u.Email, DisplayName: u.Name, PasswordHash: hash, OrganizationID: orgID, IsAdmin: u.Admin})
+}
+
+func ensureDemoProgram(ctx context.Context, tx *store.Store, adminID int64) (int64, error) {
+	programs, err := tx.ProgramsFor(ctx, adminID)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range programs {
+		if p.Name == demoProgramName {
+			return p.ID, nil
+		}
+	}
+	vendor, err := tx.OrganizationByName(ctx, demoVendorOrg)
+	if err != nil {
+		return 0, err
+	}
+	customer, err := tx.OrganizationByName(ctx, demoCustomerOrg)
+	if err != nil {
+		return 0, err
+	}
+	return tx.CreateProgram(ctx, demoProgramName, "A joint acceptance of a KV-cache storage tier, against a demo lab whose storage is emulated.", vendor.ID, customer.ID, &adminID)
+}
+
+// ensureDemoHost registers the demo lab's sshd with its key sealed and its
+// host key pinned (the demo made both keys itself); a re-made key replaces
+// the old pin.
+func ensureDemoHost(ctx context.Context, tx *store.Store, sealer *runners.Sealer, lab *demoLab, programID int64) (int64, error) {
+	hosts, err := tx.ListHosts(ctx, programID)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	for _, h := range hosts {
+		if h.Name == demoHostName {
+			id = h.ID
+		}
+	}
+	if id == 0 {
+		id, err = tx.CreateHost(ctx, programID, store.NewHost{Name: demoHostName, Address: "127.0.0.1", Port: lab.sshPort, Username: lab.user,
+			Labels: map[string]string{"gpu": "none (emulated)", "transport": "emulated"}, AuthMethod: "key", Emulated: true,
+			PublicKey: "(the demo lab's own key)"})
+		if err != nil {
+			return 0, err
+		}
+	}
+	sealed, err := sealer.Seal(lab.clientKey, jobs.SealLabel(id))
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.SetHostSealedKey(ctx, id, sealed); err != nil {
+		return 0, err
+	}
+	return id, tx.PinHostKeys(ctx, programID, id, sshrun.AuthorizedKey(lab.hostKey), sshrun.Fingerprint(lab.hostKey), nil)
+}
+
+// ensureDemoSpecs adds the starter templates and the demo lab's profiles
+// once; it returns the baseline profile's version and the gate set its
+// first run is judged by.
+func ensureDemoSpecs(ctx context.Context, tx *store.Store, lab *demoLab, programID, authorID int64) (int64, int64, error) {
+	existing, err := tx.ListSpecs(ctx, store.KindProfile, programID)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(existing) == 0 {
+		for _, p := range demoProfiles(lab) {
+			if _, err := saveDemoProfile(ctx, tx, programID, authorID, p); err != nil {
+				return 0, 0, err
+			}
+		}
+		for _, t := range acceptance.ProfileTemplates() {
+			if _, err := saveDemoProfile(ctx, tx, programID, authorID, t.Spec); err != nil {
+				return 0, 0, err
+			}
+		}
+		for _, t := range acceptance.GateSetTemplates() {
+			canon, err := acceptance.GateSetCanonicalJSON(t.Spec)
+			if err != nil {
+				return 0, 0, err
+			}
+			digest, err := acceptance.GateSetDigest(t.Spec)
+			if err != nil {
+				return 0, 0, err
+			}
+			if _, _, err := tx.CreateSpec(ctx, store.KindGateSet, programID, store.NewSpecVersion{Name: t.Spec.Name, Spec: canon, Digest: digest,
+				Note: "starter template: " + t.Title, CreatedBy: authorID}); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	profile, err := specVersionByName(ctx, tx, store.KindProfile, programID, demoProfiles(lab)[0].Name)
+	if err != nil {
+		return 0, 0, err
+	}
+	gates, err := specVersionByName(ctx, tx, store.KindGateSet, programID, "MLPerf Inference Llama-2-70B server latency")
+	return profile, gates, err
+}
+
+func saveDemoProfile(ctx context.Context, tx *store.Store, programID, authorID int64, p acceptance.ProfileSpec) (int64, error) {
+	if errs := acceptance.ValidateProfile(p); len(errs) > 0 {
+		return 0, fmt.Errorf("demo profile %q: %w", p.Name, errs)
+	}
+	canon, err := acceptance.ProfileCanonicalJSON(p)
+	if err != nil {
+		return 0, err
+	}
+	digest, err := acceptance.ProfileDigest(p)
+	if err != nil {
+		return 0, err
+	}
+	_, v, err := tx.CreateSpec(ctx, store.KindProfile, programID, store.NewSpecVersion{Name: p.Name, Spec: canon, Digest: digest, CreatedBy: authorID})
+	return v.ID, err
+}
+
+func specVersionByName(ctx context.Context, tx *store.Store, kind store.SpecKind, programID int64, name string) (int64, error) {
+	specs, err := tx.ListSpecs(ctx, kind, programID)
+	if err != nil {
+		return 0, err
+	}
+	for _, sp := range specs {
+		if sp.Name == name {
+			v, err := tx.GetSpecVersion(ctx, kind, programID, sp.ID, 0)
+			return v.ID, err
+		}
+	}
+	return 0, fmt.Errorf("demo: no %s named %q", kind, name)
+}
