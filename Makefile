@@ -6,13 +6,13 @@ export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
 export DATABASE_URL ?= postgres://127.0.0.1:5432/accord?sslmode=disable
 export CGO_ENABLED ?= 0
 
-GO_SOURCES := $(shell find . -name '*.go' -not -path './node_modules/*' 2>/dev/null)
 VENDOR := static/vendor/htmx.min.js static/vendor/echarts.min.js
 
 .PHONY: run test assets generate build bench check-generated probe-binaries clean
 
 ## run: set everything up and serve Accord with demo data on http://localhost:8080
 run: build
+	@bash .ci/ensure-tools.sh
 	@bash .ci/ensure-postgres.sh
 	ACCORD_DEV=true ACCORD_PROBE_DIR=$(CURDIR)/bin ./bin/accord serve
 

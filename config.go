@@ -54,7 +54,7 @@ var envVars = []envVar{
 	{"ACCORD_SIGNING_KEY_FILE", "", "ECDSA P-256 report signing key (PKCS#8 PEM); empty: the keyring in $ACCORD_DATA_DIR/signing"},
 	{"ACCORD_LOG_LEVEL", "info", "debug, info, warn or error"},
 	{"ACCORD_LOG_FORMAT", "json (text when ACCORD_DEV)", "json or text"},
-	{"ACCORD_DEV", "false", "development mode: migrate at start, seed the demo, River UI without an admin"},
+	{"ACCORD_DEV", "false", "development mode: migrate at start, text logs, and the demo (see ACCORD_DEMO)"},
 	{"ACCORD_MIGRATE_ON_START", "$ACCORD_DEV", "apply pending migrations when serve starts"},
 	{"ACCORD_DEMO", "$ACCORD_DEV", "seed the demo installation and start the demo lab (a local sshd and two inference emulators) with the server"},
 	{"ACCORD_DEMO_SSH_PORT", "2222", "port of the demo lab's sshd (127.0.0.1)"},
