@@ -38,6 +38,10 @@ var apiOperations = []apiOperation{
 	{Method: "GET", Path: "/api/v1/programs/{programID}/gatesets/{specID}", Summary: "Show a gate set's latest version", Scope: "read", Response: "SpecVersion"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/gatesets/{specID}/versions/{version}", Summary: "Show one version of a gate set", Scope: "read", Response: "SpecVersion"},
 	{Method: "POST", Path: "/api/v1/programs/{programID}/gatesets/{specID}/versions", Summary: "Add a version to a gate set (409 when nothing changed)", Scope: "run", Request: "GateSetSpec", Response: "SpecVersion", Status: 201},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/rollout", Summary: "The rollout: each stage's state, gates with current verdicts, approvals given and awaited, halts, production watch", Scope: "read", Response: "Rollout"},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/rollout/decisions", Summary: "Take a decision on the current stage (approve, waive, reject, halt, resume, rollback-requested) for the token user's side; 422 with the reason when the rules refuse it", Scope: "approve", Request: "DecisionRequest", Response: "DecisionCreated", Status: 201},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions", Summary: "The decision log with its verification (verified, or the first bad record)", Scope: "read", Response: "DecisionList"},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions/export", Summary: "The whole decision log as `accord verify` checks it (accord-decision-log/v1)", Scope: "read", Response: "DecisionLog"},
 }
 
 var apiSchemas = map[string]any{
@@ -70,6 +74,18 @@ var apiSchemas = map[string]any{
 		"created_at": map[string]any{"type": "string", "format": "date-time"}, "spec": map[string]any{"type": "object"}}),
 	"ProfileSpec": map[string]any{"type": "object", "description": "A workload profile: schema_version, name, purpose, storage, repetitions, warmup, steps (fio, inference, command, drop-caches, pause, fault). See the help page and the YAML export of any profile.",
 		"required": []any{"name", "purpose", "steps"}},
+	"Rollout": map[string]any{"type": "object", "description": "status (in-progress, halted, complete, rejected, rollback-requested), broken (the log does not replay), current_stage, decisions (count), rollback, stages[]: position, name, description, state (pending, awaiting-approval, approved, rejected, halted), attempt, current, gates {gate_set, gate_set_version_id, pass, profiles[] {profile_id, profile, run_id, verdict, pinned, problem}}, approvals[] and resumes[] {kind, actor, side, reason, at}, awaiting (sides), waived, halt, rejection, watch"},
+	"DecisionRequest": map[string]any{"type": "object", "required": []any{"kind"}, "properties": map[string]any{
+		"kind":   map[string]any{"type": "string", "enum": []any{"approve", "waive", "reject", "halt", "stop-loss-triggered", "resume", "rollback-requested"}},
+		"stage":  map[string]any{"type": "string", "description": "the current stage's name (required except for rollback-requested): a decision about another stage is refused"},
+		"reason": map[string]any{"type": "string", "description": "required for everything but approve"}}},
+	"DecisionRecord": obj(map[string]any{"record": obj(map[string]any{"chain": str(), "seq": integer(), "kind": str(), "actor": str(), "organisation": str(),
+		"time": map[string]any{"type": "string", "format": "date-time"}, "stage": str(), "reason": str(), "prev_hash": str(),
+		"evidence": obj(map[string]any{"run_ids": arr(str()), "verdicts": map[string]any{"type": "object", "additionalProperties": str()}, "digests": map[string]any{"type": "object", "additionalProperties": str()}})}),
+		"hash": str()}),
+	"DecisionCreated": obj(map[string]any{"decision": ref("DecisionRecord"), "events": arr(str()), "rollout": ref("Rollout")}),
+	"DecisionList":    obj(map[string]any{"chain": str(), "verified": boolean(), "problem": str(), "head_seq": integer(), "head": str(), "decisions": arr(ref("DecisionRecord"))}),
+	"DecisionLog":     map[string]any{"type": "object", "description": "format accord-decision-log/v1: chain, records[] {record, hash, envelope (DSSE)}, checkpoint (DSSE over the head); verify with `accord verify FILE --keys keys.json`"},
 	"GateSetSpec": map[string]any{"type": "object", "description": "A gate set: schema_version, name, correction, stop_loss_consecutive, criteria (metric, statistic, mode, comparator, threshold, unit, confidence, min_samples, severity, stop_loss).",
 		"required": []any{"name", "criteria"}},
 }

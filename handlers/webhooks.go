@@ -1,0 +1,170 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
+)
+
+// webhookRoutes declares a program's webhooks (owners manage them: a URL
+// and its secret decide where rollout events go).
+func (s *Server) webhookRoutes(r chi.Router) {
+	r.With(s.need(capOwner)).Get("/webhooks", s.listWebhooks)
+	r.With(s.need(capOwner)).Post("/webhooks", s.createWebhook)
+	r.With(s.need(capOwner)).Get("/webhooks/{webhookID}", s.showWebhook)
+	r.With(s.need(capOwner)).Post("/webhooks/{webhookID}/disable", s.setWebhookActive(false))
+	r.With(s.need(capOwner)).Post("/webhooks/{webhookID}/enable", s.setWebhookActive(true))
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
+	s.renderWebhooks(w, r, http.StatusOK, web.WebhookForm{Events: map[string]bool{store.EventStageApproved: true, store.EventStageHalted: true, store.EventStopLoss: true}}, "", 0)
+}
+
+func (s *Server) renderWebhooks(w http.ResponseWriter, r *http.Request, status int, f web.WebhookForm, secret string, hookID int64) {
+	pr := programFrom(r.Context())
+	hooks, err := s.store.ListWebhooks(r.Context(), pr.ID)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	d := web.WebhooksData{Hooks: hooks, Events: store.WebhookEvents, Form: f, NewSecret: secret, NewSecretHook: hookID}
+	p := s.page(r, "Webhooks · "+pr.Name, "programs", s.rolloutCrumbs(pr, "Webhooks")...)
+	s.render(w, r, status, web.WebhooksPage(p, pr.ProgramAccess, d))
+}
+
+// createWebhook registers a URL and shows its secret once (only the
+// sealed secret is kept, to sign each delivery).
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
+	ctx := r.Context()
+	if err := r.ParseForm(); err != nil {
+		s.renderError(w, r, http.StatusBadRequest)
+		return
+	}
+	f := web.WebhookForm{URL: strings.TrimSpace(r.PostFormValue("url")), Events: map[string]bool{}, Errors: map[string]string{}}
+	var events []string
+	for _, e := range r.PostForm["event"] {
+		if slices.Contains(store.WebhookEvents, e) && !f.Events[e] {
+			f.Events[e] = true
+			events = append(events, e)
+		}
+	}
+	if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(f.URL) > 2000 || u.User != nil {
+		f.Errors["url"] = "Give an http:// or https:// URL without a user name or password."
+	}
+	if len(events) == 0 {
+		f.Errors["events"] = "Choose at least one event."
+	}
+	if len(f.Errors) > 0 {
+		s.renderWebhooks(w, r, http.StatusUnprocessableEntity, f, "", 0)
+		return
+	}
+	secret, err := jobs.NewWebhookSecret()
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	var id int64
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		if id, err = tx.CreateWebhook(ctx, pr.ID, f.URL, events, v.ID); err != nil {
+			return err
+		}
+		sealed, err := s.sealer.Seal([]byte(secret), jobs.WebhookSealLabel(id))
+		if err != nil {
+			return err
+		}
+		if err := tx.SetWebhookSecret(ctx, id, sealed); err != nil {
+			return err
+		}
+		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "webhook_registered", ProgramID: &pr.ID,
+			Target: fmt.Sprint(id), ClientAddr: clientAddr(r), Details: map[string]any{"url": redactedURL(f.URL), "events": events}})
+	})
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.renderWebhooks(w, r, http.StatusOK, web.WebhookForm{Events: map[string]bool{}}, secret, id)
+}
+
+// redactedURL drops a URL's query (it may carry a token) for the audit log.
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.RawQuery, u.User = "", nil
+	return u.String()
+}
+
+// loadWebhook loads {webhookID} within the program.
+func (s *Server) loadWebhook(w http.ResponseWriter, r *http.Request) (store.Webhook, bool) {
+	id, ok := idParam(r, "webhookID")
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound)
+		return store.Webhook{}, false
+	}
+	h, err := s.store.GetWebhook(r.Context(), programFrom(r.Context()).ID, id)
+	if err != nil {
+		s.notFoundOr(w, r, err)
+		return h, false
+	}
+	return h, true
+}
+
+// showWebhook is a webhook's delivery log.
+func (s *Server) showWebhook(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	h, ok := s.loadWebhook(w, r)
+	if !ok {
+		return
+	}
+	deliveries, err := s.store.ListDeliveries(r.Context(), pr.ID, h.ID, 200)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	p := s.page(r, fmt.Sprintf("Webhook %d · %s", h.ID, pr.Name), "programs", s.rolloutCrumbs(pr, fmt.Sprintf("Webhook %d", h.ID))...)
+	s.render(w, r, http.StatusOK, web.WebhookPage(p, pr.ProgramAccess, h, deliveries))
+}
+
+func (s *Server) setWebhookActive(active bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		pr := programFrom(r.Context())
+		v := viewerFrom(r.Context())
+		ctx := r.Context()
+		h, ok := s.loadWebhook(w, r)
+		if !ok {
+			return
+		}
+		action := "webhook_disabled"
+		if active {
+			action = "webhook_enabled"
+		}
+		err := s.store.InTx(ctx, func(tx *store.Store) error {
+			if err := tx.SetWebhookActive(ctx, pr.ID, h.ID, active); err != nil {
+				return err
+			}
+			return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: action, ProgramID: &pr.ID, Target: fmt.Sprint(h.ID), ClientAddr: clientAddr(r)})
+		})
+		if err != nil {
+			s.notFoundOr(w, r, err)
+			return
+		}
+		if active {
+			s.setFlash(w, "ok", fmt.Sprintf("Webhook %d enabled.", h.ID))
+		} else {
+			s.setFlash(w, "ok", fmt.Sprintf("Webhook %d disabled: nothing more is sent to it.", h.ID))
+		}
+		redirect(w, r, web.ProgramLink(pr.ID, "/webhooks"))
+	}
+}

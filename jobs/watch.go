@@ -1,0 +1,411 @@
+package jobs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/store"
+)
+
+// The production watch: while a stage is current and awaits approval, its
+// watch asks a Prometheus-compatible API (GET /api/v1/query) for a value
+// (for example the serving fleet's p99 TTFT) every interval and compares it
+// with the stop-loss line. k checks past the line in a row halt the stage
+// with Accord's stop-loss decision. A check that finds no value (the API
+// failed, or the query matched nothing) leaves the count as it is; a check
+// within the line resets it. The count is kept in the watch's row, so it
+// survives restarts and is shared by every worker.
+
+// WatchTickArgs looks for watches due a check (a periodic job).
+type WatchTickArgs struct{}
+
+// Kind implements river.JobArgs.
+func (WatchTickArgs) Kind() string { return "rollout_watch_tick" }
+
+// InsertOpts keeps ticks from piling up.
+func (WatchTickArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByPeriod: WatchTick}}
+}
+
+// WatchTickWorker claims the due watches and enqueues a check of each one
+// whose stage is current.
+type WatchTickWorker struct {
+	river.WorkerDefaults[WatchTickArgs]
+	deps Deps
+}
+
+// Work claims due watches in one transaction.
+func (w *WatchTickWorker) Work(ctx context.Context, job *river.Job[WatchTickArgs]) error {
+	ins, err := workerInserter(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = scheduleWatchChecks(ctx, w.deps.Store, ins, time.Now())
+	return err
+}
+
+// scheduleWatchChecks claims the watches due at now and enqueues a check
+// for each whose stage is current and awaits approval; the others start
+// their count afresh. It returns the ids of the watches it enqueued.
+func scheduleWatchChecks(ctx context.Context, st *store.Store, ins Inserter, now time.Time) ([]int64, error) {
+	var enqueued []int64
+	err := st.InTx(ctx, func(tx *store.Store) error {
+		due, err := tx.ClaimDueWatches(ctx, now, 200)
+		if err != nil {
+			return err
+		}
+		rollouts := map[int64]Rollout{}
+		for _, wt := range due {
+			ro, ok := rollouts[wt.ProgramID]
+			if !ok {
+				if ro, err = LoadRollout(ctx, tx, wt.ProgramID); err != nil {
+					return err
+				}
+				rollouts[wt.ProgramID] = ro
+			}
+			if !watchActive(ro, wt) {
+				if err := tx.ResetWatch(ctx, wt.ID); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := ins.InsertTx(ctx, tx.Tx(), WatchCheckArgs{WatchID: wt.ID}, nil); err != nil {
+				return fmt.Errorf("watch %d: enqueue check: %w", wt.ID, err)
+			}
+			enqueued = append(enqueued, wt.ID)
+		}
+		return nil
+	})
+	return enqueued, err
+}
+
+// watchActive: the watch's stage is the current stage and awaits approval
+// (a halted, rejected or rolled-back stage is not watched).
+func watchActive(ro Rollout, wt store.Watch) bool {
+	stage, status, ok := ro.CurrentStage()
+	return ok && ro.State.Rollback == nil && stage.ID == wt.StageID && status.State == acceptance.StageAwaitingApproval
+}
+
+// WatchCheckArgs checks one watch once.
+type WatchCheckArgs struct {
+	WatchID int64 `json:"watch_id"`
+}
+
+// Kind implements river.JobArgs.
+func (WatchCheckArgs) Kind() string { return "rollout_watch_check" }
+
+// InsertOpts: a missed check is not repeated late; the next one comes.
+func (WatchCheckArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueDefault, MaxAttempts: 2}
+}
+
+// WatchCheckWorker queries a watch's endpoint and counts breaches.
+type WatchCheckWorker struct {
+	river.WorkerDefaults[WatchCheckArgs]
+	deps Deps
+}
+
+// Timeout bounds a check.
+func (w *WatchCheckWorker) Timeout(*river.Job[WatchCheckArgs]) time.Duration { return time.Minute }
+
+// Work runs one check.
+func (w *WatchCheckWorker) Work(ctx context.Context, job *river.Job[WatchCheckArgs]) error {
+	ins, err := workerInserter(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = CheckWatch(ctx, w.deps.Store, DecisionEnv{Keyring: w.deps.Keyring, Inserter: ins}, nil, job.Args.WatchID, time.Now())
+	return err
+}
+
+// WatchResult is what one check found and did.
+type WatchResult struct {
+	Value     *float64
+	Err       string
+	Breaches  int
+	Triggered bool
+	Skipped   bool // the stage was not current (or the watch changed meanwhile)
+}
+
+// CheckWatch queries a watch's endpoint once and updates its count of
+// consecutive breaches; the k-th breach in a row records the stop-loss
+// decision (which halts the stage and calls the webhooks). client nil is a
+// default client with a 10 s timeout.
+func CheckWatch(ctx context.Context, st *store.Store, env DecisionEnv, client *http.Client, watchID int64, now time.Time) (WatchResult, error) {
+	var res WatchResult
+	wt, err := st.LockWatch(ctx, watchID)
+	if errors.Is(err, store.ErrNotFound) {
+		res.Skipped = true
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	value, qerr := QueryPrometheus(ctx, client, wt.Endpoint, wt.Query, wt.Comparator)
+	err = st.InTx(ctx, func(tx *store.Store) error {
+		// The chain's lock first, as every rollout change takes it.
+		if _, err := tx.LockDecisionChain(ctx, wt.ProgramID); err != nil {
+			return err
+		}
+		cur, err := tx.LockWatch(ctx, watchID)
+		if errors.Is(err, store.ErrNotFound) {
+			res.Skipped = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ro, err := LoadRollout(ctx, tx, cur.ProgramID)
+		if err != nil {
+			return err
+		}
+		if !watchActive(ro, cur) || cur.Endpoint != wt.Endpoint || cur.Query != wt.Query {
+			res.Skipped = true
+			return tx.ResetWatch(ctx, cur.ID)
+		}
+		if qerr != nil {
+			res.Err, res.Breaches = qerr.Error(), cur.Breaches
+			return tx.RecordWatchCheck(ctx, cur.ID, now, nil, res.Err, cur.Breaches, cur.Recent)
+		}
+		res.Value = &value
+		if !pastLine(cur.Comparator, value, cur.Line) {
+			return tx.RecordWatchCheck(ctx, cur.ID, now, &value, "", 0, nil)
+		}
+		recent := append(cur.Recent, store.WatchPoint{At: now.UTC(), Value: value})
+		if len(recent) > cur.Consecutive {
+			recent = recent[len(recent)-cur.Consecutive:]
+		}
+		res.Breaches = cur.Breaches + 1
+		if res.Breaches < cur.Consecutive {
+			return tx.RecordWatchCheck(ctx, cur.ID, now, &value, "", res.Breaches, recent)
+		}
+		stage, _, _ := ro.CurrentStage()
+		sum := sha256.Sum256([]byte(cur.Endpoint + "\n" + cur.Query))
+		id := strconv.FormatInt(cur.ID, 10)
+		extra := attest.DecisionEvidence{RunIDs: []string{},
+			Verdicts: map[string]string{"watch/" + id: "STOP-LOSS"},
+			Digests:  map[string]string{"watch/" + id + "/query": "sha256:" + hex.EncodeToString(sum[:])}}
+		if _, err := RecordDecision(ctx, tx, env, DecisionInput{ProgramID: cur.ProgramID, Kind: acceptance.DecisionStopLoss, Stage: stage.Name,
+			Actor: SystemActor, Reason: watchReason(cur, recent), At: now, Extra: &extra}); err != nil {
+			return err
+		}
+		res.Triggered = true
+		// The stage is halted; counting starts afresh when it resumes.
+		return tx.RecordWatchCheck(ctx, cur.ID, now, &value, "", 0, nil)
+	})
+	return res, err
+}
+
+func pastLine(comparator string, v, line float64) bool {
+	if comparator == ">=" {
+		return v < line
+	}
+	return v > line
+}
+
+// watchReason says why the watch stopped the stage, with its numbers.
+func watchReason(w store.Watch, recent []store.WatchPoint) string {
+	vals := make([]string, len(recent))
+	for i, p := range recent {
+		vals[i] = FormatWatchValue(p.Value, w.Unit)
+	}
+	must := "at or below"
+	if w.Comparator == ">=" {
+		must = "at or above"
+	}
+	first, last := recent[0], recent[len(recent)-1]
+	return fmt.Sprintf("Production watch %q: %d consecutive checks past the stop-loss line %s (the value must stay %s it): %s, from %s to %s. Query %q at %s.",
+		w.Name, len(recent), FormatWatchValue(w.Line, w.Unit), must, strings.Join(vals, ", "),
+		first.At.UTC().Format(time.RFC3339), last.At.UTC().Format(time.RFC3339), w.Query, redactEndpoint(w.Endpoint))
+}
+
+// FormatWatchValue writes a value with its unit.
+func FormatWatchValue(v float64, unit string) string {
+	s := strconv.FormatFloat(v, 'g', 6, 64)
+	if unit != "" {
+		s += " " + unit
+	}
+	return s
+}
+
+// redactEndpoint drops credentials from an endpoint URL for records.
+func redactEndpoint(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "(unreadable URL)"
+	}
+	u.User = nil
+	u.RawQuery = ""
+	return u.String()
+}
+
+// ErrNoData is a query that matched no series (or only NaN).
+var ErrNoData = errors.New("the query returned no data")
+
+// promQueryLimit bounds an answer.
+const promQueryLimit = 4 << 20
+
+// QueryPrometheus asks a Prometheus-compatible API for a query's value now
+// (GET endpoint/api/v1/query?query=...). Of several series it returns the
+// worst for the comparator: the highest when the value must stay at or
+// below the line, the lowest otherwise.
+func QueryPrometheus(ctx context.Context, client *http.Client, endpoint, query, comparator string) (float64, error) {
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return 0, fmt.Errorf("the endpoint %q is not an http(s) URL", redactEndpoint(endpoint))
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/query"
+	q := u.Query()
+	q.Set("query", query)
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return 0, fmt.Errorf("query: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "Accord-Watch/1")
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, errors.New("query: " + redactURLError(err))
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, promQueryLimit+1))
+	if err != nil {
+		return 0, fmt.Errorf("query: read answer: %w", err)
+	}
+	if len(body) > promQueryLimit {
+		return 0, fmt.Errorf("query: the answer is larger than %d bytes", promQueryLimit)
+	}
+	v, _, perr := ParsePromAnswer(body, comparator)
+	if res.StatusCode != http.StatusOK {
+		if perr != nil && !errors.Is(perr, ErrNoData) && strings.Contains(perr.Error(), "API error") {
+			return 0, fmt.Errorf("query: HTTP %d: %w", res.StatusCode, perr)
+		}
+		return 0, fmt.Errorf("query: HTTP %d", res.StatusCode)
+	}
+	return v, perr
+}
+
+type promAnswer struct {
+	Status    string `json:"status"`
+	ErrorType string `json:"errorType"`
+	Error     string `json:"error"`
+	Data      struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	} `json:"data"`
+}
+
+// ParsePromAnswer reads a Prometheus HTTP API query answer (vector, scalar
+// or matrix: the last sample of each series) and returns the worst value
+// for the comparator and the number of series that had one.
+func ParsePromAnswer(body []byte, comparator string) (float64, int, error) {
+	var a promAnswer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return 0, 0, fmt.Errorf("the answer is not Prometheus API JSON: %w", err)
+	}
+	if a.Status != "success" {
+		return 0, 0, fmt.Errorf("API error %s: %s", a.ErrorType, truncate(a.Error, 300))
+	}
+	var values []string
+	switch a.Data.ResultType {
+	case "vector":
+		var series []struct {
+			Value []json.RawMessage `json:"value"`
+		}
+		if err := json.Unmarshal(a.Data.Result, &series); err != nil {
+			return 0, 0, fmt.Errorf("vector result: %w", err)
+		}
+		for _, s := range series {
+			v, err := sampleValue(s.Value)
+			if err != nil {
+				return 0, 0, fmt.Errorf("vector result: %w", err)
+			}
+			values = append(values, v)
+		}
+	case "matrix":
+		var series []struct {
+			Values [][]json.RawMessage `json:"values"`
+		}
+		if err := json.Unmarshal(a.Data.Result, &series); err != nil {
+			return 0, 0, fmt.Errorf("matrix result: %w", err)
+		}
+		for _, s := range series {
+			if len(s.Values) == 0 {
+				continue
+			}
+			v, err := sampleValue(s.Values[len(s.Values)-1])
+			if err != nil {
+				return 0, 0, fmt.Errorf("matrix result: %w", err)
+			}
+			values = append(values, v)
+		}
+	case "scalar":
+		var sample []json.RawMessage
+		if err := json.Unmarshal(a.Data.Result, &sample); err != nil {
+			return 0, 0, fmt.Errorf("scalar result: %w", err)
+		}
+		v, err := sampleValue(sample)
+		if err != nil {
+			return 0, 0, fmt.Errorf("scalar result: %w", err)
+		}
+		values = append(values, v)
+	default:
+		return 0, 0, fmt.Errorf("result type %q has no number (use a vector, scalar or matrix query)", truncate(a.Data.ResultType, 40))
+	}
+	worst, n := 0.0, 0
+	for _, s := range values {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("sample value %q is not a number", truncate(s, 40))
+		}
+		if math.IsNaN(v) {
+			continue
+		}
+		if n == 0 || (comparator == ">=" && v < worst) || (comparator != ">=" && v > worst) {
+			worst = v
+		}
+		n++
+	}
+	if n == 0 {
+		return 0, 0, ErrNoData
+	}
+	return worst, n, nil
+}
+
+// sampleValue reads [timestamp, "value"].
+func sampleValue(pair []json.RawMessage) (string, error) {
+	if len(pair) != 2 {
+		return "", fmt.Errorf("a sample is [time, \"value\"], got %d elements", len(pair))
+	}
+	var s string
+	if err := json.Unmarshal(pair[1], &s); err != nil {
+		return "", fmt.Errorf("a sample's value is a string: %w", err)
+	}
+	return s, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
