@@ -383,6 +383,23 @@ func (s *Server) checkHost(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/hosts/%d?checking=1", h.ID)))
 }
 
+// driftComparable is what the drift table compares: the facts that make
+// runs comparable (kernel, GPU driver, NVMe firmware, ...) and the
+// multipath setup, which changes how I/O reaches the array: native
+// multipath on or off and each subsystem's I/O policy.
+func driftComparable(f *facts.Facts) map[string]string {
+	m := f.Comparable()
+	if v := f.NVMe.Multipath.Value; v != "" {
+		m["nvme.multipath"] = v
+	}
+	for _, sub := range f.NVMe.Subsystems {
+		if v := sub.IOPolicy.Value; v != "" && sub.Name != "" {
+			m["nvme."+sub.Name+".iopolicy"] = v
+		}
+	}
+	return m
+}
+
 // factsDrift lists the comparable facts that changed between consecutive
 // captures (newest first in, oldest change last out), with the runs on
 // either side.
@@ -397,7 +414,7 @@ func factsDrift(history []store.HostFacts) []web.FactsChange {
 		if json.Unmarshal(newer.Facts, &fn) != nil || json.Unmarshal(older.Facts, &fo) != nil {
 			continue
 		}
-		a, b := fo.Comparable(), fn.Comparable()
+		a, b := driftComparable(&fo), driftComparable(&fn)
 		keys := map[string]bool{}
 		for k := range a {
 			keys[k] = true

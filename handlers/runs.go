@@ -189,7 +189,7 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 	if len(errs) > 0 {
 		return 0, errs, nil, nil
 	}
-	failing, err := s.blockingReadinessFailures(ctx, host)
+	failing, err := s.blockingReadinessFailures(ctx, host, pv.Spec)
 	if err != nil {
 		return 0, nil, nil, err
 	}

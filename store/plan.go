@@ -264,16 +264,24 @@ func uniqueInt64(in []int64) []int64 {
 	return out
 }
 
-// SignOffPlanStep records one side's sign-off of a step of the program. A
-// side that signed already is ErrConflict.
+// ErrPlanStepNotDone is returned when a step that is not done would be
+// signed off.
+var ErrPlanStepNotDone = errors.New("the plan step is not done")
+
+// SignOffPlanStep records one side's sign-off of a done step of the
+// program. A side that signed already is ErrConflict; a step that is not
+// done is ErrPlanStepNotDone.
 func (s *Store) SignOffPlanStep(ctx context.Context, programID, stepID int64, side string, userID int64) error {
-	tag, err := s.db.Exec(ctx, `INSERT INTO plan_signoffs (step_id, side, user_id)
-		SELECT id, $3, $4 FROM plan_steps WHERE id = $1 AND program_id = $2`, stepID, programID, side, userID)
+	var status string
+	err := s.db.QueryRow(ctx, `SELECT status FROM plan_steps WHERE id = $1 AND program_id = $2 FOR UPDATE`, stepID, programID).Scan(&status)
 	if err != nil {
-		return notFound(err, fmt.Sprintf("sign off plan step %d", stepID))
+		return notFound(err, fmt.Sprintf("plan step %d", stepID))
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("store: sign off plan step %d: %w", stepID, ErrNotFound)
+	if status != PlanDone {
+		return fmt.Errorf("store: sign off plan step %d (%s): %w", stepID, status, ErrPlanStepNotDone)
+	}
+	if _, err := s.db.Exec(ctx, `INSERT INTO plan_signoffs (step_id, side, user_id) VALUES ($1, $2, $3)`, stepID, side, userID); err != nil {
+		return notFound(err, fmt.Sprintf("sign off plan step %d", stepID))
 	}
 	return nil
 }

@@ -155,7 +155,7 @@ func TestPlanUpdateEvidenceAndOwner(t *testing.T) {
 	require.Error(t, b.st.UpdatePlanStep(ctx, b.program, net.ID, store.PlanStepUpdate{Status: "finished"}))
 }
 
-// One sign-off per side; withdrawing clears both.
+// Only a done step is signed off, once per side; withdrawing clears both.
 func TestPlanSignOffs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -166,6 +166,8 @@ func TestPlanSignOffs(t *testing.T) {
 	require.NoError(t, err)
 	step := steps[2]
 
+	require.ErrorIs(t, b.st.SignOffPlanStep(ctx, b.program, step.ID, store.SideVendor, b.vendorEng), store.ErrPlanStepNotDone)
+	require.NoError(t, b.st.UpdatePlanStep(ctx, b.program, step.ID, store.PlanStepUpdate{Status: store.PlanDone, UpdatedBy: b.vendorEng}))
 	require.NoError(t, b.st.SignOffPlanStep(ctx, b.program, step.ID, store.SideVendor, b.vendorEng))
 	require.ErrorIs(t, b.st.SignOffPlanStep(ctx, b.program, step.ID, store.SideVendor, b.vendorEng), store.ErrConflict)
 	require.NoError(t, b.st.SignOffPlanStep(ctx, b.program, step.ID, store.SideCustomer, b.custEng))
