@@ -1,0 +1,106 @@
+package jobs
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/wire"
+	"github.com/accordlab/accord/runners/sshtest"
+	"github.com/accordlab/accord/store"
+)
+
+// startEmulator runs `accord emulate` on a free port of 127.0.0.1 and
+// returns its OpenAI base URL.
+func startEmulator(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(sshtest.BuildAccord(t), append([]string{"emulate", "--listen", "127.0.0.1:0"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := regexp.MustCompile(`127\.0\.0\.1:\d+`)
+	lines := bufio.NewScanner(out)
+	deadline := time.Now().Add(20 * time.Second)
+	for lines.Scan() && time.Now().Before(deadline) {
+		if m := addr.FindString(lines.Text()); m != "" {
+			go func() {
+				for lines.Scan() {
+				}
+			}()
+			return "http://" + m + "/v1"
+		}
+	}
+	t.Fatal("the emulator did not print its address")
+	return ""
+}
+
+// A run against an inference server that degrades is aborted by its gate
+// set's stop-loss line after k consecutive breaches, and the breach with
+// its numbers is recorded.
+func TestStopLossAbortsADegradingRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	endpoint := startEmulator(t, "--degrade-after", "5s", "--degrade-factor", "25", "--itl", "2ms", "--prefill-per-token", "200us")
+	profile := acceptance.ProfileSpec{
+		Name: "degrading inference", Purpose: acceptance.PurposeInferenceServing, Storage: acceptance.Storage{Transport: acceptance.TransportEmulated},
+		Repetitions: 1,
+		Steps: []acceptance.StepSpec{{Name: "serve", Kind: acceptance.StepInference, Inference: &acceptance.InferenceStep{
+			Endpoint: endpoint, Model: "emulated", API: "chat",
+			PromptTokens: acceptance.TokenDist{Dist: "fixed", Mean: 256}, OutputTokens: acceptance.TokenDist{Dist: "fixed", Mean: 8},
+			Load: acceptance.Load{Mode: "concurrency", Concurrency: 4}, Duration: acceptance.Duration(90 * time.Second),
+		}}},
+	}.Normalized()
+	line := 400.0
+	gates := acceptance.GateSetSpec{Name: "ttft guard", StopLossConsecutive: 2, Criteria: []acceptance.Criterion{{
+		Name: "ttft-p99", Metric: acceptance.MetricTTFT, Statistic: acceptance.StatP99, Mode: acceptance.Absolute,
+		Comparator: acceptance.LessOrEqual, Threshold: 200, Unit: "ms", Severity: acceptance.Blocking, StopLoss: &line,
+	}}}.Normalized()
+	gv := b.saveGates(t, gates)
+	started := time.Now()
+	runID := b.submit(t, b.river, b.saveProfile(t, profile), &gv, nil)
+	run := b.waitFor(t, runID, 80*time.Second, "abort", func(r store.Run) bool { return store.RunFinal(r.State) })
+	require.Equal(t, store.RunFailed, run.State)
+	require.Contains(t, run.Reason, "stopped by the stop-loss")
+	require.Less(t, time.Since(started), 60*time.Second, "aborted long before the step's 90 s")
+
+	raw, err := b.store.RunStopLoss(ctx, runID)
+	require.NoError(t, err)
+	var breach acceptance.StopLossBreach
+	require.NoError(t, json.Unmarshal(raw, &breach))
+	require.Equal(t, "ttft-p99", breach.Name)
+	require.Equal(t, 2, breach.Consecutive)
+	require.Len(t, breach.Breaches, 2)
+	for _, p := range breach.Breaches {
+		require.Greater(t, p.Value, line, "each breach is over the line")
+	}
+
+	// The probe stopped: its status says cancelled, and from the second
+	// breach to the probe's end took a bounded time (reported as a figure).
+	var st wire.Status
+	data, err := os.ReadFile(filepath.Join(b.runDir(runID), wire.StatusFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &st))
+	require.Equal(t, wire.StateCancelled, st.State)
+	finished, err := time.Parse(time.RFC3339Nano, st.FinishedAt)
+	require.NoError(t, err)
+	abort := finished.Sub(breach.Breaches[len(breach.Breaches)-1].At)
+	t.Logf("breach to abort: %s (last interim window at %s, probe ended %s)", abort, breach.Breaches[1].At.Format(time.RFC3339Nano), st.FinishedAt)
+	require.Less(t, abort, 15*time.Second)
+
+	// The probe's raw outputs up to the abort were kept.
+	arts, err := b.store.RunArtifacts(ctx, runID)
+	require.NoError(t, err)
+	require.NotEmpty(t, arts)
+}
