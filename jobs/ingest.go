@@ -60,7 +60,7 @@ func (w *ExecuteRunWorker) finish(ctx context.Context, run store.Run, host store
 			if err := tx.SaveMeasurements(ctx, run.ID, measurements); err != nil {
 				return err
 			}
-			if err := precomputeCharts(ctx, tx, run, measurements); err != nil {
+			if err := precomputeCharts(ctx, tx, run, measurements, out.Collection); err != nil {
 				return err
 			}
 		}
