@@ -565,7 +565,9 @@ func (b *runChartBuilder) timeCharts() {
 			continue
 		}
 		b.add(web.ChartBlock{ID: g.id, Title: g.title, Help: g.help},
-			func() (json.RawMessage, charts.Table, error) { return charts.OverTime(charts.TimeSeriesInput{Series: series}) })
+			func() (json.RawMessage, charts.Table, error) {
+				return charts.OverTime(charts.TimeSeriesInput{Series: series})
+			})
 	}
 }
 

@@ -45,7 +45,7 @@ import (
 type chartsBundle struct {
 	*programBundle
 	workers *river.Client[pgx.Tx] // works evaluate_run (and what follows it)
-	hostID int64
+	hostID  int64
 	// Profile versions of one profile: v1 against a fast emulator (the
 	// baseline's storage), v2 against a slower one (the candidate's).
 	fastVersion, slowVersion int64
