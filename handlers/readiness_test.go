@@ -338,6 +338,9 @@ func TestRunOnFailingHostAsksForConfirmation(t *testing.T) {
 	require.Equal(t, "eng@vendor.example", override.ConfirmedBy)
 	require.Len(t, override.Failing, 1)
 	require.True(t, strings.HasPrefix(override.Failing[0], "Controller health (SMART): "), override.Failing[0])
+	_, page = b.get(t, b.viewer, b.url(fmt.Sprintf("/runs/%d", runID)))
+	require.Regexp(t, `id="readiness-override"><span class="badge WARN">confirmed</span> run by eng@vendor.example despite failing blocking checks: Controller health \(SMART\)`, page)
+	require.Contains(t, page, fmt.Sprintf(`id="host-readiness" class="small" href="%s"`, b.url(fmt.Sprintf("/readiness/hosts/%d?profile=%d", b.failingHost, b.local.spec))))
 	audit, err := b.store.ListAudit(ctx, store.AuditFilter{ProgramID: &b.programID})
 	require.NoError(t, err)
 	require.Equal(t, "run_submitted", audit[0].Action)
@@ -373,6 +376,9 @@ func TestRunOnFailingHostAsksForConfirmation(t *testing.T) {
 		run, err = b.store.GetRun(ctx, b.programID, runID)
 		require.NoError(t, err)
 		require.Empty(t, run.ReadinessOverride)
+		_, page = b.get(t, b.viewer, b.url(fmt.Sprintf("/runs/%d", runID)))
+		require.NotContains(t, page, `id="readiness-override"`)
+		require.Contains(t, page, `id="host-readiness"`, "the run page links the host's readiness, checked or not")
 	}
 }
 
