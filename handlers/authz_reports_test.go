@@ -25,6 +25,9 @@ var reportRouteCases = []routeCase{
 	rc("GET", "/programs/{programID}/runs/{runID}/report", inProgramNeeds(capView)),
 	rc("POST", "/programs/{programID}/runs/{runID}/report/cosign", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
 	rc("GET", "/api/v1/programs/{programID}/runs/{runID}/report.tar.gz", apiInProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/runs/import", inProgramNeeds(capEngineer)),
+	rc("POST", "/programs/{programID}/runs/import/result", inProgramNeeds(capEngineer), http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity),
+	rc("POST", "/programs/{programID}/runs/import/report", inProgramNeeds(capEngineer), http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity),
 }
 
 // addReportObjects gives the fixture runs a (stand-in) report bundle.

@@ -26,6 +26,7 @@ func (s *Server) reportRoutes(r chi.Router) {
 	r.With(s.need(capView)).Get("/runs/{runID}/report.tar.gz", s.downloadReport)
 	r.With(s.need(capView)).Get("/runs/{runID}/report", s.showReport)
 	r.With(s.need(capEngineer)).Post("/runs/{runID}/report/cosign", s.cosignReport)
+	s.importRoutes(r)
 }
 
 // keyRoutes declares the public keys (anyone) under /.well-known/accord.

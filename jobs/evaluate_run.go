@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/riverqueue/river"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/facts"
+	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/store"
 )
 
@@ -113,16 +115,42 @@ func EvaluateRun(ctx context.Context, st *store.Store, runID int64) (acceptance.
 // comparableFacts reads the facts that decide comparability from a run's
 // host facts ({} when the run has none, as an imported run).
 func comparableFacts(ctx context.Context, st *store.Store, runID int64) (map[string]string, error) {
+	raw, err := runFactsJSON(ctx, st, runID)
+	if err != nil || raw == nil {
+		return map[string]string{}, err
+	}
+	var f facts.Facts
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("facts of run %d: %w", runID, err)
+	}
+	return f.Comparable(), nil
+}
+
+// runFactsJSON returns the host facts taken for a run, or, for an imported
+// run, the facts file among its artifacts (nil when there are none).
+func runFactsJSON(ctx context.Context, st *store.Store, runID int64) (json.RawMessage, error) {
 	hf, err := st.RunFacts(ctx, runID)
+	if err == nil {
+		return hf.Facts, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	a, err := st.RunArtifactByPath(ctx, runID, wire.FactsFile)
 	if errors.Is(err, store.ErrNotFound) {
-		return map[string]string{}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var f facts.Facts
-	if err := json.Unmarshal(hf.Facts, &f); err != nil {
-		return nil, fmt.Errorf("facts of run %d: %w", runID, err)
+	rc, _, err := st.Artifacts().Open(ctx, a.SHA256)
+	if err != nil {
+		return nil, err
 	}
-	return f.Comparable(), nil
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil || !json.Valid(b) {
+		return nil, err
+	}
+	return b, nil
 }

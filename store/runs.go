@@ -131,6 +131,7 @@ func (s *Store) RecentRunsFor(ctx context.Context, userID int64, limit int) ([]R
 // NewRun is what submitting a run needs.
 type NewRun struct {
 	ProgramID         int64
+	Kind              string // executed (default) or imported
 	ProfileVersionID  int64
 	GateSetVersionID  *int64
 	HostID            int64
@@ -145,10 +146,14 @@ type NewRun struct {
 // same transaction and then records the job id (SetRunJob).
 func (s *Store) CreateRun(ctx context.Context, r NewRun) (int64, error) {
 	var id int64
-	err := s.db.QueryRow(ctx, `INSERT INTO runs (program_id, profile_version_id, gate_set_version_id, host_id, baseline_run_id,
+	kind := r.Kind
+	if kind == "" {
+		kind = "executed"
+	}
+	err := s.db.QueryRow(ctx, `INSERT INTO runs (program_id, kind, profile_version_id, gate_set_version_id, host_id, baseline_run_id,
 		state, label, emulated, readiness_override, created_by)
-		VALUES ($1, $2, $3, $4, $5, 'queued', $6, $7, $8, $9) RETURNING id`,
-		r.ProgramID, r.ProfileVersionID, r.GateSetVersionID, r.HostID, r.BaselineRunID, r.Label, r.Emulated, nullJSON(r.ReadinessOverride), nullID(r.CreatedBy)).Scan(&id)
+		VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10) RETURNING id`,
+		r.ProgramID, kind, r.ProfileVersionID, r.GateSetVersionID, nullID(r.HostID), r.BaselineRunID, r.Label, r.Emulated, nullJSON(r.ReadinessOverride), nullID(r.CreatedBy)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("store: create run: %w", err)
 	}

@@ -1,0 +1,311 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/runners/parse"
+	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
+)
+
+// importRoutes declares the import of results made outside Accord's reach.
+func (s *Server) importRoutes(r chi.Router) {
+	r.With(s.need(capEngineer)).Get("/runs/import", s.showImport)
+	r.With(s.need(capEngineer)).Post("/runs/import/result", s.importResultFile)
+	r.With(s.need(capEngineer)).Post("/runs/import/report", s.importSignedReport)
+}
+
+// importFormats are the formats a user may name (detection picks one
+// otherwise).
+var importFormats = []string{string(parse.FormatFio), string(parse.FormatVLLMBench), string(parse.FormatGenAIPerf),
+	string(parse.FormatAIPerf), string(parse.FormatAIPerfRecords)}
+
+// maxResultUpload bounds an uploaded result file.
+const maxResultUpload = 64 << 20
+
+func (s *Server) showImport(w http.ResponseWriter, r *http.Request) {
+	s.renderImport(w, r, http.StatusOK, "", "")
+}
+
+func (s *Server) renderImport(w http.ResponseWriter, r *http.Request, status int, which, errText string) {
+	pr := programFrom(r.Context())
+	var rf web.RunForm
+	if err := s.runChoices(r, &rf); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	f := web.ImportForm{Profiles: rf.Profiles, GateSets: rf.GateSets, Baselines: rf.Baselines, Formats: importFormats, Which: which, Error: errText}
+	p := s.page(r, "Import results", "programs", s.runCrumbs(pr, "Import")...)
+	s.render(w, r, status, web.ImportPage(p, pr.ProgramAccess, f))
+}
+
+// importTarget is where an imported result goes.
+type importTarget struct {
+	profile  store.SpecVersion
+	spec     acceptance.ProfileSpec
+	gates    *int64
+	baseline *int64
+	label    string
+}
+
+func (s *Server) importTargetFrom(r *http.Request) (importTarget, string, error) {
+	pr := programFrom(r.Context())
+	var t importTarget
+	id, _ := strconv.ParseInt(r.FormValue("profile_version"), 10, 64)
+	pv, err := s.store.GetSpecVersionByID(r.Context(), store.KindProfile, pr.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return t, "Choose the profile version the results come from.", nil
+	}
+	if err != nil {
+		return t, "", err
+	}
+	t.profile = pv
+	if err := json.Unmarshal(pv.Spec, &t.spec); err != nil {
+		return t, "", err
+	}
+	if g, _ := strconv.ParseInt(r.FormValue("gate_set_version"), 10, 64); g != 0 {
+		gv, err := s.store.GetSpecVersionByID(r.Context(), store.KindGateSet, pr.ID, g)
+		if errors.Is(err, store.ErrNotFound) {
+			return t, "Choose a gate set version of this program.", nil
+		}
+		if err != nil {
+			return t, "", err
+		}
+		t.gates = &gv.ID
+	}
+	if b, _ := strconv.ParseInt(r.FormValue("baseline"), 10, 64); b != 0 {
+		base, err := s.store.GetRun(r.Context(), pr.ID, b)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && base.State != store.RunDone) {
+			return t, "The baseline must be a finished run of this program.", nil
+		}
+		if err != nil {
+			return t, "", err
+		}
+		t.baseline = &base.ID
+	}
+	t.label = strings.TrimSpace(r.FormValue("label"))
+	if len(t.label) > 200 {
+		return t, "The label may have at most 200 characters.", nil
+	}
+	return t, "", nil
+}
+
+// importResultFile keeps an uploaded tool output as an imported run: the
+// file as its artifact, the measurements its importer reads (chosen by
+// content unless named), judged when a gate set is chosen. Nothing is kept
+// when the file cannot be read.
+func (s *Server) importResultFile(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxResultUpload+1<<20)
+	if err := r.ParseMultipartForm(1 << 20); err != nil {
+		s.renderImport(w, r, http.StatusRequestEntityTooLarge, "result", fmt.Sprintf("The file is too large (at most %d MiB).", maxResultUpload>>20))
+		return
+	}
+	t, problem, err := s.importTargetFrom(r)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	f, header, ferr := r.FormFile("file")
+	if problem == "" && ferr != nil {
+		problem = "Choose the result file to import."
+	}
+	if problem != "" {
+		s.renderImport(w, r, http.StatusUnprocessableEntity, "result", problem)
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxResultUpload+1))
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	format := parse.Format(r.FormValue("format"))
+	if format == "" {
+		if format, err = parse.Detect(data); err != nil {
+			s.renderImport(w, r, http.StatusUnprocessableEntity, "result", "The file's format was not recognised: "+err.Error()+". Choose it in the list.")
+			return
+		}
+	}
+	step := strings.TrimSpace(r.FormValue("step"))
+	if step == "" {
+		step = "imported"
+	}
+	name := path.Base(strings.ReplaceAll(header.Filename, "\\", "/"))
+	if name == "." || name == "/" || name == "" {
+		name = "result.json"
+	}
+	ms, warnings, err := parse.Import(format, data, parse.Options{Step: step, Repetition: 1, Name: name})
+	if err != nil {
+		s.renderImport(w, r, http.StatusUnprocessableEntity, "result", "The file could not be imported as "+string(format)+": "+err.Error())
+		return
+	}
+	files := map[string][]byte{"imported/" + fileSafeName(name): data}
+	runID, err := s.saveImportedRun(r, t, files, ms, warnings, fmt.Sprintf("imported from %s (%s)", name, format))
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.setFlash(w, "ok", fmt.Sprintf("Imported %d measurements from %s.", len(ms), name))
+	redirect(w, r, web.ProgramLink(programFrom(r.Context()).ID, fmt.Sprintf("/runs/%d", runID)))
+}
+
+// importSignedReport verifies another installation's bundle against the
+// key the user pins, then keeps its artifacts as an imported run whose
+// measurements are read again from the raw outputs, so that it can be
+// compared with a reproduction here.
+func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxBundleUpload)
+	if err := r.ParseMultipartForm(1 << 20); err != nil {
+		s.renderImport(w, r, http.StatusRequestEntityTooLarge, "report", "The bundle is too large.")
+		return
+	}
+	t, problem, err := s.importTargetFrom(r)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	pinned, kerr := attest.ParseTrustedKeys([]byte(r.FormValue("key")))
+	if problem == "" && kerr != nil {
+		problem = "Paste the signer's public key (an allowed_signers line or a PEM key): " + kerr.Error()
+	}
+	f, _, ferr := r.FormFile("bundle")
+	if problem == "" && ferr != nil {
+		problem = "Choose the report bundle to import."
+	}
+	if problem != "" {
+		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", problem)
+		return
+	}
+	defer f.Close()
+	files := map[string][]byte{}
+	var total int64
+	sink := func(ctx context.Context, name string, size int64, rd io.Reader) error {
+		total += size
+		if total > maxBundleUpload {
+			return errors.New("the bundle's artifacts are too large")
+		}
+		b, err := io.ReadAll(rd)
+		files[name] = b
+		return err
+	}
+	imp, err := attest.ImportBundle(r.Context(), f, pinned, sink)
+	if err != nil {
+		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", "The bundle was not imported: it did not verify against the key you pinned: "+err.Error())
+		return
+	}
+	coll := collectionOf(files)
+	ms, warnings, err := jobs.ImportCollection(coll, t.spec, "imported")
+	if err != nil {
+		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", "The bundle verified, but its raw outputs could not be read: "+err.Error())
+		return
+	}
+	if t.label == "" {
+		t.label = "imported: " + imp.Info.Title
+	}
+	runID, err := s.saveImportedRun(r, t, files, ms, warnings, fmt.Sprintf("imported from a report signed by %s (run %s of another installation)", imp.Report.Manifest.KeyID, imp.Info.RunID))
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.setFlash(w, "ok", "The report verified against the pinned key and was imported.")
+	redirect(w, r, web.ProgramLink(programFrom(r.Context()).ID, fmt.Sprintf("/runs/%d", runID)))
+}
+
+// collectionOf presents imported files as a collected run folder.
+func collectionOf(files map[string][]byte) *sshrun.Collection {
+	c := &sshrun.Collection{}
+	for name, data := range files {
+		sum := sha256.Sum256(data)
+		c.Files = append(c.Files, sshrun.File{Name: name, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Data: data})
+		c.Bytes += int64(len(data))
+	}
+	sort.Slice(c.Files, func(i, j int) bool { return c.Files[i].Name < c.Files[j].Name })
+	return c
+}
+
+// saveImportedRun stores an imported run with its files and measurements,
+// and enqueues its evaluation when it has a gate set: one transaction.
+func (s *Server) saveImportedRun(r *http.Request, t importTarget, files map[string][]byte, ms []acceptance.Measurement, warnings []string, note string) (int64, error) {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
+	ctx := r.Context()
+	var runID int64
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		runID, err = tx.CreateRun(ctx, store.NewRun{ProgramID: pr.ID, Kind: "imported", ProfileVersionID: t.profile.ID, GateSetVersionID: t.gates,
+			BaselineRunID: t.baseline, Label: t.label, CreatedBy: v.ID})
+		if err != nil {
+			return err
+		}
+		names := make([]string, 0, len(files))
+		for name := range files {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			digest, err := tx.Artifacts().Put(ctx, files[name])
+			if err != nil {
+				return err
+			}
+			if err := tx.AddRunArtifact(ctx, store.RunArtifact{RunID: runID, Path: name, SHA256: digest, Size: int64(len(files[name]))}); err != nil {
+				return err
+			}
+		}
+		if err := tx.SaveMeasurements(ctx, runID, ms); err != nil {
+			return err
+		}
+		if err := tx.AddRunNote(ctx, runID, "info", note); err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			if err := tx.AddRunNote(ctx, runID, "warn", w); err != nil {
+				return err
+			}
+		}
+		if t.gates == nil {
+			if err := tx.SetRunState(ctx, runID, store.RunDone, note); err != nil {
+				return err
+			}
+		} else {
+			if err := tx.SetRunState(ctx, runID, store.RunEvaluating, note); err != nil {
+				return err
+			}
+			if _, err := s.river.InsertTx(ctx, tx.Tx(), jobs.EvaluateRunArgs{RunID: runID}, nil); err != nil {
+				return err
+			}
+		}
+		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "run_imported", ProgramID: &pr.ID,
+			Target: fmt.Sprintf("run %d", runID), ClientAddr: clientAddr(r), Details: map[string]any{"note": note, "measurements": len(ms)}})
+	})
+	return runID, err
+}
+
+func fileSafeName(name string) string {
+	out := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '-'
+	}, name)
+	if strings.Trim(out, ".") == "" {
+		return "result"
+	}
+	return out
+}
