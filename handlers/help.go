@@ -7,23 +7,26 @@ import (
 	"github.com/accordlab/accord/web"
 )
 
-var verdictHelp = []web.HelpEntry{
-	{Term: "PASS", Text: "The evidence shows the criterion is met at the stated confidence: for a limit, the whole confidence interval is on the right side of it."},
-	{Term: "FAIL", Text: "The evidence shows the criterion is not met: the whole confidence interval is on the wrong side of the limit."},
-	{Term: "INCONCLUSIVE", Text: "The interval straddles the limit, or there are fewer samples or repetitions than the criterion needs. The explanation says how many more would decide."},
-	{Term: "INCOMPARABLE", Text: "The candidate and the baseline ran on hosts whose facts differ where it matters (kernel, GPU driver or model, NVMe firmware, fabric). The difference is shown; fix it and run again."},
-}
-
-var statisticHelp = []web.HelpEntry{
-	{Term: "p50 … p99.9", Text: "Percentiles computed by Accord from raw samples (or histogram bins where the tool only kept bins). Limits on a percentile use a distribution-free confidence bound: p99 passes only if its upper 95 % bound is under the limit."},
-	{Term: "mean", Text: "The arithmetic mean, with a confidence interval."},
-	{Term: "max", Text: "The largest sample; no interval."},
-	{Term: "rate", Text: "A throughput or ratio measured once per repetition; its interval comes from the repetitions, so it needs at least three of them."},
-	{Term: "relative", Text: "A relative criterion compares the candidate with its baseline run: (candidate − baseline) / baseline in percent, with a seeded bootstrap confidence interval (10,000 resamples), so that re-evaluation gives the same answer."},
-	{Term: "Holm", Text: "When a gate set has several criteria, Holm's correction keeps the chance of any wrong PASS at the stated level."},
+// methodHelp explains how Accord's numbers are made, beside the
+// statistics and verdicts the acceptance package describes.
+var methodHelp = []web.HelpEntry{
+	{Term: "percentiles", Text: "Computed by Accord from raw samples (nearest rank) or, where a tool kept only histogram bins, from the bins. A tool's own summary numbers are shown beside Accord's, labelled."},
+	{Term: "absolute limits", Text: "A percentile passes only if its distribution-free upper confidence bound is under the limit (for p99 at 95 % that needs at least 299 samples); it fails if the lower bound is over it."},
+	{Term: "relative criteria", Text: "The candidate against its baseline: (candidate − baseline) / baseline in percent, with a seeded bootstrap confidence interval (10,000 resamples over repetitions and samples), so that re-evaluation gives the same answer."},
+	{Term: "rates", Text: "Throughputs and ratios are measured once per repetition; their interval comes from the repetitions, so a relative rate criterion needs at least three per side."},
+	{Term: "Holm", Text: "With several blocking criteria, Holm's correction keeps the chance of any wrong PASS at the stated level; a pass that does not survive it is INCONCLUSIVE."},
+	{Term: "stop-loss", Text: "A hard line on a criterion: interim windows of a running step are checked against it, and k consecutive breaches abort the run and halt the rollout stage."},
 }
 
 func (s *Server) showHelp(w http.ResponseWriter, r *http.Request) {
+	var verdicts, statistics []web.HelpEntry
+	for _, v := range []acceptance.Verdict{acceptance.Pass, acceptance.Fail, acceptance.Inconclusive, acceptance.Incomparable} {
+		verdicts = append(verdicts, web.HelpEntry{Term: string(v), Text: acceptance.VerdictHelp(string(v))})
+	}
+	for _, st := range acceptance.Statistics {
+		statistics = append(statistics, web.HelpEntry{Term: string(st), Text: acceptance.StatisticHelp(st)})
+	}
+	statistics = append(statistics, methodHelp...)
 	p := s.page(r, "Help", "help")
-	s.render(w, r, http.StatusOK, web.HelpPage(p, acceptance.Metrics(), statisticHelp, verdictHelp))
+	s.render(w, r, http.StatusOK, web.HelpPage(p, acceptance.Metrics(), statistics, verdicts))
 }
