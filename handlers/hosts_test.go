@@ -1,0 +1,91 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/runners/sshtest"
+)
+
+// An engineer registers a host, installs Accord's key on it, scans and
+// pins its host key, and checks it: the facts and the round trip appear.
+func TestRegisterScanPinAndCheckAHost(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	ctx := context.Background()
+
+	res := pb.postForm(t, pb.engineer, pb.url("/hosts"), url.Values{"name": {"gpu-node-1"}, "address": {"127.0.0.1"}, "port": {"22"},
+		"username": {"root"}, "auth_method": {"key"}, "labels": {"gpu=H100\ntransport=nvmeof-rdma"}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	hostURL := res.Header.Get("Location")
+	_, page := pb.get(t, pb.engineer, hostURL)
+	m := regexp.MustCompile(`<pre id="host-public-key">([^<]+)</pre>`).FindStringSubmatch(page)
+	require.NotNil(t, m, "the public key to install is shown")
+	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(m[1]))
+	require.NoError(t, err)
+	var sealed []byte
+	require.NoError(t, pb.pool.QueryRow(ctx, `SELECT sealed_private_key FROM hosts WHERE name = 'gpu-node-1'`).Scan(&sealed))
+	require.NotContains(t, string(sealed), "PRIVATE KEY", "the private key is sealed")
+
+	// The lab's administrator installs the key; the host runs sshd.
+	sshd := sshtest.StartSSHD(t, sshtest.Options{AuthorizedKeys: []ssh.PublicKey{pub}})
+	_, err = pb.pool.Exec(ctx, `UPDATE hosts SET port = $1, username = $2 WHERE name = 'gpu-node-1'`, sshd.Port, sshd.User)
+	require.NoError(t, err)
+
+	// A run cannot start before the key is pinned.
+	_, page = pb.get(t, pb.engineer, hostURL)
+	require.Contains(t, page, "not confirmed")
+
+	res2, page := pb.postPage(t, pb.engineer, hostURL+"/scan", nil)
+	require.Equal(t, http.StatusOK, res2.StatusCode)
+	require.Contains(t, page, sshrun.Fingerprint(sshd.HostKey), "the scanned fingerprint is shown to confirm")
+	key := regexp.MustCompile(`name="key0" value="([^"]+)"`).FindStringSubmatch(page)
+	require.NotNil(t, key)
+	res = pb.postForm(t, pb.engineer, hostURL+"/pin", url.Values{"key0": {strings.ReplaceAll(key[1], "&#43;", "+")}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	_, page = pb.get(t, pb.engineer, hostURL)
+	require.Contains(t, page, `id="host-fingerprint">`+sshrun.Fingerprint(sshd.HostKey))
+
+	// Check host: a River job connects, uploads the probe, takes facts.
+	deps := jobs.Deps{Log: pb.log, Store: pb.store, Sealer: pb.sealer, Keyring: pb.keyring, Runner: runners.Config{
+		Options: sshrun.Options{RemoteBase: t.TempDir()}, Probe: sshrun.ProbeSource{File: sshtest.BuildAccord(t)}}}
+	client, err := river.NewClient(riverpgxv5.New(pb.pool), &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
+		Workers: jobs.Register(deps), FetchPollInterval: 100 * time.Millisecond, TestOnly: true})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() { _ = client.Stop(context.Background()) })
+	res = pb.postForm(t, pb.engineer, hostURL+"/check", nil)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Eventually(t, func() bool {
+		h, err := pb.store.ListHosts(ctx, pb.programID)
+		return err == nil && len(h) == 1 && h[0].LastCheckOK != nil && *h[0].LastCheckOK
+	}, 90*time.Second, 200*time.Millisecond, "the check succeeds")
+	_, page = pb.get(t, pb.viewer, hostURL)
+	require.Contains(t, page, `id="host-facts"`)
+	require.Contains(t, page, "round trip")
+	history, err := pb.store.HostFactsHistory(ctx, mustHostID(t, pb), 5)
+	require.NoError(t, err)
+	require.Len(t, history, 1)
+}
+
+func mustHostID(t *testing.T, pb *programBundle) int64 {
+	t.Helper()
+	hosts, err := pb.store.ListHosts(context.Background(), pb.programID)
+	require.NoError(t, err)
+	require.NotEmpty(t, hosts)
+	return hosts[0].ID
+}
+
