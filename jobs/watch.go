@@ -148,13 +148,23 @@ type WatchResult struct {
 // default client with a 10 s timeout.
 func CheckWatch(ctx context.Context, st *store.Store, env DecisionEnv, client *http.Client, watchID int64, now time.Time) (WatchResult, error) {
 	var res WatchResult
-	wt, err := st.LockWatch(ctx, watchID)
+	wt, err := st.GetWatch(ctx, watchID)
 	if errors.Is(err, store.ErrNotFound) {
 		res.Skipped = true
 		return res, nil
 	}
 	if err != nil {
 		return res, err
+	}
+	// Ask only for a watch whose stage is current (checked again below,
+	// under the lock, before anything is counted).
+	ro, err := LoadRollout(ctx, st, wt.ProgramID)
+	if err != nil {
+		return res, err
+	}
+	if !watchActive(ro, wt) {
+		res.Skipped = true
+		return res, st.ResetWatch(ctx, wt.ID)
 	}
 	value, qerr := QueryPrometheus(ctx, client, wt.Endpoint, wt.Query, wt.Comparator)
 	err = st.InTx(ctx, func(tx *store.Store) error {

@@ -287,6 +287,15 @@ func (s *Store) ListWatches(ctx context.Context, programID int64) ([]Watch, erro
 	return collectWatches(rows, err, fmt.Sprintf("watches of program %d", programID))
 }
 
+// GetWatch returns a watch by id (for its worker).
+func (s *Store) GetWatch(ctx context.Context, watchID int64) (Watch, error) {
+	w, err := scanWatch(s.db.QueryRow(ctx, `SELECT `+watchColumns+watchJoins+` WHERE w.id = $1`, watchID))
+	if err != nil {
+		return w, notFound(err, fmt.Sprintf("watch %d", watchID))
+	}
+	return w, nil
+}
+
 // LockWatch returns a watch, locked for the transaction.
 func (s *Store) LockWatch(ctx context.Context, watchID int64) (Watch, error) {
 	w, err := scanWatch(s.db.QueryRow(ctx, `SELECT `+watchColumns+watchJoins+` WHERE w.id = $1 FOR UPDATE OF w`, watchID))

@@ -1,0 +1,331 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/attest/dsse"
+	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/store/storetest"
+)
+
+// rolloutBundle is an installation with a program whose plan has stages
+// judged by one gate set version on one profile, and a River client
+// working the rollout's jobs (no lab host: runs are stored directly).
+type rolloutBundle struct {
+	store          *store.Store
+	deps           Deps
+	river          *river.Client[pgx.Tx]
+	programID      int64
+	profileID      int64
+	profileVersion int64
+	gateVersion    int64
+	hostID         int64
+}
+
+func setupRollouts(t *testing.T, stages ...string) *rolloutBundle {
+	t.Helper()
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	b := &rolloutBundle{store: store.New(pool)}
+	sealer, err := runners.NewSealer([]byte("0123456789abcdef0123456789abcdef-rollouts"))
+	require.NoError(t, err)
+	b.deps = Deps{Log: quietLogger(), Store: b.store, Sealer: sealer, Holder: "test", Version: "test"}
+	b.deps.Keyring, err = attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{})
+	require.NoError(t, err)
+
+	vendor, err := b.store.CreateOrganization(ctx, "Acme Storage", "vendor")
+	require.NoError(t, err)
+	customer, err := b.store.CreateOrganization(ctx, "BigCloud", "customer")
+	require.NoError(t, err)
+	b.programID, err = b.store.CreateProgram(ctx, "P", "", vendor, customer, nil)
+	require.NoError(t, err)
+	b.hostID, err = b.store.CreateHost(ctx, b.programID, store.NewHost{Name: "lab", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key"})
+	require.NoError(t, err)
+	profile := acceptance.ProfileSpec{Name: "kv lookups", Purpose: acceptance.PurposeStorageMicrobench, Storage: acceptance.Storage{Transport: acceptance.TransportLocalNVMe},
+		Repetitions: 1, Steps: []acceptance.StepSpec{{Name: "read", Kind: acceptance.StepFio, Fio: &acceptance.FioStep{RW: "randread", BlockSize: 4 << 10, IODepth: 1,
+			NumJobs: 1, Size: 16 << 20, Runtime: acceptance.Duration(time.Second), IOEngine: "psync", Target: "/tmp/fio.dat"}}}}.Normalized()
+	b.profileVersion, b.profileID = saveSpec(t, b.store, b.programID, store.KindProfile, profile, profile.Name)
+	gates := quickGates()
+	b.gateVersion, _ = saveSpec(t, b.store, b.programID, store.KindGateSet, gates, gates.Name)
+	for _, name := range stages {
+		_, err := b.store.AddRolloutStage(ctx, b.programID, name, store.StageGates{GateSetVersionID: b.gateVersion,
+			Profiles: []store.StageProfile{{ProfileID: b.profileID}}}, 0)
+		require.NoError(t, err)
+	}
+	return b
+}
+
+// saveSpec stores a spec's version 1 and returns the version's and the spec's ids.
+func saveSpec(t *testing.T, st *store.Store, programID int64, kind store.SpecKind, spec any, name string) (int64, int64) {
+	t.Helper()
+	canon, err := json.Marshal(spec)
+	require.NoError(t, err)
+	sp, v, err := st.CreateSpec(context.Background(), kind, programID, store.NewSpecVersion{Name: name, Spec: canon, Digest: fmt.Sprintf("sha256:%064x", len(canon))})
+	require.NoError(t, err)
+	return v.ID, sp.ID
+}
+
+// startRiver works the rollout's jobs; webhook retries wait backoff.
+func (b *rolloutBundle) startRiver(t *testing.T, backoff time.Duration) {
+	t.Helper()
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &WatchTickWorker{deps: b.deps})
+	river.AddWorker(workers, &WatchCheckWorker{deps: b.deps})
+	river.AddWorker(workers, &DeliverWebhookWorker{deps: b.deps, backoff: backoff})
+	client, err := river.NewClient(riverpgxv5.New(b.store.Pool), &river.Config{
+		Logger: b.deps.Log, Queues: map[string]river.QueueConfig{QueueDefault: {MaxWorkers: 4}}, Workers: workers,
+		FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond, TestOnly: true,
+	})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = client.StopAndCancel(ctx)
+	})
+	b.river = client
+}
+
+// insertOnly is a River client that inserts jobs without working them.
+func (b *rolloutBundle) insertOnly(t *testing.T) *river.Client[pgx.Tx] {
+	t.Helper()
+	client, err := river.NewClient(riverpgxv5.New(b.store.Pool), &river.Config{})
+	require.NoError(t, err)
+	return client
+}
+
+func (b *rolloutBundle) env(ins Inserter) DecisionEnv { return DecisionEnv{Keyring: b.deps.Keyring, Inserter: ins} }
+
+var (
+	vera = acceptance.Actor{UserID: "vera@acme.example", Name: "Vera", OrgKind: acceptance.OrgVendor, Approver: true}
+	chen = acceptance.Actor{UserID: "chen@bigcloud.example", Name: "Chen", OrgKind: acceptance.OrgCustomer, Approver: true}
+)
+
+// decide records a person's decision in its own transaction.
+func (b *rolloutBundle) decide(t *testing.T, ins Inserter, kind acceptance.DecisionKind, stage string, who acceptance.Actor, reason string) DecisionOutcome {
+	t.Helper()
+	var out DecisionOutcome
+	require.NoError(t, b.store.InTx(context.Background(), func(tx *store.Store) error {
+		var err error
+		out, err = RecordDecision(context.Background(), tx, b.env(ins), DecisionInput{ProgramID: b.programID, Kind: kind, Stage: stage, Actor: who,
+			OrgName: string(who.OrgKind) + " org", Reason: reason})
+		return err
+	}))
+	return out
+}
+
+// judgedRun stores a finished run judged by the gate set version.
+func (b *rolloutBundle) judgedRun(t *testing.T, verdict string) store.Run {
+	t.Helper()
+	ctx := context.Background()
+	gv := b.gateVersion
+	id, err := b.store.CreateRun(ctx, store.NewRun{ProgramID: b.programID, ProfileVersionID: b.profileVersion, GateSetVersionID: &gv, HostID: b.hostID})
+	require.NoError(t, err)
+	_, err = b.store.SaveEvaluation(ctx, store.StoredEvaluation{RunID: id, GateSetVersionID: gv, Overall: verdict, Result: []byte(`{}`), Canonical: []byte(`{}`),
+		Digest: "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a", EngineVersion: "test"})
+	require.NoError(t, err)
+	require.NoError(t, b.store.SetRunState(ctx, id, store.RunDone, "judged"))
+	run, err := b.store.RunByID(ctx, id)
+	require.NoError(t, err)
+	return run
+}
+
+// verifyLog checks the program's log as `accord verify` checks its export.
+func (b *rolloutBundle) verifyLog(t *testing.T) []store.StoredDecision {
+	t.Helper()
+	ctx := context.Background()
+	ds, err := b.store.ListDecisions(ctx, b.programID)
+	require.NoError(t, err)
+	chain, err := b.store.GetDecisionChain(ctx, b.programID)
+	require.NoError(t, err)
+	records := make([]attest.Decision, len(ds))
+	envs := make([]*dsse.Envelope, len(ds))
+	for i, d := range ds {
+		records[i], envs[i] = d.Record, d.Envelope
+	}
+	keys, err := b.deps.Keyring.KeySet()
+	require.NoError(t, err)
+	require.NoError(t, attest.VerifyChain(records, envs, chain.Checkpoint, keys))
+	return ds
+}
+
+func (b *rolloutBundle) rollout(t *testing.T) Rollout {
+	t.Helper()
+	ro, err := LoadRollout(context.Background(), b.store, b.programID)
+	require.NoError(t, err)
+	require.NoError(t, ro.ReplayErr)
+	return ro
+}
+
+// hookServer is a deployment system's webhook endpoint on 127.0.0.1: it
+// answers each request with the next status of its script (then 200).
+type hookServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	script   []int
+	received []hookRequest
+}
+
+type hookRequest struct {
+	Header http.Header
+	Body   []byte
+	Status int
+}
+
+func startHookServer(t *testing.T, script ...int) *hookServer {
+	t.Helper()
+	h := &hookServer{script: script}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		status := http.StatusOK
+		if len(h.script) > 0 {
+			status, h.script = h.script[0], h.script[1:]
+		}
+		h.received = append(h.received, hookRequest{Header: r.Header.Clone(), Body: body, Status: status})
+		h.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hookServer) requests() []hookRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hookRequest(nil), h.received...)
+}
+
+// addWebhook registers a webhook with its sealed secret.
+func (b *rolloutBundle) addWebhook(t *testing.T, url string, events ...string) (int64, string) {
+	t.Helper()
+	ctx := context.Background()
+	id, err := b.store.CreateWebhook(ctx, b.programID, url, events, 0)
+	require.NoError(t, err)
+	secret, err := NewWebhookSecret()
+	require.NoError(t, err)
+	sealed, err := b.deps.Sealer.Seal([]byte(secret), WebhookSealLabel(id))
+	require.NoError(t, err)
+	require.NoError(t, b.store.SetWebhookSecret(ctx, id, sealed))
+	return id, secret
+}
+
+// waitDelivery waits until a webhook's deliveries are all settled.
+func (b *rolloutBundle) waitDeliveries(t *testing.T, hookID int64, n int, timeout time.Duration) []store.WebhookDelivery {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ds, err := b.store.ListDeliveries(context.Background(), b.programID, hookID, 100)
+		require.NoError(t, err)
+		done := len(ds) == n
+		for _, d := range ds {
+			done = done && d.State != store.DeliveryPending
+		}
+		if done {
+			return ds
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook %d: %d deliveries not settled within %s: %+v", hookID, n, timeout, ds)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestRunStopLossHaltsTheStageItIsEvidenceFor(t *testing.T) {
+	t.Parallel()
+	b := setupRollouts(t, "lab-acceptance", "pilot-5pct")
+	b.startRiver(t, 20*time.Millisecond)
+	hooks := startHookServer(t)
+	hookID, secret := b.addWebhook(t, hooks.URL+"/argo", store.EventStopLoss, store.EventStageHalted)
+	ctx := context.Background()
+	b.judgedRun(t, "PASS")
+	b.decide(t, b.river, acceptance.DecisionApprove, "lab-acceptance", vera, "")
+	b.decide(t, b.river, acceptance.DecisionApprove, "lab-acceptance", chen, "")
+
+	gv := b.gateVersion
+	breach := &acceptance.StopLossBreach{Name: "read-latency", Metric: acceptance.MetricReadCLat, Statistic: acceptance.StatP99, Line: 800, Unit: "µs",
+		Consecutive: 2, Explanation: "Stop-loss: p99 read latency crossed the 800 µs line in 2 consecutive interim windows (912 µs, 1.04 ms)."}
+	stopped := func(profileVersion int64) store.Run {
+		id, err := b.store.CreateRun(ctx, store.NewRun{ProgramID: b.programID, ProfileVersionID: profileVersion, GateSetVersionID: &gv, HostID: b.hostID})
+		require.NoError(t, err)
+		run, err := b.store.RunByID(ctx, id)
+		require.NoError(t, err)
+		return run
+	}
+	halt := func(run store.Run) bool {
+		var halted bool
+		require.NoError(t, b.store.InTx(ctx, func(tx *store.Store) error {
+			var err error
+			halted, err = haltForRunStopLoss(ctx, tx, b.env(b.river), run, breach)
+			return err
+		}))
+		return halted
+	}
+
+	// A run of a profile the stage does not name is not its evidence.
+	other := acceptance.ProfileSpec{Name: "other", Purpose: acceptance.PurposeStorageMicrobench, Storage: acceptance.Storage{Transport: acceptance.TransportLocalNVMe},
+		Repetitions: 1, Steps: []acceptance.StepSpec{{Name: "p", Kind: acceptance.StepPause, Pause: &acceptance.PauseStep{Duration: acceptance.Duration(time.Second)}}}}.Normalized()
+	otherVersion, _ := saveSpec(t, b.store, b.programID, store.KindProfile, other, other.Name)
+	require.False(t, halt(stopped(otherVersion)))
+	require.Len(t, b.verifyLog(t), 2)
+
+	// The stage's own evidence halts it with Accord's signed decision.
+	run := stopped(b.profileVersion)
+	require.True(t, halt(run))
+	ro := b.rollout(t)
+	cur, _ := ro.State.CurrentStage()
+	require.Equal(t, "pilot-5pct", cur.Name)
+	require.Equal(t, acceptance.StageHalted, cur.State)
+	require.Equal(t, acceptance.DecisionStopLoss, cur.Halt.Kind)
+	ds := b.verifyLog(t)
+	require.Len(t, ds, 3)
+	rec := ds[2].Record
+	require.Equal(t, "stop-loss-triggered", rec.Kind)
+	require.Equal(t, "accord", rec.Actor)
+	require.Equal(t, "system", rec.Organisation)
+	require.Equal(t, "pilot-5pct", rec.Stage)
+	require.Contains(t, rec.Reason, fmt.Sprintf("Run %d: Stop-loss: p99 read latency crossed the 800 µs line", run.ID))
+	require.Contains(t, rec.Evidence.RunIDs, strconv.FormatInt(run.ID, 10))
+	require.Equal(t, "STOP-LOSS", rec.Evidence.Verdicts[fmt.Sprintf("%d/read-latency", run.ID)])
+	require.Regexp(t, `^sha256:[0-9a-f]{64}$`, rec.Evidence.Digests[fmt.Sprintf("stop_loss/%d", run.ID)])
+	notes, err := b.store.RunLogTail(ctx, run.ID, 5)
+	require.NoError(t, err)
+	require.Contains(t, notes[len(notes)-1].Message, "rollout stage pilot-5pct halted")
+
+	// The webhook is called once, signed, with the most specific event.
+	delivered := b.waitDeliveries(t, hookID, 1, 20*time.Second)
+	require.Equal(t, store.DeliveryDelivered, delivered[0].State)
+	got := hooks.requests()
+	require.Len(t, got, 1)
+	require.Equal(t, "stop_loss", got[0].Header.Get(HeaderWebhookEvent))
+	require.True(t, VerifyWebhookSignature(secret, got[0].Body, got[0].Header.Get(HeaderWebhookSignature)))
+	var body WebhookBody
+	require.NoError(t, json.Unmarshal(got[0].Body, &body))
+	require.Equal(t, []string{"stop_loss", "stage_halted"}, body.Events)
+	require.Equal(t, "pilot-5pct", body.Stage)
+	require.Equal(t, 2, body.StagePosition)
+	require.Equal(t, "halted", body.RolloutStatus)
+	require.Equal(t, ds[2].Hash, body.Decision.Hash)
+	require.Equal(t, int64(3), body.Decision.Record.Seq)
+
+	// Another stop-loss on the halted stage records nothing more.
+	require.False(t, halt(stopped(b.profileVersion)))
+	require.Len(t, b.verifyLog(t), 3)
+}

@@ -1,0 +1,98 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/store"
+)
+
+// A webhook that fails is retried with a growing delay until it answers;
+// one that never answers 2xx is marked failed after the last attempt; each
+// attempt is in the delivery log and each body is signed.
+func TestWebhookDeliveriesAreSignedAndRetried(t *testing.T) {
+	t.Parallel()
+	b := setupRollouts(t, "lab-acceptance", "pilot-5pct")
+	b.startRiver(t, 20*time.Millisecond)
+	flaky := startHookServer(t, http.StatusInternalServerError, http.StatusBadGateway)
+	down := startHookServer(t, repeat(http.StatusServiceUnavailable, WebhookAttempts)...)
+	flakyID, flakySecret := b.addWebhook(t, flaky.URL, store.EventStageApproved)
+	downID, _ := b.addWebhook(t, down.URL, store.EventStageApproved)
+	haltOnly, _ := b.addWebhook(t, flaky.URL, store.EventStageHalted)
+	b.judgedRun(t, "PASS")
+
+	// One side's approval raises nothing.
+	out := b.decide(t, b.river, acceptance.DecisionApprove, "lab-acceptance", vera, "")
+	require.Empty(t, out.Events)
+	out = b.decide(t, b.river, acceptance.DecisionApprove, "lab-acceptance", chen, "")
+	require.Equal(t, []string{store.EventStageApproved}, out.Events)
+	require.Equal(t, 2, out.Deliveries, "the halt-only webhook is not called")
+
+	ds := b.waitDeliveries(t, flakyID, 1, 30*time.Second)
+	require.Equal(t, store.DeliveryDelivered, ds[0].State)
+	require.Equal(t, 3, ds[0].Attempts)
+	require.Equal(t, 200, *ds[0].LastStatus)
+	got := flaky.requests()
+	require.Len(t, got, 3)
+	for _, r := range got {
+		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+		require.Equal(t, "stage_approved", r.Header.Get(HeaderWebhookEvent))
+		require.True(t, VerifyWebhookSignature(flakySecret, r.Body, r.Header.Get(HeaderWebhookSignature)), "every attempt is signed")
+		require.Equal(t, got[0].Body, r.Body, "every attempt sends the same body")
+	}
+	require.False(t, VerifyWebhookSignature("whsec_other", got[0].Body, got[0].Header.Get(HeaderWebhookSignature)))
+	var body WebhookBody
+	require.NoError(t, json.Unmarshal(got[0].Body, &body))
+	require.Equal(t, "lab-acceptance", body.Stage)
+	require.Equal(t, "approved", body.StageState)
+	require.Equal(t, "pilot-5pct", body.NextStage)
+	require.Equal(t, "in-progress", body.RolloutStatus)
+	require.Equal(t, "chen@bigcloud.example", body.Decision.Record.Actor)
+
+	ds = b.waitDeliveries(t, downID, 1, 60*time.Second)
+	require.Equal(t, store.DeliveryFailed, ds[0].State)
+	require.Equal(t, WebhookAttempts, ds[0].Attempts)
+	require.Equal(t, http.StatusServiceUnavailable, *ds[0].LastStatus)
+	require.Equal(t, "HTTP 503", ds[0].LastError)
+	require.Len(t, down.requests(), WebhookAttempts)
+
+	none, err := b.store.ListDeliveries(context.Background(), b.programID, haltOnly, 10)
+	require.NoError(t, err)
+	require.Empty(t, none)
+
+	// A disabled webhook is not called.
+	require.NoError(t, b.store.SetWebhookActive(context.Background(), b.programID, haltOnly, false))
+	out = b.decide(t, b.river, acceptance.DecisionHalt, "pilot-5pct", chen, "pilot burning its error budget")
+	require.Equal(t, []string{store.EventStageHalted}, out.Events)
+	require.Zero(t, out.Deliveries)
+}
+
+func repeat(v, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func jobWithAttempt(n int) *river.Job[DeliverWebhookArgs] {
+	return &river.Job[DeliverWebhookArgs]{JobRow: &rivertype.JobRow{Attempt: n}}
+}
+
+func TestWebhookRetryDelayDoubles(t *testing.T) {
+	t.Parallel()
+	w := &DeliverWebhookWorker{}
+	for attempt, want := range map[int]time.Duration{1: 10 * time.Second, 2: 20 * time.Second, 4: 80 * time.Second, 12: time.Hour, 40: time.Hour} {
+		job := jobWithAttempt(attempt)
+		got := time.Until(w.NextRetry(job))
+		require.InDelta(t, want.Seconds(), got.Seconds(), 1, "attempt %d", attempt)
+	}
+}
