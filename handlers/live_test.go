@@ -1,0 +1,68 @@
+package handlers
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/store"
+)
+
+// The run page's live stream pushes log lines, progress and state as they
+// are stored (LISTEN/NOTIFY), and ends when the run is settled.
+func TestRunEventsStreamLive(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	ctx := context.Background()
+	pv := pb.profileVersionID(t)
+	host, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: "lab", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key"})
+	require.NoError(t, err)
+	runID, err := pb.store.CreateRun(ctx, store.NewRun{ProgramID: pb.programID, ProfileVersionID: pv, HostID: host})
+	require.NoError(t, err)
+
+	req, _ := http.NewRequest(http.MethodGet, pb.ts.URL+pb.url("/runs/")+strconv.FormatInt(runID, 10)+"/events", nil)
+	res, err := pb.viewer.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, "text/event-stream", res.Header.Get("Content-Type"))
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	expect := func(substr string) {
+		t.Helper()
+		deadline := time.After(15 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				require.True(t, ok, "the stream ended before %q", substr)
+				if strings.Contains(l, substr) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no %q on the stream", substr)
+			}
+		}
+	}
+	expect(`"state":"queued"`)
+
+	started := time.Now()
+	require.NoError(t, pb.store.SetRunState(ctx, runID, store.RunPreparing, "uploading the plan"))
+	require.NoError(t, pb.store.AddRunNote(ctx, runID, "info", "hello from the runner"))
+	expect("hello from the runner")
+	require.Less(t, time.Since(started), 4*time.Second, "pushed by the notification, not by the 5 s poll")
+	require.NoError(t, pb.store.SetRunState(ctx, runID, store.RunCancelled, "stopped"))
+	expect(`"final":true`)
+	for range lines {
+	}
+}
