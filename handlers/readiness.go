@@ -216,6 +216,10 @@ func (s *Server) loadProgramReadiness(ctx context.Context, programID int64) (pro
 	for i, d := range defs {
 		index[d.ID] = i
 	}
+	ranOn, err := s.store.ProfilesRunOnHosts(ctx, programID)
+	if err != nil {
+		return out, err
+	}
 	m := web.ReadinessMatrix{ProgramID: programID, Definitions: defs}
 	out.cells = map[int64]map[string]web.ReadinessCell{}
 	fits := make([][]web.ReadinessFit, len(exps))
@@ -223,6 +227,18 @@ func (s *Server) loadProgramReadiness(ctx context.Context, programID int64) (pro
 		hs, err := s.latestFacts(ctx, h)
 		if err != nil {
 			return out, err
+		}
+		// Profiles often share their expectations (same transport, both
+		// with fio steps): evaluate each distinct set of options once.
+		evaluated := map[string][]readiness.Check{}
+		evaluate := func(o readiness.Options) []readiness.Check {
+			key, _ := json.Marshal(o)
+			cs, ok := evaluated[string(key)]
+			if !ok {
+				cs = readiness.Evaluate(hs.facts, o)
+				evaluated[string(key)] = cs
+			}
+			return cs
 		}
 		row := web.ReadinessRow{Host: h}
 		if !hs.takenAt.IsZero() {
@@ -233,13 +249,9 @@ func (s *Server) loadProgramReadiness(ctx context.Context, programID int64) (pro
 			row.Unreadable = true
 		}
 		if hs.facts != nil {
-			ran, err := s.profilesRunOn(ctx, programID, h.ID)
-			if err != nil {
-				return out, err
-			}
 			var evals []expectation
 			for _, ex := range exps {
-				if meantFor(ex, h, hs.facts, ran) {
+				if meantFor(ex, h, hs.facts, ranOn[h.ID]) {
 					evals = append(evals, ex)
 					row.JudgedBy = append(row.JudgedBy, ex.label())
 				}
@@ -252,7 +264,7 @@ func (s *Server) loadProgramReadiness(ctx context.Context, programID int64) (pro
 				row.Cells[i] = web.ReadinessCell{HostID: h.ID, CheckID: d.ID}
 			}
 			for _, ex := range evals {
-				for _, c := range readiness.Evaluate(hs.facts, hostOptions(h, ex.opts)) {
+				for _, c := range evaluate(hostOptions(h, ex.opts)) {
 					i, ok := index[c.ID]
 					if !ok {
 						continue
@@ -280,7 +292,7 @@ func (s *Server) loadProgramReadiness(ctx context.Context, programID int64) (pro
 		for i, ex := range exps {
 			fit := web.ReadinessFit{HostID: h.ID, HostName: h.Name, ProfileID: ex.specID, ProfileLabel: ex.label(), NoFacts: hs.facts == nil}
 			if hs.facts != nil {
-				for _, c := range readiness.BlockingFailures(readiness.Evaluate(hs.facts, hostOptions(h, ex.opts))) {
+				for _, c := range readiness.BlockingFailures(evaluate(hostOptions(h, ex.opts))) {
 					fit.Failures = append(fit.Failures, c.Title)
 				}
 			}
@@ -293,22 +305,6 @@ func (s *Server) loadProgramReadiness(ctx context.Context, programID int64) (pro
 			Transport: string(ex.spec.Storage.Transport), FioRequired: ex.opts.FioRequired, Hosts: fits[i]})
 	}
 	out.matrix = m
-	return out, nil
-}
-
-// profilesRunOn lists the profiles (spec ids) that ran on a host, among
-// its newest runs.
-func (s *Server) profilesRunOn(ctx context.Context, programID, hostID int64) (map[int64]bool, error) {
-	runs, err := s.store.ListRuns(ctx, programID, store.RunFilter{HostID: &hostID, Limit: 200})
-	if err != nil {
-		return nil, err
-	}
-	out := map[int64]bool{}
-	for _, r := range runs {
-		if r.ProfileID != nil {
-			out[*r.ProfileID] = true
-		}
-	}
 	return out, nil
 }
 

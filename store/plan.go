@@ -305,3 +305,26 @@ func (s *Store) FinishedRunsOnTransport(ctx context.Context, programID int64, tr
 		ORDER BY r.id DESC LIMIT 100`, programID, transport)
 	return collectRuns(rows, err, "finished runs on "+transport)
 }
+
+// ProfilesRunOnHosts maps each host of the program to the profiles (spec
+// ids) that ran on it.
+func (s *Store) ProfilesRunOnHosts(ctx context.Context, programID int64) (map[int64]map[int64]bool, error) {
+	rows, err := s.db.Query(ctx, `SELECT DISTINCT r.host_id, pv.profile_id FROM runs r JOIN profile_versions pv ON pv.id = r.profile_version_id
+		WHERE r.program_id = $1 AND r.host_id IS NOT NULL`, programID)
+	if err != nil {
+		return nil, fmt.Errorf("store: profiles run on hosts of program %d: %w", programID, err)
+	}
+	out := map[int64]map[int64]bool{}
+	var host, profile int64
+	_, err = pgx.ForEachRow(rows, []any{&host, &profile}, func() error {
+		if out[host] == nil {
+			out[host] = map[int64]bool{}
+		}
+		out[host][profile] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: profiles run on hosts of program %d: %w", programID, err)
+	}
+	return out, nil
+}

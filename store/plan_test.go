@@ -222,4 +222,16 @@ func TestFinishedRunsOnTransport(t *testing.T) {
 	other, err := b.st.FinishedRunsOnTransport(ctx, b.other, "local-nvme")
 	require.NoError(t, err)
 	require.Empty(t, other)
+
+	// Which profiles ran on which host, whatever the outcome.
+	ran, err := b.st.ProfilesRunOnHosts(ctx, b.program)
+	require.NoError(t, err)
+	localSpec, err := b.st.GetSpecVersionByID(ctx, store.KindProfile, b.program, b.localPV)
+	require.NoError(t, err)
+	tcpSpec, err := b.st.GetSpecVersionByID(ctx, store.KindProfile, b.program, b.tcpPV)
+	require.NoError(t, err)
+	require.Equal(t, map[int64]map[int64]bool{b.host: {localSpec.SpecID: true, tcpSpec.SpecID: true}}, ran)
+	none, err := b.st.ProfilesRunOnHosts(ctx, b.other)
+	require.NoError(t, err)
+	require.Empty(t, none)
 }
