@@ -329,3 +329,91 @@ func TestRunStopLossHaltsTheStageItIsEvidenceFor(t *testing.T) {
 	require.False(t, halt(stopped(b.profileVersion)))
 	require.Len(t, b.verifyLog(t), 3)
 }
+
+// End to end: a real run on a lab host crosses its gate set's stop-loss
+// line; the run is aborted, the rollout stage it is evidence for halts with
+// Accord's signed decision, and the deployment system's webhook is called.
+func TestRunCrossingStopLossHaltsStageAndCallsWebhook(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	profile := acceptance.ProfileSpec{
+		Name: "kv lookups", Purpose: acceptance.PurposeStorageMicrobench, Storage: acceptance.Storage{Transport: acceptance.TransportLocalNVMe}, Repetitions: 1,
+		Steps: []acceptance.StepSpec{{Name: "read", Kind: acceptance.StepFio, Fio: &acceptance.FioStep{RW: "randread", BlockSize: 4 << 10, IODepth: 1, NumJobs: 1,
+			Size: 16 << 20, Runtime: acceptance.Duration(time.Minute), IOEngine: "psync", Target: b.work + "/fio.dat"}}},
+	}.Normalized()
+	// No lab reaches a trillion IOPS: the first interim window crosses the line.
+	line := 1e12
+	gates := acceptance.GateSetSpec{Name: "iops floor", StopLossConsecutive: 1, Criteria: []acceptance.Criterion{{
+		Name: "read-iops", Metric: acceptance.MetricReadIOPS, Statistic: acceptance.StatRate, Mode: acceptance.Absolute,
+		Comparator: acceptance.GreaterOrEqual, Threshold: 2e12, Unit: "IOPS", Severity: acceptance.Blocking, StopLoss: &line,
+	}}}.Normalized()
+	pv := b.saveProfile(t, profile)
+	gv := b.saveGates(t, gates)
+	var profileID int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT profile_id FROM profile_versions WHERE id = $1`, pv).Scan(&profileID))
+	_, err := b.store.AddRolloutStage(ctx, b.programID, "pilot-5pct", store.StageGates{GateSetVersionID: gv, Profiles: []store.StageProfile{{ProfileID: profileID}}}, 0)
+	require.NoError(t, err)
+	hooks := startHookServer(t)
+	hookID, err := b.store.CreateWebhook(ctx, b.programID, hooks.URL+"/flagger", []string{store.EventStopLoss}, 0)
+	require.NoError(t, err)
+	secret, err := NewWebhookSecret()
+	require.NoError(t, err)
+	sealed, err := b.deps.Sealer.Seal([]byte(secret), WebhookSealLabel(hookID))
+	require.NoError(t, err)
+	require.NoError(t, b.store.SetWebhookSecret(ctx, hookID, sealed))
+
+	started := time.Now()
+	runID := b.submit(t, b.river, pv, &gv, nil)
+	run := b.waitFor(t, runID, 90*time.Second, "abort", func(r store.Run) bool { return store.RunFinal(r.State) })
+	require.Equal(t, store.RunFailed, run.State)
+	require.Contains(t, run.Reason, "stopped by the stop-loss")
+	// From the start of the measurement to its abort took far less than
+	// the step's minute.
+	trans, err := b.store.RunTransitions(ctx, runID)
+	require.NoError(t, err)
+	var running, ended time.Time
+	for _, tr := range trans {
+		switch tr.ToState {
+		case store.RunRunning:
+			running = tr.At
+		case store.RunCollecting:
+			ended = tr.At
+		}
+	}
+	require.Less(t, ended.Sub(running), 45*time.Second, "aborted before the step's 60 s (submitted %s ago)", time.Since(started))
+	ro, err := LoadRollout(ctx, b.store, b.programID)
+	require.NoError(t, err)
+	require.NoError(t, ro.ReplayErr)
+	cur, ok := ro.State.CurrentStage()
+	require.True(t, ok)
+	require.Equal(t, acceptance.StageHalted, cur.State)
+	require.Equal(t, acceptance.DecisionStopLoss, cur.Halt.Kind)
+
+	ds, err := b.store.ListDecisions(ctx, b.programID)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	chain, err := b.store.GetDecisionChain(ctx, b.programID)
+	require.NoError(t, err)
+	keys, err := b.deps.Keyring.KeySet()
+	require.NoError(t, err)
+	require.NoError(t, attest.VerifyChain([]attest.Decision{ds[0].Record}, []*dsse.Envelope{ds[0].Envelope}, chain.Checkpoint, keys), "the decision is signed")
+	rec := ds[0].Record
+	require.Equal(t, "stop-loss-triggered", rec.Kind)
+	require.Equal(t, "accord", rec.Actor)
+	require.Equal(t, []string{strconv.FormatInt(runID, 10)}, rec.Evidence.RunIDs)
+	require.Contains(t, rec.Reason, fmt.Sprintf("Run %d: Stop-loss:", runID))
+
+	deadline := time.Now().Add(30 * time.Second)
+	for len(hooks.requests()) == 0 {
+		require.True(t, time.Now().Before(deadline), "the webhook was not called")
+		time.Sleep(100 * time.Millisecond)
+	}
+	got := hooks.requests()[0]
+	require.Equal(t, "stop_loss", got.Header.Get(HeaderWebhookEvent))
+	require.True(t, VerifyWebhookSignature(secret, got.Body, got.Header.Get(HeaderWebhookSignature)))
+	var body WebhookBody
+	require.NoError(t, json.Unmarshal(got.Body, &body))
+	require.Equal(t, "pilot-5pct", body.Stage)
+	require.Equal(t, ds[0].Hash, body.Decision.Hash)
+}
