@@ -111,7 +111,9 @@ func (b *rolloutBundle) insertOnly(t *testing.T) *river.Client[pgx.Tx] {
 	return client
 }
 
-func (b *rolloutBundle) env(ins Inserter) DecisionEnv { return DecisionEnv{Keyring: b.deps.Keyring, Inserter: ins} }
+func (b *rolloutBundle) env(ins Inserter) DecisionEnv {
+	return DecisionEnv{Keyring: b.deps.Keyring, Inserter: ins}
+}
 
 var (
 	vera = acceptance.Actor{UserID: "vera@acme.example", Name: "Vera", OrgKind: acceptance.OrgVendor, Approver: true}
