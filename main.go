@@ -37,6 +37,7 @@ server:
 lab hosts and tools:
   probe              the lab host's side of a run (facts, run, launch, tail, status, stop, pack)
   emulate            an OpenAI-compatible inference emulator doing real storage reads
+  submit             submit a run through the API, follow it, exit by its verdict (pipelines)
   verify FILE        check a signed report bundle or an exported decision log, offline
 
   help config        the configuration variables
@@ -63,6 +64,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return probe.Main(ctx, args[1:], stdout, stderr)
 	case "emulate":
 		return emulator.Main(ctx, args[1:], stdout, stderr)
+	case "submit":
+		return cmdSubmit(ctx, args[1:], getenv, stdout, stderr)
 	case "verify":
 		return cmdVerify(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":

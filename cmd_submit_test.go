@@ -1,0 +1,750 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/handlers/auth"
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/runners/sshtest"
+	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/store/storetest"
+)
+
+// TestMain removes the accord binary sshtest builds as the lab host's probe.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	sshtest.RemoveBuild()
+	os.Exit(code)
+}
+
+// junitSchema is our XSD of the common JUnit format.
+const junitSchema = "testdata/junit/junit.xsd"
+
+// submitBundle is a running Accord (web server and River workers, as
+// `accord serve` runs them) with a real sshd lab host, a program, a quick
+// profile, gate sets that pass, fail and cannot decide, and API tokens.
+type submitBundle struct {
+	base      string
+	store     *store.Store
+	programID int64
+	token     string // engineer: read and run
+	viewer    string // viewer: read and run scopes, but the viewer role
+	work      string // the lab host's folder for fio's file
+}
+
+func setupSubmit(t *testing.T) *submitBundle {
+	t.Helper()
+	ctx := context.Background()
+	dbURL := storetest.NewDatabase(t)
+	b := &submitBundle{work: t.TempDir()}
+
+	// The server's secret, as a key file holds it (hex text).
+	dataDir := t.TempDir()
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	secret := []byte(hex.EncodeToString(raw))
+	require.NoError(t, os.WriteFile(filepath.Join(dataDir, "secret.key"), append(secret, '\n'), 0o400))
+
+	// serve takes probe binaries from ACCORD_PROBE_DIR by architecture.
+	probeDir := t.TempDir()
+	require.NoError(t, os.Symlink(sshtest.BuildAccord(t), filepath.Join(probeDir, "accord-linux-amd64")))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	b.base = "http://" + addr
+	cfg, err := loadConfig(envMap(map[string]string{
+		"ACCORD_LISTEN": addr, "ACCORD_BASE_URL": b.base, "DATABASE_URL": dbURL, "ACCORD_DATA_DIR": dataDir,
+		"ACCORD_PROBE_DIR": probeDir, "ACCORD_REMOTE_DIR": t.TempDir(), "ACCORD_SHUTDOWN_TIMEOUT": "10s", "ACCORD_DB_MAX_CONNS": "10",
+	}))
+	require.NoError(t, err)
+
+	srvCtx, stop := context.WithCancel(ctx)
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(srvCtx, cfg, quietLog(), true, ready) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("serve stopped: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	t.Cleanup(func() {
+		stop()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+
+	pool, err := store.Open(ctx, dbURL, 3)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	b.store = store.New(pool)
+
+	vendor, err := b.store.CreateOrganization(ctx, "Array Vendor", "vendor")
+	require.NoError(t, err)
+	customer, err := b.store.CreateOrganization(ctx, "GPU Customer", "customer")
+	require.NoError(t, err)
+	b.programID, err = b.store.CreateProgram(ctx, "Array X × GPU farm", "", vendor, customer, nil)
+	require.NoError(t, err)
+	// A second program the engineer cannot see.
+	_, err = b.store.CreateProgram(ctx, "Other", "", vendor, customer, nil)
+	require.NoError(t, err)
+
+	keys, err := auth.NewKeys(secret)
+	require.NoError(t, err)
+	member := func(email string, org int64, role store.Role) string {
+		uid, err := b.store.CreateUser(ctx, store.NewUser{Email: email, DisplayName: email, OrganizationID: &org})
+		require.NoError(t, err)
+		_, err = b.store.SetMember(ctx, b.programID, uid, role)
+		require.NoError(t, err)
+		now := time.Now()
+		tok := store.APIToken{ID: auth.NewID(), UserID: uid, Name: "ci", Scopes: []string{auth.ScopeRead, auth.ScopeRun}, ExpiresAt: now.Add(24 * time.Hour)}
+		text, err := keys.Issue(auth.AudienceAPI, uid, tok.ID, tok.Scopes, now, tok.ExpiresAt)
+		require.NoError(t, err)
+		require.NoError(t, b.store.CreateAPIToken(ctx, tok))
+		return text
+	}
+	b.token = member("eng@vendor.example", vendor, store.RoleEngineer)
+	b.viewer = member("view@customer.example", customer, store.RoleViewer)
+
+	// The lab host: a real sshd on loopback, its key sealed under the
+	// server's secret and its host key pinned.
+	sshd := sshtest.StartSSHD(t, sshtest.Options{})
+	hostID, err := b.store.CreateHost(ctx, b.programID, store.NewHost{Name: "lab-1", Address: sshd.Addr, Port: sshd.Port, Username: sshd.User, AuthMethod: "key", PublicKey: "test"})
+	require.NoError(t, err)
+	sealer, err := runners.NewSealer(secret)
+	require.NoError(t, err)
+	sealed, err := sealer.Seal(sshd.ClientKeyPEM, jobs.SealLabel(hostID))
+	require.NoError(t, err)
+	require.NoError(t, b.store.SetHostSealedKey(ctx, hostID, sealed))
+	require.NoError(t, b.store.PinHostKeys(ctx, b.programID, hostID, sshrun.AuthorizedKey(sshd.HostKey), sshrun.Fingerprint(sshd.HostKey), nil))
+
+	b.saveProfile(t, b.profile("quick read", 200*time.Millisecond))
+	b.saveProfile(t, b.profile("slow read", time.Minute))
+	b.saveGates(t, gates("latency budget", acceptance.Criterion{Name: "read-latency", Metric: acceptance.MetricReadCLat, Statistic: acceptance.StatP99,
+		Mode: acceptance.Absolute, Comparator: acceptance.LessOrEqual, Threshold: 1, Unit: "s", Severity: acceptance.Blocking}))
+	b.saveGates(t, gates("impossible latency", acceptance.Criterion{Name: "read-latency", Metric: acceptance.MetricReadCLat, Statistic: acceptance.StatP99,
+		Mode: acceptance.Absolute, Comparator: acceptance.LessOrEqual, Threshold: 1, Unit: "us", Severity: acceptance.Blocking}))
+	// A rate has one value per repetition: with one repetition no interval
+	// can decide it.
+	b.saveGates(t, gates("iops floor", acceptance.Criterion{Name: "read-iops", Metric: acceptance.MetricReadIOPS, Statistic: acceptance.StatRate,
+		Mode: acceptance.Absolute, Comparator: acceptance.GreaterOrEqual, Threshold: 1, Unit: "IOPS", Severity: acceptance.Blocking}))
+	return b
+}
+
+// profile pauses, then reads a small file with fio for a second.
+func (b *submitBundle) profile(name string, pause time.Duration) acceptance.ProfileSpec {
+	return acceptance.ProfileSpec{
+		Name: name, Purpose: acceptance.PurposeStorageMicrobench, Storage: acceptance.Storage{Transport: acceptance.TransportLocalNVMe},
+		Repetitions: 1,
+		Steps: []acceptance.StepSpec{
+			{Name: "settle", Kind: acceptance.StepPause, Pause: &acceptance.PauseStep{Duration: acceptance.Duration(pause)}},
+			{Name: "read", Kind: acceptance.StepFio, Fio: &acceptance.FioStep{RW: "randread", BlockSize: 4 << 10, IODepth: 1, NumJobs: 1,
+				Size: 16 << 20, Runtime: acceptance.Duration(time.Second), IOEngine: "psync", Target: filepath.Join(b.work, "fio.dat")}},
+		},
+	}.Normalized()
+}
+
+func gates(name string, c acceptance.Criterion) acceptance.GateSetSpec {
+	return acceptance.GateSetSpec{Name: name, Criteria: []acceptance.Criterion{c}}.Normalized()
+}
+
+func (b *submitBundle) saveProfile(t *testing.T, p acceptance.ProfileSpec) {
+	t.Helper()
+	require.Empty(t, acceptance.ValidateProfile(p))
+	canon, err := acceptance.ProfileCanonicalJSON(p)
+	require.NoError(t, err)
+	digest, err := acceptance.ProfileDigest(p)
+	require.NoError(t, err)
+	_, _, err = b.store.CreateSpec(context.Background(), store.KindProfile, b.programID, store.NewSpecVersion{Name: p.Name, Spec: canon, Digest: digest})
+	require.NoError(t, err)
+}
+
+func (b *submitBundle) saveGates(t *testing.T, g acceptance.GateSetSpec) {
+	t.Helper()
+	require.Empty(t, acceptance.ValidateGateSet(g))
+	canon, err := acceptance.GateSetCanonicalJSON(g)
+	require.NoError(t, err)
+	digest, err := acceptance.GateSetDigest(g)
+	require.NoError(t, err)
+	_, _, err = b.store.CreateSpec(context.Background(), store.KindGateSet, b.programID, store.NewSpecVersion{Name: g.Name, Spec: canon, Digest: digest})
+	require.NoError(t, err)
+}
+
+type submitResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// submit runs `accord submit` with the server and token in the
+// environment, as a pipeline would.
+func (b *submitBundle) submit(t *testing.T, ctx context.Context, token string, args ...string) submitResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	env := envMap(map[string]string{"ACCORD_SERVER": b.base, "ACCORD_TOKEN": token})
+	code := cmdSubmit(ctx, append([]string{"--poll", "200ms"}, args...), env, &stdout, &stderr)
+	r := submitResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	require.NotContains(t, r.stdout+r.stderr, token, "the token is never printed")
+	if os.Getenv("SHOWSUBMIT") != "" {
+		t.Logf("%s", r)
+	}
+	return r
+}
+
+func (r submitResult) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// The JUnit document as the test reads it back.
+type readSuites struct {
+	Tests    int `xml:"tests,attr"`
+	Failures int `xml:"failures,attr"`
+	Errors   int `xml:"errors,attr"`
+	Skipped  int `xml:"skipped,attr"`
+	Suites   []struct {
+		Name      string `xml:"name,attr"`
+		Tests     int    `xml:"tests,attr"`
+		Failures  int    `xml:"failures,attr"`
+		Skipped   int    `xml:"skipped,attr"`
+		Errors    int    `xml:"errors,attr"`
+		Time      string `xml:"time,attr"`
+		Timestamp string `xml:"timestamp,attr"`
+		Props     []struct {
+			Name  string `xml:"name,attr"`
+			Value string `xml:"value,attr"`
+		} `xml:"properties>property"`
+		Cases []struct {
+			Name      string `xml:"name,attr"`
+			Classname string `xml:"classname,attr"`
+			Failure   *struct {
+				Message string `xml:"message,attr"`
+				Type    string `xml:"type,attr"`
+				Text    string `xml:",chardata"`
+			} `xml:"failure"`
+			Error *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"error"`
+			Skipped *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"skipped"`
+			SystemOut string `xml:"system-out"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+func (s readSuites) prop(name string) string {
+	for _, p := range s.Suites[0].Props {
+		if p.Name == name {
+			return p.Value
+		}
+	}
+	return ""
+}
+
+// readJUnit validates the file with xmllint against our schema and parses
+// it.
+func readJUnit(t *testing.T, file string) readSuites {
+	t.Helper()
+	validateJUnit(t, file)
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var doc readSuites
+	require.NoError(t, xml.Unmarshal(b, &doc))
+	require.Len(t, doc.Suites, 1)
+	return doc
+}
+
+func validateJUnit(t *testing.T, file string) {
+	t.Helper()
+	out, err := exec.Command("xmllint", "--noout", "--schema", junitSchema, file).CombinedOutput()
+	require.NoError(t, err, "xmllint --schema %s %s:\n%s", junitSchema, file, out)
+	require.Contains(t, string(out), "validates")
+}
+
+func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("xmllint"); err != nil {
+		t.Fatal("xmllint is needed to validate JUnit XML: apt-get install libxml2-utils")
+	}
+	b := setupSubmit(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	// The loopback lab host has no NVMe controller: its blocking readiness
+	// checks fail, and the pipeline confirms it runs anyway.
+	common := []string{"--program", "Array X × GPU farm", "--host", "lab-1", "--report-wait", "30s", "--confirm-readiness"}
+
+	t.Run("pass on a terminal", func(t *testing.T) {
+		junit, report := filepath.Join(dir, "pass.xml"), filepath.Join(dir, "pass.tar.gz")
+		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read@v1", "--gate-set", "latency budget", "--label", "commit 1a2b",
+			"--progress", "tty", "--junit", junit, "--report", report, "--require-report")...)
+		require.Equal(t, exitPass, r.code, r)
+
+		// One line redrawn in place, with a progress bar.
+		require.Contains(t, r.stderr, "\r\x1b[2K", r)
+		require.Regexp(t, `\r\x1b\[2K\[\d+s\] running +\[[#-]{20}\] +\d+%  Step `, r.stderr)
+		require.Contains(t, r.stderr, "submitted run")
+
+		require.Regexp(t, `(?m)^PASS  run \d+ · quick read v1 × lab-1 · "commit 1a2b" · gate set latency budget v1$`, r.stdout)
+		require.Regexp(t, `(?m)^  PASS +read-latency  read_clat p99 <= 1 s$`, r.stdout)
+		require.Regexp(t, `(?m)^report: `+regexp.QuoteMeta(report)+` \(\d+ bytes, sha256 [0-9a-f]{64}\)$`, r.stdout)
+		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(b.base)+`/programs/\d+/runs/\d+$`, r.stdout)
+
+		// The signed report is the server's bundle, byte for byte.
+		bundle, err := os.ReadFile(report)
+		require.NoError(t, err)
+		sum := sha256.Sum256(bundle)
+		require.Contains(t, r.stdout, hex.EncodeToString(sum[:]))
+		_, err = gzip.NewReader(bytes.NewReader(bundle))
+		require.NoError(t, err)
+
+		doc := readJUnit(t, junit)
+		s := doc.Suites[0]
+		require.Equal(t, "quick read v1 × lab-1", s.Name)
+		require.Equal(t, 1, s.Tests)
+		require.Zero(t, s.Failures+s.Errors+s.Skipped)
+		require.Len(t, s.Cases, 1)
+		require.Equal(t, "read-latency", s.Cases[0].Name)
+		require.Equal(t, "latency budget v1", s.Cases[0].Classname)
+		require.Nil(t, s.Cases[0].Failure)
+		require.Contains(t, s.Cases[0].SystemOut, "read_clat p99 <= 1 s")
+		require.Equal(t, "PASS", doc.prop("accord.verdict"))
+		require.Regexp(t, `^\d+$`, doc.prop("accord.run_id"))
+		require.Contains(t, doc.prop("accord.url"), "/runs/"+doc.prop("accord.run_id"))
+		require.Regexp(t, `^sha256:[0-9a-f]{64}$`, doc.prop("accord.evaluation_digest"))
+		require.NotEmpty(t, doc.prop("accord.candidate_digest"))
+		require.Equal(t, hex.EncodeToString(sum[:]), doc.prop("accord.report_sha256"))
+		// Timestamps and durations from the run.
+		require.NotEmpty(t, s.Timestamp)
+		require.NotEqual(t, "0.000", s.Time, "the suite lasts as long as the run")
+	})
+
+	t.Run("fail in a CI log", func(t *testing.T) {
+		junit := filepath.Join(dir, "fail.xml")
+		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--gate-set", "impossible latency", "--progress", "plain", "--junit", junit)...)
+		require.Equal(t, exitFail, r.code, r)
+		require.NotContains(t, r.stderr, "\r", "no redrawing in a log")
+		require.Regexp(t, `(?m)^\[\d+s\] run \d+ running \d+%: `, r.stderr)
+		require.Regexp(t, `(?m)^FAIL  run \d+ · quick read v1 × lab-1 · gate set impossible latency v1$`, r.stdout)
+		require.Regexp(t, `(?m)^  FAIL +read-latency  read_clat p99 <= 1 us$`, r.stdout)
+
+		doc := readJUnit(t, junit)
+		s := doc.Suites[0]
+		require.Equal(t, 1, s.Failures)
+		require.Equal(t, 1, doc.Failures)
+		f := s.Cases[0].Failure
+		require.NotNil(t, f)
+		require.Equal(t, "FAIL", f.Type)
+		require.Contains(t, f.Message, "read_clat p99 <= 1 us")
+		require.NotEmpty(t, strings.TrimSpace(f.Text), "the failure carries the explanation")
+		require.Contains(t, r.stdout, strings.TrimSpace(strings.Split(f.Text, "\n")[0]), "the same explanation on the terminal")
+		require.Equal(t, "FAIL", doc.prop("accord.verdict"))
+	})
+
+	t.Run("inconclusive", func(t *testing.T) {
+		junit := filepath.Join(dir, "inconclusive.xml")
+		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--gate-set", "iops floor@v1", "--progress", "off", "--junit", junit)...)
+		require.Equal(t, exitUndecided, r.code, r)
+		require.Empty(t, r.stderr, "--progress off")
+		require.Regexp(t, `(?m)^INCONCLUSIVE  run \d+ `, r.stdout)
+		require.Contains(t, r.stdout, "at least 2", "the explanation says what would decide")
+
+		doc := readJUnit(t, junit)
+		s := doc.Suites[0]
+		require.Equal(t, 1, s.Skipped)
+		require.Zero(t, s.Failures)
+		require.NotNil(t, s.Cases[0].Skipped)
+		require.Contains(t, s.Cases[0].Skipped.Message, "INCONCLUSIVE")
+		require.Equal(t, "INCONCLUSIVE", doc.prop("accord.verdict"))
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		// Errors before anything is submitted still leave a JUnit report
+		// with the error, so the pipeline shows why.
+		junit := filepath.Join(dir, "error.xml")
+		r := b.submit(t, ctx, "not-a-token", append(common, "--profile", "quick read", "--junit", junit)...)
+		require.Equal(t, exitError, r.code, r)
+		require.Contains(t, r.stderr, "accord submit: the server refused the API token (HTTP 401")
+		require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one clear line:\n%s", r.stderr)
+		doc := readJUnit(t, junit)
+		require.Equal(t, 1, doc.Errors)
+		require.Contains(t, doc.Suites[0].Cases[0].Error.Message, "refused the API token")
+
+		r = b.submit(t, ctx, b.token, append(common, "--profile", "no such profile")...)
+		require.Equal(t, exitError, r.code, r)
+		require.Contains(t, r.stderr, `accord submit: no profile named "no such profile" in program "Array X × GPU farm" (profiles: `)
+
+		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read@v7")...)
+		require.Equal(t, exitError, r.code, r)
+		require.Contains(t, r.stderr, `profile "quick read" has versions v1 to v1, not v7`)
+
+		r = b.submit(t, ctx, b.token, "--program", "Other", "--host", "lab-1", "--profile", "quick read")
+		require.Equal(t, exitError, r.code, r)
+		require.Contains(t, r.stderr, `no program "Other"`)
+
+		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--host", "lab-9")...)
+		require.Equal(t, exitError, r.code, r)
+		require.Contains(t, r.stderr, `no lab host "lab-9"`)
+
+		// The server's own validation comes back with the flag to fix.
+		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--baseline", "999999")...)
+		require.Equal(t, exitError, r.code, r)
+		require.Contains(t, r.stderr, "the server refused the run: --baseline: ")
+
+		r = b.submit(t, ctx, b.viewer, append(common, "--profile", "quick read")...)
+		require.Equal(t, exitError, r.code, r)
+		require.Contains(t, r.stderr, "HTTP 403")
+
+		r = b.submit(t, ctx, b.token, "--profile", "quick read")
+		require.Equal(t, exitError, r.code, r)
+		require.Contains(t, r.stderr, "--host NAME or ID is required")
+	})
+
+	t.Run("no gate set, no signed report", func(t *testing.T) {
+		report := filepath.Join(dir, "none.tar.gz")
+		// Runs without a gate set are not judged, so never signed: the
+		// report's 404 is said plainly and does not change the exit code...
+		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--report", report, "--report-wait", "1s", "--progress", "off")...)
+		require.Equal(t, exitPass, r.code, r)
+		require.Contains(t, r.stderr, "no --gate-set: the run will get no verdict")
+		require.Regexp(t, `(?m)^DONE  run \d+ · quick read v1 × lab-1: finished, no gate set, no verdict$`, r.stdout)
+		require.Contains(t, r.stdout, "report: no signed report yet (the server answered 404 for /api/v1/programs/")
+		require.NoFileExists(t, report)
+
+		// ...unless the pipeline requires the report.
+		junit := filepath.Join(dir, "none.xml")
+		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--report", report, "--report-wait", "1s", "--require-report",
+			"--progress", "off", "--junit", junit)...)
+		require.Equal(t, exitError, r.code, r)
+		require.Regexp(t, `accord submit: no signed report for run \d+ \(--require-report\): no signed report yet`, r.stderr)
+		doc := readJUnit(t, junit)
+		require.Equal(t, 2, doc.Tests, "the run and the missing report")
+		require.Equal(t, 1, doc.Errors)
+		require.Equal(t, "signed report", doc.Suites[0].Cases[1].Name)
+		require.Equal(t, "done", doc.prop("accord.state"))
+	})
+
+	// Stopping early: --timeout (with --cancel-on-interrupt the run is
+	// cancelled on the server), then Ctrl-C (the run goes on).
+	t.Run("timeout cancels when asked", func(t *testing.T) {
+		junit := filepath.Join(dir, "timeout.xml")
+		r := b.submit(t, ctx, b.token, append(common, "--profile", "slow read", "--timeout", "4s", "--cancel-on-interrupt", "--junit", junit, "--progress", "plain")...)
+		require.Equal(t, exitError, r.code, r)
+		require.Regexp(t, `accord submit: --timeout 4s reached: cancelled run (\d+)`, r.stderr)
+		doc := readJUnit(t, junit)
+		require.Equal(t, 1, doc.Errors)
+		runID := doc.prop("accord.run_id")
+		require.NotEmpty(t, runID)
+		b.waitForState(t, runID, store.RunCancelled)
+	})
+
+	t.Run("interrupt stops following", func(t *testing.T) {
+		ictx, interrupt := context.WithCancel(ctx)
+		defer interrupt()
+		var out bytes.Buffer
+		w := &lockedBuffer{}
+		exited := make(chan int, 1)
+		go func() {
+			env := envMap(map[string]string{"ACCORD_SERVER": b.base, "ACCORD_TOKEN": b.token})
+			exited <- cmdSubmit(ictx, append([]string{"--poll", "200ms", "--progress", "plain"}, append(common, "--profile", "slow read")...), env, &out, w)
+		}()
+		deadline := time.After(time.Minute)
+		for !strings.Contains(w.String(), " running ") {
+			select {
+			case code := <-exited:
+				t.Fatalf("accord submit exited (%d) before the run started:\n%s", code, w.String())
+			case <-deadline:
+				t.Fatalf("the run did not start:\n%s", w.String())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		interrupt()
+		code := <-exited
+		require.Equal(t, exitError, code, w.String())
+		require.Regexp(t, `accord submit: interrupted: stopped following run \d+ \(state running\); it goes on on the server`, w.String())
+		m := regexpFind(`stopped following run (\d+)`, w.String())
+		run := b.runState(t, m)
+		require.Equal(t, store.RunRunning, run, "Ctrl-C does not cancel the run")
+
+		// Cancel it through the API, so that nothing outlives the test.
+		req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/v1/programs/%d/runs/%s/cancel", b.base, b.programID, m), nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+b.token)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusAccepted, res.StatusCode)
+		b.waitForState(t, m, store.RunCancelled)
+	})
+}
+
+func (b *submitBundle) runState(t *testing.T, runID string) string {
+	t.Helper()
+	var id int64
+	_, err := fmt.Sscan(runID, &id)
+	require.NoError(t, err)
+	run, err := b.store.GetRun(context.Background(), b.programID, id)
+	require.NoError(t, err)
+	return run.State
+}
+
+func (b *submitBundle) waitForState(t *testing.T, runID, state string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return b.runState(t, runID) == state }, 30*time.Second, 100*time.Millisecond, "run %s becomes %s", runID, state)
+}
+
+// lockedBuffer is written by the command and read by the test at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func regexpFind(pattern, s string) string {
+	m := regexp.MustCompile(pattern).FindStringSubmatch(s)
+	if len(m) < 2 {
+		return ""
+	}
+	return m[1]
+}
+
+// Flags are checked before anything is sent; each mistake is one line and
+// exit 3, and the token never appears.
+func TestSubmitRefusesBadFlags(t *testing.T) {
+	t.Parallel()
+	env := envMap(map[string]string{"ACCORD_SERVER": "http://127.0.0.1:1", "ACCORD_TOKEN": "secret-token-text"})
+	cases := map[string]struct {
+		args []string
+		env  func(string) string
+		want string
+	}{
+		"no server":             {[]string{"--profile", "p", "--host", "h"}, envMap(map[string]string{"ACCORD_TOKEN": "t"}), "--server (or ACCORD_SERVER) is required"},
+		"server not http":       {[]string{"--server", "ftp://x", "--profile", "p", "--host", "h"}, env, "--server must be an http(s) URL"},
+		"credentials in server": {[]string{"--server", "https://u:pw@x", "--profile", "p", "--host", "h"}, env, "must not carry credentials"},
+		"no token":              {[]string{"--profile", "p", "--host", "h"}, envMap(map[string]string{"ACCORD_SERVER": "http://x"}), "an API token is required"},
+		"no profile":            {[]string{"--host", "h"}, env, "--profile NAME[@vN] or --profile-version ID is required"},
+		"both profiles":         {[]string{"--profile", "p", "--profile-version", "3", "--host", "h"}, env, "not both"},
+		"bad version":           {[]string{"--profile", "p@v0", "--host", "h"}, env, "versions start at v1"},
+		"no host":               {[]string{"--profile", "p"}, env, "--host NAME or ID is required"},
+		"unknown flag":          {[]string{"--profile", "p", "--host", "h", "--colour"}, env, "flag provided but not defined: -colour"},
+		"stray argument":        {[]string{"--profile", "p", "--host", "h", "extra"}, env, `unexpected argument "extra"`},
+		"report needed":         {[]string{"--profile", "p", "--host", "h", "--require-report"}, env, "--require-report needs --report FILE"},
+		"junit mapping":         {[]string{"--profile", "p", "--host", "h", "--junit-undecided", "error"}, env, "--junit-undecided must be skipped or failure"},
+		"progress":              {[]string{"--profile", "p", "--host", "h", "--progress", "fancy"}, env, "--progress must be auto, tty, plain or off"},
+		"poll":                  {[]string{"--profile", "p", "--host", "h", "--poll", "1ms"}, env, "--poll must be at least 100ms"},
+	}
+	for name, tc := range cases {
+		var stdout, stderr bytes.Buffer
+		code := cmdSubmit(context.Background(), tc.args, tc.env, &stdout, &stderr)
+		require.Equal(t, exitError, code, name)
+		require.Contains(t, stderr.String(), tc.want, name)
+		require.True(t, strings.HasPrefix(stderr.String(), "accord submit: "), name)
+		require.NotContains(t, stdout.String()+stderr.String(), "secret-token-text", name)
+	}
+
+	// -h documents the flags and the exit codes.
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, cmdSubmit(context.Background(), []string{"-h"}, env, &stdout, &stderr))
+	for _, want := range []string{"-server", "-token", "-program", "-profile", "-host", "-gate-set", "-baseline", "-label", "-confirm-readiness",
+		"-timeout", "-poll", "-report", "-junit", "-cancel-on-interrupt", "2  INCONCLUSIVE or INCOMPARABLE", "3  error"} {
+		require.Contains(t, stdout.String(), want)
+	}
+}
+
+// A server that cannot be reached, or a page that is not the API, is one
+// line and exit 3.
+func TestSubmitReportsUnreachableAndForeignServers(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	foreign := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<html>a wiki</html>")
+	})}
+	fl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = foreign.Serve(fl) }()
+	t.Cleanup(func() { _ = foreign.Close() })
+
+	for server, want := range map[string]string{
+		closed:                         "connection refused",
+		"http://" + fl.Addr().String(): "answered text/html instead of JSON",
+	} {
+		var stdout, stderr bytes.Buffer
+		env := envMap(map[string]string{"ACCORD_SERVER": server, "ACCORD_TOKEN": "tok"})
+		code := cmdSubmit(context.Background(), []string{"--profile", "p", "--host", "h"}, env, &stdout, &stderr)
+		require.Equal(t, exitError, code)
+		require.Contains(t, stderr.String(), want)
+		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), stderr.String())
+	}
+}
+
+func TestParseSpecRef(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]struct {
+		name    string
+		version int
+	}{
+		"KV-cache lookups":    {"KV-cache lookups", 0},
+		"KV-cache lookups@v3": {"KV-cache lookups", 3},
+		"p99 budget@2":        {"p99 budget", 2},
+		"team@lab":            {"team@lab", 0},
+		"a@b@v12":             {"a@b", 12},
+		" spaced @v1 ":        {"spaced", 1},
+	} {
+		name, version, err := parseSpecRef(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want.name, name, in)
+		require.Equal(t, want.version, version, in)
+	}
+	for _, bad := range []string{"", "@v1", "x@v0", "  "} {
+		_, _, err := parseSpecRef(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+func FuzzParseSpecRef(f *testing.F) {
+	for _, s := range []string{"name", "name@v3", "a@b", "@v1", "x@v0", "x@-1", "x@+1", "x@v", "x@V7", "é@v٣"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		name, version, err := parseSpecRef(s)
+		if err != nil {
+			return
+		}
+		if name == "" || version < 0 {
+			t.Fatalf("%q: name %q version %d", s, name, version)
+		}
+		// What it parsed reads back the same.
+		ref := name
+		if version > 0 {
+			ref = fmt.Sprintf("%s@v%d", name, version)
+		}
+		n2, v2, err := parseSpecRef(ref)
+		if err != nil || n2 != name || v2 != version {
+			t.Fatalf("%q → %q v%d → %q → %q v%d (%v)", s, name, version, ref, n2, v2, err)
+		}
+	})
+}
+
+// Every verdict's JUnit mapping, with hostile text, against the schema.
+func TestJUnitMappingOfEveryVerdict(t *testing.T) {
+	t.Parallel()
+	u, _ := url.Parse("https://accord.example.com")
+	started := time.Date(2025, 3, 1, 10, 0, 0, 0, time.FixedZone("CET", 3600))
+	finished := started.Add(95500 * time.Millisecond)
+	gid := int64(4)
+	ev := &acceptance.Evaluation{EngineVersion: acceptance.EngineVersion, Verdict: acceptance.Fail, Explanation: "read-p99 fails.",
+		Inputs: acceptance.EvaluationInputs{Digest: strings.Repeat("a", 64), CandidateDigest: "sha256:c"}}
+	crit := func(name string, v acceptance.Verdict, sev acceptance.Severity) acceptance.CriterionResult {
+		return acceptance.CriterionResult{Name: name, Metric: "read_clat", Statistic: acceptance.StatP99, Mode: acceptance.Absolute,
+			Comparator: acceptance.LessOrEqual, Threshold: 500, ThresholdUnit: "us", Unit: "us", Severity: sev, Verdict: v,
+			Explanation: "p99 is 612 µs <&> \"limit\" 500 µs\x01 (n=1200)."}
+	}
+	ev.Criteria = []acceptance.CriterionResult{
+		crit("pass", acceptance.Pass, acceptance.Blocking), crit("fail", acceptance.Fail, acceptance.Blocking),
+		crit("inconclusive", acceptance.Inconclusive, acceptance.Blocking), crit("incomparable", acceptance.Incomparable, acceptance.Blocking),
+		crit("advisory-fail", acceptance.Fail, acceptance.Advisory),
+	}
+	for _, undecided := range []string{"skipped", "failure"} {
+		s := &submitter{
+			opts:    submitOptions{server: u, junitUndecided: undecided},
+			program: clientProgram{ID: 1, Name: "P"},
+			run: clientRun{ID: 7, State: "done", Verdict: "FAIL", Profile: "kv v3", Host: "gpu-07", GateSet: "budget v2", GateSetVersionID: &gid,
+				CreatedAt: started.Add(-time.Second), StartedAt: &started, FinishedAt: &finished, URL: "https://accord.example.com/programs/1/runs/7"},
+			eval: ev,
+		}
+		file := filepath.Join(t.TempDir(), "junit.xml")
+		require.NoError(t, os.WriteFile(file, s.junitDocument(nil), 0o644))
+		doc := readJUnit(t, file)
+		suite := doc.Suites[0]
+		require.Equal(t, "kv v3 × gpu-07", suite.Name)
+		require.Equal(t, "95.500", suite.Time)
+		require.Equal(t, "2025-03-01T09:00:00", suite.Timestamp, "UTC")
+		require.Equal(t, 5, suite.Tests)
+		byName := map[string]int{}
+		for i, c := range suite.Cases {
+			byName[c.Name] = i
+			require.Equal(t, "budget v2", c.Classname)
+		}
+		cs := suite.Cases
+		require.Nil(t, cs[byName["pass"]].Failure)
+		require.Nil(t, cs[byName["pass"]].Skipped)
+		require.Equal(t, "FAIL", cs[byName["fail"]].Failure.Type)
+		require.Contains(t, cs[byName["fail"]].Failure.Text, `<&> "limit"`, "escaped and read back")
+		require.NotNil(t, cs[byName["advisory-fail"]].Skipped, "an advisory criterion does not fail the suite")
+		require.Contains(t, cs[byName["advisory-fail"]].Skipped.Message, "advisory")
+		if undecided == "skipped" {
+			require.Equal(t, 1, suite.Failures)
+			require.Equal(t, 3, suite.Skipped)
+			require.NotNil(t, cs[byName["inconclusive"]].Skipped)
+			require.NotNil(t, cs[byName["incomparable"]].Skipped)
+		} else {
+			require.Equal(t, 3, suite.Failures)
+			require.Equal(t, 1, suite.Skipped)
+			require.Equal(t, "INCONCLUSIVE", cs[byName["inconclusive"]].Failure.Type)
+			require.Equal(t, "INCOMPARABLE", cs[byName["incomparable"]].Failure.Type)
+		}
+		require.Equal(t, "7", doc.prop("accord.run_id"))
+		require.Equal(t, "FAIL", doc.prop("accord.verdict"))
+		require.Equal(t, strings.Repeat("a", 64), doc.prop("accord.evaluation_digest"))
+	}
+
+	// The schema is not a rubber stamp: a test case without a name, or a
+	// negative count, is refused.
+	for _, bad := range []string{
+		`<testsuites><testsuite name="s" tests="1"><testcase classname="c"/></testsuite></testsuites>`,
+		`<testsuites><testsuite name="s" tests="-1"/></testsuites>`,
+		`<testsuites><testsuite name="s" tests="1"><testcase name="n"><failure/><skipped/></testcase></testsuite></testsuites>`,
+	} {
+		file := filepath.Join(t.TempDir(), "bad.xml")
+		require.NoError(t, os.WriteFile(file, []byte(bad), 0o644))
+		out, err := exec.Command("xmllint", "--noout", "--schema", junitSchema, file).CombinedOutput()
+		var exitErr *exec.ExitError
+		require.True(t, errors.As(err, &exitErr), "xmllint refuses %s:\n%s", bad, out)
+	}
+}
