@@ -66,7 +66,7 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-func setup(t *testing.T, opts ...setupOpts) *testBundle {
+func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	t.Helper()
 	var o setupOpts
 	if len(opts) > 0 {
@@ -133,7 +133,7 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 
 // startRiver starts a River client working every queue with this bundle's
 // workers, stopped when the test ends.
-func (b *testBundle) startRiver(t *testing.T, rescueAfter time.Duration) *river.Client[pgx.Tx] {
+func (b *testBundle) startRiver(t testing.TB, rescueAfter time.Duration) *river.Client[pgx.Tx] {
 	t.Helper()
 	cfg := &river.Config{
 		Logger:            b.deps.Log,
@@ -179,7 +179,7 @@ func quickGates() acceptance.GateSetSpec {
 }
 
 // saveProfile stores a profile version and returns its row id.
-func (b *testBundle) saveProfile(t *testing.T, p acceptance.ProfileSpec) int64 {
+func (b *testBundle) saveProfile(t testing.TB, p acceptance.ProfileSpec) int64 {
 	t.Helper()
 	require.Empty(t, acceptance.ValidateProfile(p))
 	canon, err := acceptance.ProfileCanonicalJSON(p)
@@ -191,7 +191,7 @@ func (b *testBundle) saveProfile(t *testing.T, p acceptance.ProfileSpec) int64 {
 	return v.ID
 }
 
-func (b *testBundle) saveGates(t *testing.T, g acceptance.GateSetSpec) int64 {
+func (b *testBundle) saveGates(t testing.TB, g acceptance.GateSetSpec) int64 {
 	t.Helper()
 	require.Empty(t, acceptance.ValidateGateSet(g))
 	canon, err := acceptance.GateSetCanonicalJSON(g)
@@ -205,7 +205,7 @@ func (b *testBundle) saveGates(t *testing.T, g acceptance.GateSetSpec) int64 {
 
 // submit inserts a run and its River job in one transaction, as the
 // handler does.
-func (b *testBundle) submit(t *testing.T, client *river.Client[pgx.Tx], profileVersion int64, gates *int64, baseline *int64) int64 {
+func (b *testBundle) submit(t testing.TB, client *river.Client[pgx.Tx], profileVersion int64, gates *int64, baseline *int64) int64 {
 	t.Helper()
 	ctx := context.Background()
 	var runID int64
@@ -225,7 +225,7 @@ func (b *testBundle) submit(t *testing.T, client *river.Client[pgx.Tx], profileV
 }
 
 // waitFor polls the run until cond holds.
-func (b *testBundle) waitFor(t *testing.T, runID int64, timeout time.Duration, what string, cond func(store.Run) bool) store.Run {
+func (b *testBundle) waitFor(t testing.TB, runID int64, timeout time.Duration, what string, cond func(store.Run) bool) store.Run {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var run store.Run
