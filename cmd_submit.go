@@ -844,16 +844,17 @@ func (s *submitter) runPath(rest ...string) []string {
 	return append(p, rest...)
 }
 
-// maxTransient is how many polls in a row may fail for transient reasons
-// (network, 5xx) before following gives up: a server restart or a proxy's
-// hiccup must not fail a pipeline whose run goes on.
-const maxTransient = 10
+// outageTolerance is how long progress requests may fail in a row for
+// transient reasons (network, 5xx) before following gives up: a server
+// restart or a proxy's hiccup must not fail a pipeline whose run goes on.
+const outageTolerance = 2 * time.Minute
 
 // follow polls the run until it is settled: final, and judged when it has
 // a gate set.
 func (s *submitter) follow(ctx context.Context) error {
 	s.prog.update(s.run)
-	failures := 0
+	var outageSince time.Time // zero while the server answers
+	lastErr := ""
 	for !s.run.Settled {
 		if err := sleepCtx(ctx, s.opts.poll); err != nil {
 			return err
@@ -864,14 +865,24 @@ func (s *submitter) follow(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if isTransient(err) && failures < maxTransient {
-				failures++
-				s.prog.line(fmt.Sprintf("progress request failed (%d of %d allowed in a row), retrying: %s", failures, maxTransient, oneLine(err.Error())))
-				continue
+			now := s.now()
+			if outageSince.IsZero() {
+				outageSince = now
 			}
-			return s.explainAPIError(err, fmt.Sprintf("follow run %d", s.run.ID))
+			if !isTransient(err) || now.Sub(outageSince) > outageTolerance {
+				return s.explainAPIError(err, fmt.Sprintf("follow run %d", s.run.ID))
+			}
+			// One line per different error, not one per poll.
+			if msg := oneLine(err.Error()); msg != lastErr {
+				s.prog.line(fmt.Sprintf("progress request failed, retrying for up to %s: %s", outageTolerance, msg))
+				lastErr = msg
+			}
+			continue
 		}
-		failures = 0
+		if !outageSince.IsZero() {
+			s.prog.line(fmt.Sprintf("the server answers again after %s", s.now().Sub(outageSince).Round(time.Second)))
+			outageSince, lastErr = time.Time{}, ""
+		}
 		s.run = r
 		s.prog.update(r)
 	}

@@ -152,6 +152,7 @@ func setupSubmit(t *testing.T) *submitBundle {
 
 	b.saveProfile(t, b.profile("quick read", 200*time.Millisecond))
 	b.saveProfile(t, b.profile("slow read", time.Minute))
+	b.saveProfile(t, b.profile("paused read", 4*time.Second))
 	b.saveGates(t, gates("latency budget", acceptance.Criterion{Name: "read-latency", Metric: acceptance.MetricReadCLat, Statistic: acceptance.StatP99,
 		Mode: acceptance.Absolute, Comparator: acceptance.LessOrEqual, Threshold: 1, Unit: "s", Severity: acceptance.Blocking}))
 	b.saveGates(t, gates("impossible latency", acceptance.Criterion{Name: "read-latency", Metric: acceptance.MetricReadCLat, Statistic: acceptance.StatP99,
@@ -428,6 +429,35 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		r = b.submit(t, ctx, b.token, "--profile", "quick read")
 		require.Equal(t, exitError, r.code, r)
 		require.Contains(t, r.stderr, "--host NAME or ID is required")
+	})
+
+	t.Run("outage while following", func(t *testing.T) {
+		// The pipeline reaches the server through a proxy that goes away
+		// for a while during the run, as in a server restart.
+		target := strings.TrimPrefix(b.base, "http://")
+		proxy := newTCPProxy(t, target)
+		w := &lockedBuffer{}
+		var out bytes.Buffer
+		exited := make(chan int, 1)
+		go func() {
+			env := envMap(map[string]string{"ACCORD_SERVER": "http://" + proxy.addr, "ACCORD_TOKEN": b.token})
+			exited <- cmdSubmit(ctx, append([]string{"--poll", "200ms", "--progress", "plain"},
+				append(common, "--profile", "paused read", "--gate-set", "latency budget")...), env, &out, w)
+		}()
+		require.Eventually(t, func() bool { return strings.Contains(w.String(), " running ") }, time.Minute, 50*time.Millisecond, "the run starts:\n%s", w.String())
+		proxy.stop()
+		require.Eventually(t, func() bool { return strings.Contains(w.String(), "progress request failed, retrying") }, 10*time.Second, 50*time.Millisecond)
+		time.Sleep(time.Second)
+		proxy.start(t, proxy.addr)
+		select {
+		case code := <-exited:
+			require.Equal(t, exitPass, code, "%s\n%s", out.String(), w.String())
+		case <-time.After(time.Minute):
+			t.Fatalf("accord submit did not finish:\n%s", w.String())
+		}
+		require.Contains(t, w.String(), "the server answers again after ")
+		require.Equal(t, 1, strings.Count(w.String(), "progress request failed"), "one line per outage, not per poll:\n%s", w.String())
+		require.Regexp(t, `(?m)^PASS  run \d+ · paused read v1 × lab-1`, out.String())
 	})
 
 	t.Run("no gate set, no signed report", func(t *testing.T) {
