@@ -252,3 +252,25 @@ func TestLongRunIsHandedOverBetweenAttempts(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM run_events WHERE run_id = $1 AND message LIKE 'resuming:%'`, runID).Scan(&resumes))
 	require.GreaterOrEqual(t, resumes, 2, "later attempts resumed the run")
 }
+
+// The connection goes silent mid-run: keepalives close it within their
+// bound, the runner reconnects once the network is back, and the run
+// completes.
+func TestSilentConnectionIsDetectedAndRunCompletes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{viaProxy: true})
+	bound := b.deps.Runner.Options.KeepaliveBound()
+	runID := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(8*time.Second)), nil, nil)
+	b.waitFor(t, runID, 60*time.Second, "follow", func(r store.Run) bool { return r.State == store.RunRunning && r.EventsOffset > 0 })
+	before := b.proxy.Accepted()
+	silenced := time.Now()
+	b.proxy.Silence()
+	require.Eventually(t, func() bool { return b.proxy.Accepted() > before }, bound+5*time.Second, 50*time.Millisecond,
+		"keepalive closed the silent connection and the runner dialled again")
+	detected := time.Since(silenced)
+	t.Logf("silence detected and redialled after %s (keepalive bound %s)", detected, bound)
+	require.LessOrEqual(t, detected, bound+2*time.Second)
+	b.proxy.Resume()
+	run := b.waitFor(t, runID, 90*time.Second, "settle", settled)
+	require.Equal(t, store.RunDone, run.State, run.Reason)
+}
