@@ -34,7 +34,7 @@ func (s *Server) readinessRoutes(r chi.Router) {
 // blockingReadinessFailures lists the blocking readiness checks a host
 // fails under the profile's expectations, as sentences; a run on it needs
 // the user's confirmation. A host never checked has no facts and holds
-// nothing: the run form links to its readiness page instead.
+// nothing; the run page links to its readiness page.
 func (s *Server) blockingReadinessFailures(ctx context.Context, h store.Host, profile json.RawMessage) ([]string, error) {
 	hs, err := s.latestFacts(ctx, h)
 	if err != nil {
