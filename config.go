@@ -35,6 +35,7 @@ type Config struct {
 	RemoteDir       string
 	Demo            bool
 	DemoSSHPort     int
+	DemoPorts       [2]int // the emulators: the NVMe-oF path, the local-NVMe path
 }
 
 // envVar documents one variable; the table is the single source for
@@ -58,6 +59,7 @@ var envVars = []envVar{
 	{"ACCORD_MIGRATE_ON_START", "$ACCORD_DEV", "apply pending migrations when serve starts"},
 	{"ACCORD_DEMO", "$ACCORD_DEV", "seed the demo installation and start the demo lab (a local sshd and two inference emulators) with the server"},
 	{"ACCORD_DEMO_SSH_PORT", "2222", "port of the demo lab's sshd (127.0.0.1)"},
+	{"ACCORD_DEMO_EMULATOR_PORTS", "8000,8001", "ports of the demo lab's two inference emulators: the NVMe-oF path, then the local-NVMe path"},
 	{"ACCORD_QUEUES", "default=10,runs=50,reports=4", "River queues this process works, as name=max_workers"},
 	{"ACCORD_REQUEST_TIMEOUT", "30s", "time limit of one HTTP request (streams excepted)"},
 	{"ACCORD_SHUTDOWN_TIMEOUT", "20s", "time to drain requests and stop River on SIGTERM"},
@@ -177,6 +179,16 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.DemoSSHPort, err = parseInt(get, "ACCORD_DEMO_SSH_PORT", 2222, 1, 65535); err != nil {
 		return c, err
+	}
+	c.DemoPorts = [2]int{8000, 8001}
+	if v, ok := get("ACCORD_DEMO_EMULATOR_PORTS"); ok {
+		a, b, found := strings.Cut(v, ",")
+		p1, err1 := strconv.Atoi(strings.TrimSpace(a))
+		p2, err2 := strconv.Atoi(strings.TrimSpace(b))
+		if !found || err1 != nil || err2 != nil || p1 < 1 || p1 > 65535 || p2 < 1 || p2 > 65535 || p1 == p2 {
+			return c, &configError{"ACCORD_DEMO_EMULATOR_PORTS", v, "must be two different ports, like 8000,8001"}
+		}
+		c.DemoPorts = [2]int{p1, p2}
 	}
 	if v, ok := get("ACCORD_REMOTE_DIR"); ok {
 		if strings.ContainsAny(v, " '\"\\$`;&|<>*?\n") || strings.Contains(v, "..") {

@@ -37,15 +37,11 @@ type demoLab struct {
 	slowURL   string // emulator on the slower path
 	fastURL   string // emulator on the faster path
 	fioTarget string // a file for fio steps
+	fastPort  int
+	slowPort  int
 	procs     []*exec.Cmd
 	mu        sync.Mutex
 }
-
-// The demo emulators' ports (ACCORD_DEMO_SSH_PORT moves the sshd).
-const (
-	demoSlowPort = 8001
-	demoFastPort = 8000
-)
 
 // sshdPath is OpenSSH's server, started by its absolute path (it re-execs
 // itself for every connection).
@@ -57,7 +53,7 @@ func startDemoLab(ctx context.Context, cfg Config, log *slog.Logger) (*demoLab, 
 	if err != nil {
 		return nil, err
 	}
-	lab := &demoLab{dir: dir, sshPort: cfg.DemoSSHPort}
+	lab := &demoLab{dir: dir, sshPort: cfg.DemoSSHPort, fastPort: cfg.DemoPorts[0], slowPort: cfg.DemoPorts[1]}
 	u, err := user.Current()
 	if err != nil {
 		return nil, err
@@ -178,8 +174,8 @@ func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger) error {
 		args []string
 		url  *string
 	}{
-		{"local NVMe path", demoSlowPort, []string{"--kv-file", filepath.Join(l.dir, "kv", "local-nvme.kv"), "--kv-read-mbps", "150"}, &l.slowURL},
-		{"NVMe-oF path", demoFastPort, []string{"--kv-file", filepath.Join(fastDir, "nvmeof.kv")}, &l.fastURL},
+		{"local NVMe path", l.slowPort, []string{"--kv-file", filepath.Join(l.dir, "kv", "local-nvme.kv"), "--kv-read-mbps", "150"}, &l.slowURL},
+		{"NVMe-oF path", l.fastPort, []string{"--kv-file", filepath.Join(fastDir, "nvmeof.kv")}, &l.fastURL},
 	}
 	for _, p := range paths {
 		addr := "127.0.0.1:" + strconv.Itoa(p.port)
