@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,7 +70,7 @@ func startDemoLab(ctx context.Context, cfg Config, log *slog.Logger) (*demoLab, 
 		lab.stop()
 		return nil, err
 	}
-	if err := lab.startEmulators(ctx, log); err != nil {
+	if err := lab.startEmulators(ctx, log, cfg.ProbeDir); err != nil {
 		lab.stop()
 		return nil, err
 	}
@@ -157,10 +158,15 @@ func (l *demoLab) startSSHD(ctx context.Context, log *slog.Logger) error {
 // blocks from a file on disk with a bandwidth cap, the "NVMe-oF" path from
 // a file on memory (tmpfs when available), so that the faster storage
 // really gives a lower TTFT.
-func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
+func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger, probeDir string) error {
+	// The emulator is accord itself: the static build for lab hosts when
+	// there is one (the running binary may be a test's), else this binary.
+	self := filepath.Join(probeDir, "accord-linux-"+runtime.GOARCH)
+	if _, err := os.Stat(self); probeDir == "" || err != nil {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			return err
+		}
 	}
 	fastDir := filepath.Join(l.dir, "kv")
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
