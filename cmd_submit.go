@@ -545,11 +545,13 @@ func (s *submitter) explainStop(parent, tctx context.Context, err error) error {
 	default:
 		return err
 	}
-	if s.run.ID == 0 {
-		return userErrorf("%s before the run was submitted", why)
-	}
-	if !s.opts.cancelOnInterrupt || s.run.Final {
-		return userErrorf("%s: stopped following run %d (state %s); it goes on on the server (--cancel-on-interrupt cancels it)", why, s.run.ID, s.run.State)
+	switch {
+	case s.run.ID == 0:
+		return userErrorf("%s before the server confirmed a run", why)
+	case s.run.Final:
+		return userErrorf("%s while fetching the results of run %d (state %s)", why, s.run.ID, s.run.State)
+	case !s.opts.cancelOnInterrupt:
+		return userErrorf("%s: stopped following run %d (state %s); it continues on the server (--cancel-on-interrupt cancels it)", why, s.run.ID, s.run.State)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 15*time.Second)
 	defer cancel()

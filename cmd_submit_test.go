@@ -521,7 +521,7 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		interrupt()
 		code := <-exited
 		require.Equal(t, exitError, code, w.String())
-		require.Regexp(t, `accord submit: interrupted: stopped following run \d+ \(state running\); it goes on on the server`, w.String())
+		require.Regexp(t, `accord submit: interrupted: stopped following run \d+ \(state running\); it continues on the server`, w.String())
 		m := regexpFind(`stopped following run (\d+)`, w.String())
 		run := b.runState(t, m)
 		require.Equal(t, store.RunRunning, run, "Ctrl-C does not cancel the run")
