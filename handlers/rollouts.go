@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -467,7 +468,7 @@ func (s *Server) showDecisions(w http.ResponseWriter, r *http.Request) {
 			Organisation: rec.Organisation, Side: side, Reason: rec.Reason, At: rec.Time, RunIDs: rec.Evidence.RunIDs, Hash: sd.Hash, PrevHash: rec.PrevHash,
 			Bad: i == dl.BadIndex}
 		for _, k := range sortedMapKeys(rec.Evidence.Verdicts) {
-			dv.Verdicts = append(dv.Verdicts, web.EvidenceItem{Key: k, Value: rec.Evidence.Verdicts[k]})
+			dv.Verdicts = append(dv.Verdicts, web.EvidenceItem{Key: evidenceLabel(k), Value: rec.Evidence.Verdicts[k]})
 		}
 		for _, k := range sortedMapKeys(rec.Evidence.Digests) {
 			dv.Digests = append(dv.Digests, web.EvidenceItem{Key: k, Value: rec.Evidence.Digests[k]})
@@ -476,6 +477,19 @@ func (s *Server) showDecisions(w http.ResponseWriter, r *http.Request) {
 	}
 	p := s.page(r, "Decisions · "+pr.Name, "programs", web.Crumb{Label: "Programs", Href: "/programs"}, web.Crumb{Label: pr.Name, Href: web.ProgramLink(pr.ID, "")}, web.Crumb{Label: "Decisions"})
 	s.render(w, r, http.StatusOK, web.DecisionsPage(p, pr.ProgramAccess, d))
+}
+
+// evidenceLabel names an evidence verdict's key: "42" is run 42,
+// "42/ttft-p99" its criterion.
+func evidenceLabel(k string) string {
+	run, rest, _ := strings.Cut(k, "/")
+	if _, err := strconv.ParseInt(run, 10, 64); err == nil {
+		if rest != "" {
+			return "run " + run + " " + rest
+		}
+		return "run " + run
+	}
+	return k
 }
 
 func sortedMapKeys(m map[string]string) []string {

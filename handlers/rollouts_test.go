@@ -472,7 +472,7 @@ func TestRolloutHaltAndResumeNeedBothSides(t *testing.T) {
 	page = rb.board(t, rb.viewer)
 	require.Equal(t, "halted", stageStates(page)["pilot-5pct"])
 	require.Contains(t, page, "p99 TTFT doubled on the pilot nodes")
-	require.Contains(t, page, "Waiting for the vendor and customer side to agree to resume.")
+	require.Contains(t, page, "Waiting for the vendor and customer sides to agree to resume.")
 
 	code, page = rb.decide(t, rb.custApprover, "pilot-5pct", "approve", "")
 	require.Equal(t, http.StatusUnprocessableEntity, code)
@@ -485,7 +485,7 @@ func TestRolloutHaltAndResumeNeedBothSides(t *testing.T) {
 	page = rb.board(t, rb.viewer)
 	require.Equal(t, "awaiting-approval", stageStates(page)["pilot-5pct"])
 	require.Contains(t, page, "attempt 2")
-	require.Contains(t, page, "Waiting for approval by the vendor and customer side.")
+	require.Contains(t, page, "Waiting for approval by the vendor and customer sides.")
 }
 
 func TestRolloutPlanEditing(t *testing.T) {
