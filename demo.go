@@ -110,6 +110,9 @@ func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *
 		if baselineProfile, gateSet, err = ensureDemoSpecs(ctx, tx, lab, programID, users[demoUsers[1].Email]); err != nil {
 			return err
 		}
+		if err := ensureDemoPlan(ctx, tx, lab, programID, users["customer.owner@accord.demo"]); err != nil {
+			return err
+		}
 		runs, err := tx.ListRuns(ctx, programID, store.RunFilter{Limit: 1})
 		if err != nil || len(runs) > 0 {
 			return err
@@ -280,15 +283,56 @@ func saveDemoProfile(ctx context.Context, tx *store.Store, programID, authorID i
 }
 
 func specVersionByName(ctx context.Context, tx *store.Store, kind store.SpecKind, programID int64, name string) (int64, error) {
-	specs, err := tx.ListSpecs(ctx, kind, programID)
+	sp, err := specByName(ctx, tx, kind, programID, name)
 	if err != nil {
 		return 0, err
 	}
+	v, err := tx.GetSpecVersion(ctx, kind, programID, sp.ID, 0)
+	return v.ID, err
+}
+
+func specByName(ctx context.Context, tx *store.Store, kind store.SpecKind, programID int64, name string) (store.Spec, error) {
+	specs, err := tx.ListSpecs(ctx, kind, programID)
+	if err != nil {
+		return store.Spec{}, err
+	}
 	for _, sp := range specs {
 		if sp.Name == name {
-			v, err := tx.GetSpecVersion(ctx, kind, programID, sp.ID, 0)
-			return v.ID, err
+			return sp, nil
 		}
 	}
-	return 0, fmt.Errorf("demo: no %s named %q", kind, name)
+	return store.Spec{}, fmt.Errorf("demo: no %s named %q", kind, name)
+}
+
+// demoStages is the demo's rollout plan: the NVMe-oF path must show its
+// uplift in the lab, then keep MLPerf's latency bounds as it widens.
+var demoStages = []struct{ name, description, gateSet string }{
+	{"lab-acceptance", "The NVMe-oF path beats local NVMe in the lab.", "NVMe-oF uplift over local NVMe"},
+	{"pilot-5pct", "5% of inference traffic on the NVMe-oF path.", "MLPerf Inference Llama-2-70B server latency"},
+	{"fleet-100pct", "All inference traffic on the NVMe-oF path.", "MLPerf Inference Llama-2-70B server latency"},
+}
+
+// ensureDemoPlan gives the demo program its rollout plan once; every stage
+// is judged on the NVMe-oF path's TTFT profile.
+func ensureDemoPlan(ctx context.Context, tx *store.Store, lab *demoLab, programID, ownerID int64) error {
+	stages, err := tx.ListRolloutStages(ctx, programID)
+	if err != nil || len(stages) > 0 {
+		return err
+	}
+	profileName := demoProfiles(lab)[1].Name
+	profile, err := specByName(ctx, tx, store.KindProfile, programID, profileName)
+	if err != nil {
+		return err
+	}
+	for _, st := range demoStages {
+		gates, err := specVersionByName(ctx, tx, store.KindGateSet, programID, st.gateSet)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.AddRolloutStage(ctx, programID, st.name, store.StageGates{Description: st.description, GateSetVersionID: gates,
+			Profiles: []store.StageProfile{{ProfileID: profile.ID, ProfileName: profile.Name}}}, ownerID); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
+		"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/runners/sshtest"
+	"github.com/accordlab/accord/store/storetest"
+	"github.com/accordlab/accord/web/browsertest"
+)
+
+// freePort asks the kernel for a free port on 127.0.0.1.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// walkthrough is a running Accord in dev mode with its demo lab, on a
+// fresh database.
+type walkthrough struct {
+	base    string
+	pool    *pgxpool.Pool
+	dataDir string
+	cfg     Config
+	user    string // the demo lab's SSH user
+}
+
+func startWalkthrough(t *testing.T) *walkthrough {
+	t.Helper()
+	dbURL := storetest.NewDatabase(t)
+	probeDir := t.TempDir()
+	bin, err := os.ReadFile(sshtest.BuildAccord(t))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(probeDir, "accord-linux-amd64"), bin, 0o755))
+	dataDir := t.TempDir()
+	fast, slow := freePort(t), freePort(t)
+	cfg, err := loadConfig(envMap(map[string]string{
+		"ACCORD_LISTEN": "127.0.0.1:0", "DATABASE_URL": dbURL, "ACCORD_DATA_DIR": dataDir, "ACCORD_DEV": "true",
+		"ACCORD_DEMO_SSH_PORT": strconv.Itoa(freePort(t)), "ACCORD_DEMO_EMULATOR_PORTS": fmt.Sprintf("%d,%d", fast, slow),
+		"ACCORD_PROBE_DIR": probeDir, "ACCORD_REMOTE_DIR": t.TempDir(), "ACCORD_SHUTDOWN_TIMEOUT": "10s",
+	}))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, quietLog(), true, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("serve stopped: %v", err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	u, err := user.Current()
+	require.NoError(t, err)
+	return &walkthrough{base: "http://" + addr, pool: pool, dataDir: dataDir, cfg: cfg, user: u.Username}
+}
+
+func (w *walkthrough) waitRun(t *testing.T, runID int64, what string, timeout time.Duration, done func(state, verdict string) bool) (string, string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var state, verdict, reason string
+	for time.Now().Before(deadline) {
+		require.NoError(t, w.pool.QueryRow(context.Background(), `SELECT state, coalesce(verdict, ''), reason FROM runs WHERE id = $1`, runID).Scan(&state, &verdict, &reason))
+		if done(state, verdict) {
+			return state, verdict
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("run %d: %s did not happen within %s (state %s, reason %q)", runID, what, timeout, state, reason)
+	return state, verdict
+}
+
+func (w *walkthrough) id(t *testing.T, query string, args ...any) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, w.pool.QueryRow(context.Background(), query, args...).Scan(&id))
+	return id
+}
+
+func signIn(br *browsertest.Browser, base, email string) {
+	br.Do(chromedp.Navigate(base+"/signin"), chromedp.WaitVisible(chromedp.ID("email")),
+		chromedp.SendKeys(chromedp.ID("email"), email), chromedp.SendKeys(chromedp.ID("password"), demoPassword))
+	br.ClickAndWait("#signin-submit")
+	br.Do(chromedp.WaitVisible(chromedp.CSS("form[action='/signout']")))
+}
+
+// TestBrowserWalkthrough carries the whole journey on a fresh database, in
+// a real browser: `make run`'s demo comes up with a finished baseline run;
+// the vendor engineer registers the demo host (installing the key shown,
+// scanning and pinning its host key, checking it), runs a starter profile
+// against the emulator, watches it, sees the verdict and the charts,
+// downloads the signed report and verifies it with `accord verify`; then
+// the customer's and the vendor's approvers approve the stage.
+func TestBrowserWalkthrough(t *testing.T) {
+	t.Parallel()
+	w := startWalkthrough(t)
+	ctx := context.Background()
+	baseline := w.id(t, `SELECT id FROM runs ORDER BY id LIMIT 1`)
+	_, verdict := w.waitRun(t, baseline, "the demo's baseline run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
+	require.NotEmpty(t, verdict, "the first page has something to look at")
+	program := w.id(t, `SELECT id FROM programs LIMIT 1`)
+	p := fmt.Sprintf("%s/programs/%d", w.base, program)
+
+	br := browsertest.New(t)
+	signIn(br, w.base, "vendor.engineer@accord.demo")
+	br.Do(chromedp.Navigate(p), chromedp.WaitVisible(chromedp.CSS(".tabs")))
+	br.Screenshot("walkthrough-01-program")
+
+	// Register the demo lab's sshd as a new host.
+	br.Do(chromedp.Navigate(p+"/hosts/new"), chromedp.WaitVisible(chromedp.ID("host-form")),
+		chromedp.SetValue(chromedp.ID("name"), "lab-2"), chromedp.SetValue(chromedp.ID("address"), "127.0.0.1"),
+		chromedp.SetValue(chromedp.ID("port"), strconv.Itoa(w.cfg.DemoSSHPort)), chromedp.SetValue(chromedp.ID("username"), w.user),
+		chromedp.SetValue(chromedp.ID("labels"), "transport=emulated"))
+	br.ClickAndWait("#create-host")
+	br.Do(chromedp.WaitVisible(chromedp.ID("host-public-key")))
+	pub := strings.TrimSpace(br.Text("#host-public-key"))
+	// The lab's administrator installs Accord's key on the host.
+	authorized := filepath.Join(w.dataDir, "demo", "sshd", "authorized_keys")
+	f, err := os.OpenFile(authorized, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(pub + "\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	br.ClickAndWait("#scan-host")
+	br.Do(chromedp.WaitVisible(chromedp.ID("scan-result")))
+	require.Regexp(t, `SHA256:`, br.Text(".scanned-fingerprint"))
+	br.Screenshot("walkthrough-02-scan")
+	br.ClickAndWait("#pin-host")
+	br.Do(chromedp.WaitVisible(chromedp.ID("host-fingerprint")))
+	br.ClickAndWait("#check-host")
+	hostURL := p + fmt.Sprintf("/hosts/%d", w.id(t, `SELECT id FROM hosts WHERE name = 'lab-2'`))
+	require.Eventually(t, func() bool {
+		br.Do(chromedp.Navigate(hostURL), chromedp.WaitVisible(chromedp.ID("last-check")))
+		return strings.Contains(br.Text("#last-check"), "round trip")
+	}, 2*time.Minute, 2*time.Second, "the host check succeeds")
+	br.Screenshot("walkthrough-03-host-checked")
+
+	// Run the NVMe-oF path against the local-NVMe baseline, judged by the
+	// uplift gate set.
+	profile := w.id(t, `SELECT v.id FROM profile_versions v JOIN profiles p ON p.id = v.profile_id WHERE p.name = 'Demo TTFT · NVMe-oF path'`)
+	gates := w.id(t, `SELECT v.id FROM gate_set_versions v JOIN gate_sets g ON g.id = v.gate_set_id WHERE g.name = 'NVMe-oF uplift over local NVMe'`)
+	host := w.id(t, `SELECT id FROM hosts WHERE name = 'lab-2'`)
+	br.Do(chromedp.Navigate(p+"/runs/new"), chromedp.WaitVisible(chromedp.ID("run-form")),
+		chromedp.SetValue(chromedp.ID("profile_version"), strconv.FormatInt(profile, 10)),
+		chromedp.SetValue(chromedp.ID("host"), strconv.FormatInt(host, 10)),
+		chromedp.SetValue(chromedp.ID("gate_set_version"), strconv.FormatInt(gates, 10)),
+		chromedp.SetValue(chromedp.ID("baseline"), strconv.FormatInt(baseline, 10)),
+		chromedp.SetValue(chromedp.ID("label"), "candidate: NVMe-oF path"))
+	br.ClickAndWait("#start-run")
+	br.Do(chromedp.WaitVisible(chromedp.ID("run-title")))
+	run := w.id(t, `SELECT max(id) FROM runs`)
+	// Watch it live: the progress label moves as the probe reports.
+	require.Eventually(t, func() bool {
+		label := browsertest.Eval[string](br, `document.getElementById("progress-label").textContent`)
+		return strings.HasPrefix(label, "Step 1 of 1")
+	}, 2*time.Minute, 500*time.Millisecond, "live progress from the probe")
+	br.Screenshot("walkthrough-04-running")
+	w.waitRun(t, run, "the candidate run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
+	br.Do(chromedp.Navigate(fmt.Sprintf("%s/runs/%d", p, run)), chromedp.WaitVisible(chromedp.ID("overall-verdict")))
+	require.Regexp(t, `^(PASS|FAIL|INCONCLUSIVE|INCOMPARABLE)$`, br.Text("#overall-verdict"))
+	waitChartsDrawn(t, br)
+	br.Screenshot("walkthrough-05-verdict")
+
+	// The signed report: download it as the browser would, verify it with
+	// `accord verify` and the installation's published keys.
+	require.Eventually(t, func() bool {
+		return w.id(t, `SELECT count(*) FROM run_reports WHERE run_id = $1`, run) > 0
+	}, 2*time.Minute, 500*time.Millisecond, "the run is signed")
+	bundle := downloadWithBrowserCookies(t, br, fmt.Sprintf("%s/runs/%d/report.tar.gz", p, run))
+	dir := t.TempDir()
+	bundlePath := filepath.Join(dir, "report.tar.gz")
+	require.NoError(t, os.WriteFile(bundlePath, bundle, 0o644))
+	keys := downloadWithBrowserCookies(t, br, w.base+"/.well-known/accord/allowed_signers")
+	keysPath := filepath.Join(dir, "allowed_signers")
+	require.NoError(t, os.WriteFile(keysPath, keys, 0o644))
+	var out, errOut strings.Builder
+	require.Equal(t, 0, cmdVerify(ctx, []string{bundlePath, "--keys", keysPath}, &out, &errOut), errOut.String())
+	require.Contains(t, out.String(), "MANIFEST.sha256")
+
+	approveStage(t, w, p)
+
+	require.Empty(t, br.Problems())
+	require.Empty(t, br.ForeignRequests(w.base))
+}
+
+// waitChartsDrawn waits until every chart of the page has drawn.
+func waitChartsDrawn(t *testing.T, br *browsertest.Browser) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return browsertest.Eval[bool](br, `(function(){
+			var charts = document.querySelectorAll("[data-chart]");
+			if (charts.length === 0) return false;
+			for (var i = 0; i < charts.length; i++) {
+				if (!charts[i].dataset.chartDrawn || !charts[i].querySelector("canvas")) return false;
+			}
+			return true;
+		})()`)
+	}, 30*time.Second, 250*time.Millisecond, "every chart drew")
+}
+
+// downloadWithBrowserCookies fetches a URL with the browser's session.
+func downloadWithBrowserCookies(t *testing.T, br *browsertest.Browser, url string) []byte {
+	t.Helper()
+	cookies, err := chromedp.Call(br.Ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{url}})
+	require.NoError(t, err)
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	for _, c := range cookies.Cookies {
+		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode, url)
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return b
+}
+
+// approveStage has the customer's approver and then the vendor's, each in
+// their own browser, approve the plan's first stage, whose evidence is the
+// run just judged. Gates that do not pass take a waiver with a reason.
+func approveStage(t *testing.T, w *walkthrough, program string) {
+	t.Helper()
+	const stage = "lab-acceptance"
+	approve := func(br *browsertest.Browser) {
+		br.Do(chromedp.Navigate(program+"/rollout"), chromedp.WaitVisible(chromedp.ID("stage-"+stage)))
+		require.Equal(t, "awaiting-approval", br.Text("#stage-state-"+stage))
+		if br.Text("#gates-"+stage) == "pass" {
+			br.ClickAndWait("#approve-" + stage)
+			return
+		}
+		br.Do(chromedp.SendKeys(chromedp.ID("waive-reason-"+stage), "walkthrough: emulated storage on a shared machine"))
+		br.ClickAndWait("#waive-" + stage)
+	}
+	customer := browsertest.New(t)
+	signIn(customer, w.base, "customer.approver@accord.demo")
+	approve(customer)
+	customer.Do(chromedp.WaitVisible(chromedp.ID("awaiting-" + stage)))
+	require.Contains(t, customer.Text("#awaiting-"+stage), "vendor side")
+
+	vendor := browsertest.New(t)
+	signIn(vendor, w.base, "vendor.approver@accord.demo")
+	approve(vendor)
+	vendor.Do(chromedp.WaitVisible(chromedp.ID("stage-pilot-5pct")))
+	require.Equal(t, "approved", vendor.Text("#stage-state-"+stage))
+	require.Equal(t, "awaiting-approval", vendor.Text("#stage-state-pilot-5pct"))
+	vendor.Screenshot("walkthrough-06-approved")
+
+	vendor.Do(chromedp.Navigate(program+"/decisions"), chromedp.WaitVisible(chromedp.ID("chain-status")))
+	require.Equal(t, "verified", vendor.Text("#chain-verdict"))
+	for _, br := range []*browsertest.Browser{customer, vendor} {
+		require.Empty(t, br.Problems())
+		require.Empty(t, br.ForeignRequests(w.base))
+	}
+}
