@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-		"strconv"
+	"strconv"
 	"strings"
 	"testing"
 	"time"

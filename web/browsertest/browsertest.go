@@ -192,7 +192,8 @@ func (b *Browser) ForeignRequests(origin string) []string {
 // (ACCORD_TEST_ARTIFACTS, default test-artifacts/ at the repository root)
 // and returns its path.
 func (b *Browser) Screenshot(name string) string {
-	buf, err := chromedp.Run(b.Ctx, chromedp.FullScreenshot(100) // 100 makes a PNG)
+	// Quality 100 makes a PNG; anything less a JPEG.
+	buf, err := chromedp.Run(b.Ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Logf("screenshot %s: %v", name, err)
 		return ""
