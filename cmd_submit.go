@@ -1315,7 +1315,7 @@ type junitTestSuite struct {
 	Package    string          `xml:"package,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property"`
 	Cases      []junitTestCase `xml:"testcase"`
-	SystemOut  string          `xml:"system-out,omitempty"`
+	SystemOut  *junitText      `xml:"system-out,omitempty"`
 }
 
 type junitProperty struct {
@@ -1330,13 +1330,34 @@ type junitTestCase struct {
 	Skipped   *junitSkipped `xml:"skipped,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
-	SystemOut string        `xml:"system-out,omitempty"`
+	SystemOut *junitText    `xml:"system-out,omitempty"`
 }
 
 type junitProblem struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
+	Text    string `xml:",cdata"`
+}
+
+// junitText is multi-line output, kept readable as CDATA.
+type junitText struct {
+	Text string `xml:",cdata"`
+}
+
+func cdata(s string) *junitText { return &junitText{Text: xmlText(s)} }
+
+// xmlText replaces what XML 1.0 cannot carry (control characters, invalid
+// UTF-8) with U+FFFD: CDATA sections are written unescaped.
+func xmlText(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return r
+		case r < 0x20, r >= 0xD800 && r <= 0xDFFF, r == 0xFFFE, r == 0xFFFF, r == utf8.RuneError:
+			return '\uFFFD'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 type junitSkipped struct {
@@ -1377,20 +1398,20 @@ func (s *submitter) junitDocument(cause error) []byte {
 		}
 		msg := oneLine(cause.Error())
 		suite.Cases = append(suite.Cases, junitTestCase{Name: name, Classname: classname, Time: seconds(0),
-			Error: &junitProblem{Message: msg, Type: "error", Text: msg}})
+			Error: &junitProblem{Message: msg, Type: "error", Text: xmlText(msg)}})
 	case s.eval == nil:
 		suite.Cases = append(suite.Cases, junitTestCase{Name: fmt.Sprintf("run %d", s.run.ID), Classname: classname, Time: seconds(0),
-			SystemOut: "The run finished; it had no gate set, so no criterion was judged."})
+			SystemOut: cdata("The run finished; it had no gate set, so no criterion was judged.")})
 	default:
 		for _, c := range s.eval.Criteria {
 			suite.Cases = append(suite.Cases, s.junitCase(classname, c))
 		}
-		suite.SystemOut = s.junitSuiteOut()
+		suite.SystemOut = cdata(s.junitSuiteOut())
 	}
 	if cause == nil && s.reportErr != nil {
 		msg := s.reportErr.Error()
 		suite.Cases = append(suite.Cases, junitTestCase{Name: "signed report", Classname: classname, Time: seconds(0),
-			Error: &junitProblem{Message: msg, Type: "error", Text: msg}})
+			Error: &junitProblem{Message: msg, Type: "error", Text: xmlText(msg)}})
 	}
 	for _, c := range suite.Cases {
 		suite.Tests++
@@ -1472,7 +1493,7 @@ func (s *submitter) junitProperties() []junitProperty {
 // INCONCLUSIVE or INCOMPARABLE are skipped (or failures with
 // --junit-undecided=failure); an advisory criterion never fails the suite.
 func (s *submitter) junitCase(classname string, c acceptance.CriterionResult) junitTestCase {
-	tc := junitTestCase{Name: c.Name, Classname: classname, Time: seconds(0), SystemOut: criterionDetails(c)}
+	tc := junitTestCase{Name: c.Name, Classname: classname, Time: seconds(0), SystemOut: cdata(criterionDetails(c))}
 	rule := criterionRule(c)
 	explanation := strings.TrimSpace(c.Explanation)
 	msg := fmt.Sprintf("%s: %s: %s", c.Verdict, rule, oneLine(explanation))
@@ -1481,9 +1502,9 @@ func (s *submitter) junitCase(classname string, c acceptance.CriterionResult) ju
 	case c.Severity == acceptance.Advisory:
 		tc.Skipped = &junitSkipped{Message: "advisory criterion (does not decide the verdict): " + msg}
 	case c.Verdict == acceptance.Fail:
-		tc.Failure = &junitProblem{Message: msg, Type: string(c.Verdict), Text: explanation}
+		tc.Failure = &junitProblem{Message: msg, Type: string(c.Verdict), Text: xmlText(explanation)}
 	case s.opts.junitUndecided == "failure":
-		tc.Failure = &junitProblem{Message: msg, Type: string(c.Verdict), Text: explanation}
+		tc.Failure = &junitProblem{Message: msg, Type: string(c.Verdict), Text: xmlText(explanation)}
 	default:
 		tc.Skipped = &junitSkipped{Message: msg}
 	}

@@ -713,7 +713,7 @@ func TestJUnitMappingOfEveryVerdict(t *testing.T) {
 	crit := func(name string, v acceptance.Verdict, sev acceptance.Severity) acceptance.CriterionResult {
 		return acceptance.CriterionResult{Name: name, Metric: "read_clat", Statistic: acceptance.StatP99, Mode: acceptance.Absolute,
 			Comparator: acceptance.LessOrEqual, Threshold: 500, ThresholdUnit: "us", Unit: "us", Severity: sev, Verdict: v,
-			Explanation: "p99 is 612 µs <&> \"limit\" 500 µs\x01 (n=1200)."}
+			Explanation: "p99 is 612 µs <&> \"limit\" ]]> 500 µs\x01\xff (n=1200)."}
 	}
 	ev.Criteria = []acceptance.CriterionResult{
 		crit("pass", acceptance.Pass, acceptance.Blocking), crit("fail", acceptance.Fail, acceptance.Blocking),
@@ -745,7 +745,7 @@ func TestJUnitMappingOfEveryVerdict(t *testing.T) {
 		require.Nil(t, cs[byName["pass"]].Failure)
 		require.Nil(t, cs[byName["pass"]].Skipped)
 		require.Equal(t, "FAIL", cs[byName["fail"]].Failure.Type)
-		require.Contains(t, cs[byName["fail"]].Failure.Text, `<&> "limit"`, "escaped and read back")
+		require.Contains(t, cs[byName["fail"]].Failure.Text, `<&> "limit" ]]> 500 µs`+"\uFFFD\uFFFD", "kept, or replaced where XML cannot carry it")
 		require.NotNil(t, cs[byName["advisory-fail"]].Skipped, "an advisory criterion does not fail the suite")
 		require.Contains(t, cs[byName["advisory-fail"]].Skipped.Message, "advisory")
 		if undecided == "skipped" {
@@ -777,4 +777,35 @@ func TestJUnitMappingOfEveryVerdict(t *testing.T) {
 		var exitErr *exec.ExitError
 		require.True(t, errors.As(err, &exitErr), "xmllint refuses %s:\n%s", bad, out)
 	}
+}
+
+// Whatever text a criterion carries, the JUnit document stays well-formed
+// XML and carries the text back (less what XML 1.0 cannot hold).
+func FuzzJUnitDocument(f *testing.F) {
+	for _, s := range []string{"plain", "a <b> & \"c\"", "]]>", "x]]]]>>y", "\x00\x01\ud7ff", "\xff\xfe", "line\r\nline\rline", "\uFFFE\uFFFF"} {
+		f.Add(s, s)
+	}
+	u, _ := url.Parse("https://accord.example.com")
+	f.Fuzz(func(t *testing.T, name, explanation string) {
+		gid := int64(1)
+		s := &submitter{
+			opts: submitOptions{server: u, junitUndecided: "failure"},
+			run:  clientRun{ID: 1, State: "done", Profile: name, Host: "h", GateSet: "g v1", GateSetVersionID: &gid},
+			eval: &acceptance.Evaluation{Verdict: acceptance.Fail, Explanation: explanation, Criteria: []acceptance.CriterionResult{
+				{Name: name, Verdict: acceptance.Fail, Severity: acceptance.Blocking, Explanation: explanation},
+			}},
+		}
+		var doc readSuites
+		if err := xml.Unmarshal(s.junitDocument(nil), &doc); err != nil {
+			t.Fatalf("not well-formed: %v", err)
+		}
+		if len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 1 || doc.Suites[0].Cases[0].Failure == nil {
+			t.Fatalf("lost the test case: %+v", doc)
+		}
+		// XML parsers turn line ends into \n.
+		norm := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n") }
+		if got, want := norm(doc.Suites[0].Cases[0].Failure.Text), norm(xmlText(strings.TrimSpace(explanation))); got != want {
+			t.Fatalf("failure text %q, want %q", got, want)
+		}
+	})
 }
