@@ -309,9 +309,7 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	if err != nil {
 		return d, err
 	}
-	for _, m := range rows {
-		d.Metrics = append(d.Metrics, web.MetricRowFrom(m))
-	}
+	d.Metrics, d.Telemetry = web.SplitTelemetry(web.MetricRowsFrom(rows))
 	if d.Artifacts, err = s.store.RunArtifacts(ctx, run.ID); err != nil {
 		return d, err
 	}

@@ -199,8 +199,8 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 		return in, err
 	}
 	metrics := make([]map[string]any, 0, len(rows))
+	in.data.Metrics = web.MetricRowsFrom(rows)
 	for _, m := range rows {
-		in.data.Metrics = append(in.data.Metrics, web.MetricRowFrom(m))
 		metrics = append(metrics, map[string]any{"metric": m.Metric, "step": m.Step, "level": m.Level, "repetition": m.Repetition,
 			"summary": m.Summary, "tool_summary": m.ToolSummary, "source": m.Source})
 	}

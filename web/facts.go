@@ -1,8 +1,10 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/facts"
@@ -45,6 +47,48 @@ func MetricRowFrom(m store.MeasurementRow) MetricRow {
 		Source: m.Source.Tool}
 	if meta, ok := acceptance.LookupMetric(m.Metric); ok {
 		row.Name, row.Unit, row.Rate = meta.Name, string(meta.Unit), meta.Kind == acceptance.KindRate
+		row.Telemetry = meta.Group == acceptance.GroupSystem
 	}
 	return row
+}
+
+// MetricRowsFrom lays stored measurements out for the percentile tables:
+// by step and level, then in the catalog's order (TTFT before TPOT, reads
+// before writes), then by repetition, so a metric's repetitions sit
+// together and read top to bottom.
+func MetricRowsFrom(ms []store.MeasurementRow) []MetricRow {
+	order := map[string]int{}
+	for i, m := range acceptance.Metrics() {
+		order[m.ID] = i
+	}
+	rank := func(id string) int {
+		if i, ok := order[id]; ok {
+			return i
+		}
+		return len(order) // unknown metrics (from newer importers) last
+	}
+	rows := make([]MetricRow, 0, len(ms))
+	for _, m := range ms {
+		rows = append(rows, MetricRowFrom(m))
+	}
+	slices.SortStableFunc(rows, func(a, b MetricRow) int {
+		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Level, b.Level), cmp.Compare(rank(a.Metric), rank(b.Metric)),
+			cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Repetition, b.Repetition))
+	})
+	for i := range rows {
+		rows[i].First = i == 0 || rows[i-1].Metric != rows[i].Metric || rows[i-1].Step != rows[i].Step || rows[i-1].Level != rows[i].Level
+	}
+	return rows
+}
+
+// SplitTelemetry separates host telemetry (CPU, GPU) from what the run measured.
+func SplitTelemetry(rows []MetricRow) (measured, telemetry []MetricRow) {
+	for _, r := range rows {
+		if r.Telemetry {
+			telemetry = append(telemetry, r)
+		} else {
+			measured = append(measured, r)
+		}
+	}
+	return measured, telemetry
 }
