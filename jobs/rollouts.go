@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -528,14 +527,4 @@ func (r Rollout) Awaiting(side acceptance.OrgKind) (AwaitedSide, bool) {
 		}
 	}
 	return AwaitedSide{}, false
-}
-
-// sortedKeys returns a map's keys in order (for stable texts).
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

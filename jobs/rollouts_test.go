@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -418,4 +419,60 @@ func TestRunCrossingStopLossHaltsStageAndCallsWebhook(t *testing.T) {
 	require.NoError(t, json.Unmarshal(got.Body, &body))
 	require.Equal(t, "pilot-5pct", body.Stage)
 	require.Equal(t, ds[0].Hash, body.Decision.Hash)
+}
+
+// Decisions taken at once are judged one at a time: of many halts of one
+// stage exactly one is recorded, and the chain stays whole.
+func TestConcurrentDecisionsAreSerialized(t *testing.T) {
+	t.Parallel()
+	b := setupRollouts(t, "pilot-5pct")
+	ins := b.insertOnly(t)
+	ctx := context.Background()
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			who := acceptance.Actor{UserID: fmt.Sprintf("member%d@bigcloud.example", i), OrgKind: acceptance.OrgCustomer}
+			errs <- b.store.InTx(ctx, func(tx *store.Store) error {
+				_, err := RecordDecision(ctx, tx, b.env(ins), DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionHalt, Stage: "pilot-5pct",
+					Actor: who, OrgName: "BigCloud", Reason: fmt.Sprintf("halt %d", i)})
+				return err
+			})
+		}()
+	}
+	recorded, refused := 0, 0
+	for range n {
+		err := <-errs
+		var te *acceptance.TransitionError
+		switch {
+		case err == nil:
+			recorded++
+		case errors.As(err, &te):
+			require.Contains(t, te.Message, `stage "pilot-5pct" is already halted`)
+			refused++
+		default:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	require.Equal(t, 1, recorded)
+	require.Equal(t, n-1, refused)
+	require.Len(t, b.verifyLog(t), 1)
+
+	// Both sides resume at once: both are recorded, in some order.
+	for _, who := range []acceptance.Actor{vera, chen} {
+		go func() {
+			errs <- b.store.InTx(ctx, func(tx *store.Store) error {
+				_, err := RecordDecision(ctx, tx, b.env(ins), DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionResume, Stage: "pilot-5pct",
+					Actor: who, OrgName: "org", Reason: "fixed"})
+				return err
+			})
+		}()
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	ds := b.verifyLog(t)
+	require.Len(t, ds, 3)
+	cur, _ := b.rollout(t).State.CurrentStage()
+	require.Equal(t, acceptance.StageAwaitingApproval, cur.State)
+	require.Equal(t, 2, cur.Attempt)
 }
