@@ -81,7 +81,9 @@ func setupRollout(t *testing.T) *rolloutBundle {
 	return rb
 }
 
-func (rb *rolloutBundle) url(rest string) string { return fmt.Sprintf("/programs/%d%s", rb.programID, rest) }
+func (rb *rolloutBundle) url(rest string) string {
+	return fmt.Sprintf("/programs/%d%s", rb.programID, rest)
+}
 
 // judgedRun stores a finished run of the profile judged by the gate set
 // version with the given verdict, as evaluate_run leaves it.
