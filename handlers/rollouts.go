@@ -247,7 +247,7 @@ func watchRule(wt store.Watch) string {
 }
 
 func watchView(wt store.Watch) web.WatchView {
-	v := web.WatchView{Name: wt.Name, Endpoint: wt.Endpoint, Query: wt.Query, Rule: watchRule(wt), Consecutive: wt.Consecutive,
+	v := web.WatchView{Name: wt.Name, Endpoint: jobs.RedactEndpoint(wt.Endpoint), Query: wt.Query, Rule: watchRule(wt), Consecutive: wt.Consecutive,
 		Interval: wt.IntervalSeconds, Breaches: wt.Breaches, LastChecked: wt.LastCheckedAt, LastError: wt.LastError}
 	if wt.LastValue != nil {
 		v.LastValue = jobs.FormatWatchValue(*wt.LastValue, wt.Unit)

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -253,7 +255,10 @@ func FormatWatchValue(v float64, unit string) string {
 	return s
 }
 
-// redactEndpoint drops credentials from an endpoint URL for records.
+// RedactEndpoint drops credentials and the query from an endpoint URL for
+// records and pages.
+func RedactEndpoint(endpoint string) string { return redactEndpoint(endpoint) }
+
 func redactEndpoint(endpoint string) string {
 	u, err := url.Parse(endpoint)
 	if err != nil {
@@ -276,7 +281,7 @@ const promQueryLimit = 4 << 20
 // below the line, the lowest otherwise.
 func QueryPrometheus(ctx context.Context, client *http.Client, endpoint, query, comparator string) (float64, error) {
 	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+		client = &http.Client{Timeout: 10 * time.Second, Transport: outboundTransport()}
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -418,4 +423,29 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// outboundTransport is the HTTP transport of the calls Accord makes to
+// URLs its users configure (production watches, webhooks): it refuses to
+// connect to link-local, multicast and unspecified addresses, so that such
+// a URL cannot reach a cloud metadata service (169.254.169.254 and the
+// like), whatever name it uses.
+func outboundTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: refuseInternalAddresses}
+	t.DialContext = d.DialContext
+	t.Proxy = nil
+	return t
+}
+
+func refuseInternalAddresses(network, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
+		return fmt.Errorf("connecting to %s is not allowed (link-local, multicast or unspecified address)", host)
+	}
+	return nil
 }

@@ -298,3 +298,15 @@ func FuzzParsePromAnswer(f *testing.F) {
 		}
 	})
 }
+
+func TestOutboundCallsRefuseLinkLocalAddresses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, endpoint := range []string{"http://169.254.169.254/latest", "http://[fe80::1]:9090", "http://0.0.0.0:9090", "http://224.0.0.1:9090"} {
+		_, err := QueryPrometheus(ctx, nil, endpoint, "up", "<=")
+		require.ErrorContains(t, err, "is not allowed", endpoint)
+	}
+	w := &DeliverWebhookWorker{}
+	_, err := w.send(ctx, "http://169.254.169.254/hook", store.WebhookDelivery{ID: 1, Event: "stop_loss", Body: []byte(`{}`)}, "whsec_x")
+	require.ErrorContains(t, err, "is not allowed")
+}

@@ -188,7 +188,8 @@ func (w *DeliverWebhookWorker) httpClient() *http.Client {
 		return w.client
 	}
 	// Redirects are not followed: a webhook answers where it was registered.
-	return &http.Client{Timeout: webhookTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &http.Client{Timeout: webhookTimeout, Transport: outboundTransport(),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // Work sends the delivery once; an answer other than 2xx is an error, so
