@@ -199,7 +199,7 @@ func (s *Server) rolloutBoard(ctx context.Context, pr *programCtx, v *viewer) (w
 
 // actorNames maps the records' actors (e-mail addresses) to display names.
 func actorNames(ds []store.StoredDecision) map[string]string {
-	out := map[string]string{jobs.SystemActor.UserID: jobs.SystemActor.Name}
+	out := map[string]string{}
 	for _, d := range ds {
 		if d.ActorName != "" {
 			out[d.Record.Actor] = d.ActorName
@@ -209,6 +209,9 @@ func actorNames(ds []store.StoredDecision) map[string]string {
 }
 
 func actorLabel(id string, names map[string]string) string {
+	if id == jobs.SystemActor.UserID {
+		return jobs.SystemActor.Name
+	}
 	if n := names[id]; n != "" && n != id {
 		return n + " <" + id + ">"
 	}
