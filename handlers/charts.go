@@ -329,10 +329,11 @@ func (b *runChartBuilder) build() ([]web.ChartBlock, error) {
 		if len(step.Levels) == 0 {
 			continue
 		}
-		switch step.Kind {
-		case string(acceptance.StepFio):
+		switch acceptance.StepKind(step.Kind) {
+		case acceptance.StepFio:
 			fioSteps = append(fioSteps, step)
-		default:
+		case acceptance.StepPause, acceptance.StepDropCaches, acceptance.StepFault:
+		default: // inference, a command's tool output, an imported run
 			b.inferenceCharts(i, step)
 		}
 	}
@@ -566,9 +567,22 @@ func (b *runChartBuilder) timeCharts() {
 		}
 		b.add(web.ChartBlock{ID: g.id, Title: g.title, Help: g.help},
 			func() (json.RawMessage, charts.Table, error) {
-				return charts.OverTime(charts.TimeSeriesInput{Series: series})
+				opt, _, err := charts.OverTime(charts.TimeSeriesInput{Series: series})
+				return opt, exactSeriesTable(b.a.series, g.group), err
 			})
 	}
+}
+
+// exactSeriesTable summarises each per-second series over every second
+// (the chart draws a reduced line).
+func exactSeriesTable(all []store.TimeSeriesAgg, group string) charts.Table {
+	t := charts.Table{Head: []string{"Series", "Unit", "Seconds", "min", "mean", "max"}}
+	for _, ts := range all {
+		if ts.Group == group {
+			t.Rows = append(t.Rows, []string{ts.Name, ts.Unit, strconv.FormatInt(ts.N, 10), web.Num(ts.Min), web.Num(ts.Mean), web.Num(ts.Max)})
+		}
+	}
+	return t
 }
 
 // ---- the compare page ----

@@ -220,7 +220,8 @@ func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
 		}
 		ms, _, err := jobs.ImportCollection(coll, profile, "test")
 		if err != nil {
-			return err
+			events, _ := os.ReadFile(filepath.Join(dir, wire.EventsFile))
+			return fmt.Errorf("%w (events: %s)", err, events)
 		}
 		if err := tx.SaveMeasurements(ctx, runID, ms); err != nil {
 			return err

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/acceptance/stats"
+	"github.com/accordlab/accord/runners/parse"
 	"github.com/accordlab/accord/runners/probe/facts"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshrun"
@@ -77,10 +79,12 @@ func PrecomputeCharts(ctx context.Context, tx *store.Store, run store.Run, ms []
 // Chart parameters.
 const (
 	// cdfBody and cdfTail are the points of a CDF curve below and above
-	// p99 (plus the exact percentiles): together within charts'
-	// DefaultCDFPoints, so the builder draws them all.
-	cdfBody = 990
-	cdfTail = 1000
+	// p99 (plus the exact percentiles): within charts' DefaultCDFPoints, so
+	// the builder draws them all, and few enough that a page with four
+	// curves stays small. A curve is a line through exact points: a
+	// thousand of them are smooth at any zoom a page offers.
+	cdfBody = 400
+	cdfTail = 600
 	// overRunQuantile is the rolling line's percentile.
 	overRunQuantile = 0.99
 	// pctConfidence is the two-sided confidence of the percentile
@@ -89,6 +93,9 @@ const (
 	pctConfidence = 0.95
 	// maxRunSeconds bounds the per-second series (a week).
 	maxRunSeconds = 7 * 24 * 3600
+	// timeSeriesPoints bounds a per-second line (LTTB keeps its shape and
+	// peaks; a chart is about a thousand pixels wide).
+	timeSeriesPoints = 1000
 )
 
 // cdfMetrics are drawn as distributions; pctMetrics compared with the
@@ -628,11 +635,12 @@ type recordAggregates struct {
 	requests int64
 	steps    map[string]*stepRecords
 	// Per second of the run: output tokens (spread over each request's
-	// decoding) and completed requests.
-	tokens, done []float64
-	last         int // highest second with data, -1 when none
-	telemetry    map[string]*telemetrySeries
-	telOrder     []string
+	// decoding) and completed requests. Whole seconds inside a request's
+	// decoding go to tokenRate as differences (added up at the end), so a
+	// request costs the same however long it lasted.
+	tokens, tokenRate, done []float64
+	last                    int // highest second with data, -1 when none
+	telemetry               map[string]*telemetrySeries
 }
 
 type stepRecords struct {
@@ -647,18 +655,6 @@ type telemetrySeries struct {
 
 func newRecordAggregates(results []stepResult) *recordAggregates {
 	return &recordAggregates{results: results, steps: map[string]*stepRecords{}, last: -1, telemetry: map[string]*telemetrySeries{}}
-}
-
-// requestLine is the part of a wire.RequestRecord the charts read.
-type requestLine struct {
-	Warmup       bool   `json:"warmup"`
-	Sent         int64  `json:"t_sent"`
-	FirstToken   int64  `json:"t_first_token"`
-	Done         int64  `json:"t_done"`
-	OutputTokens int    `json:"output_tokens"`
-	ErrorKind    string `json:"error_kind"`
-	Error        string `json:"error"`
-	HTTPStatus   int    `json:"http_status"`
 }
 
 // readAll reads the records of every result; problems become notes.
@@ -706,12 +702,13 @@ func (a *recordAggregates) readRequests(files RunFiles, name string, r stepResul
 		}
 		if len(line) > 0 {
 			lineNo++
-			var rec requestLine
-			if strings.TrimSpace(string(line)) != "" {
-				if jerr := json.Unmarshal(line, &rec); jerr != nil {
-					return fmt.Errorf("line %d: %w", lineNo, jerr)
+			if len(bytes.TrimSpace(line)) > 0 {
+				var rec wire.RequestRecord
+				failed, derr := parse.DecodeRequestRecord(line, &rec)
+				if derr != nil {
+					return fmt.Errorf("line %d: %w", lineNo, derr)
 				}
-				a.addRequest(sr, r.offset, rec)
+				a.addRequest(sr, r.offset, &rec, failed)
 			}
 		}
 		if err != nil {
@@ -723,10 +720,9 @@ func (a *recordAggregates) readRequests(files RunFiles, name string, r stepResul
 	}
 }
 
-func (a *recordAggregates) addRequest(sr *stepRecords, offset float64, rec requestLine) {
+func (a *recordAggregates) addRequest(sr *stepRecords, offset float64, rec *wire.RequestRecord, failed bool) {
 	a.requests++
-	failed := rec.ErrorKind != "" || rec.Error != "" || rec.HTTPStatus >= 400 || rec.Done == 0 || rec.Sent == 0
-	if failed {
+	if failed || rec.Done == 0 || rec.Sent == 0 {
 		if !rec.Warmup {
 			sr.failed++
 		}
@@ -756,7 +752,7 @@ func (a *recordAggregates) addRequest(sr *stepRecords, offset float64, rec reque
 	if rec.FirstToken > 0 && rec.FirstToken <= rec.Done {
 		start = offset + float64(rec.FirstToken)/1e9
 	}
-	spreadOver(a.tokens, start, end, float64(rec.OutputTokens))
+	spreadOver(a.tokens, a.tokenRate, start, end, float64(rec.OutputTokens))
 }
 
 func (a *recordAggregates) grow(sec int) {
@@ -767,23 +763,41 @@ func (a *recordAggregates) grow(sec int) {
 		n := max(sec+1, 2*len(a.done), 64)
 		a.done = append(a.done, make([]float64, n-len(a.done))...)
 		a.tokens = append(a.tokens, make([]float64, n-len(a.tokens))...)
+		a.tokenRate = append(a.tokenRate, make([]float64, n+1-len(a.tokenRate))...)
 	}
 }
 
 // spreadOver adds amount over [start, end] seconds into per-second bins,
 // in proportion to the time spent in each (all into end's bin when the
-// interval is empty).
-func spreadOver(bins []float64, start, end, amount float64) {
+// interval is empty): the partial first and last seconds directly, the
+// whole seconds between as a rate in the difference array diff (bin s gets
+// the sum of diff[0..s]; diff has a slot more than bins).
+func spreadOver(bins, diff []float64, start, end, amount float64) {
 	if end-start <= 1e-9 {
 		bins[int(end)] += amount
 		return
 	}
 	rate := amount / (end - start)
-	for s := int(start); s <= int(end); s++ {
-		lo, hi := max(start, float64(s)), min(end, float64(s+1))
-		if hi > lo {
-			bins[s] += rate * (hi - lo)
-		}
+	first, last := int(start), int(end)
+	if first == last {
+		bins[first] += amount
+		return
+	}
+	bins[first] += rate * (float64(first+1) - start)
+	bins[last] += rate * (end - float64(last))
+	if first+1 < last {
+		diff[first+1] += rate
+		diff[last] -= rate
+	}
+}
+
+// tokenSeconds adds the whole seconds' rates into the per-second tokens.
+func (a *recordAggregates) tokenSeconds() {
+	var rate float64
+	for s := range a.tokens {
+		rate += a.tokenRate[s]
+		a.tokens[s] += rate
+		a.tokenRate[s] = 0
 	}
 }
 
@@ -854,8 +868,8 @@ func (a *recordAggregates) overRun(step string) (store.OverRun, bool, error) {
 		return store.OverRun{}, false, err
 	}
 	or := store.OverRun{Metric: acceptance.MetricTTFT, Window: window, Quantile: overRunQuantile, Requests: int64(len(sr.points)),
-		Points: pairs(charts.MinMaxSampled(sr.points, charts.DefaultScatterPoints)), Rolling: pairs(rolling),
-		Warmup: pairs(charts.MinMaxSampled(sr.warmup, charts.DefaultScatterPoints/4)), WarmupCount: int64(len(sr.warmup)), Failed: sr.failed}
+		Points: pairs(charts.MinMaxSampled(sr.points, charts.DefaultScatterPoints), 5), Rolling: pairs(rolling, 7),
+		Warmup: pairs(charts.MinMaxSampled(sr.warmup, charts.DefaultScatterPoints/4), 5), WarmupCount: int64(len(sr.warmup)), Failed: sr.failed}
 	if or.Points == nil {
 		or.Points = [][2]float64{}
 	}
@@ -870,6 +884,7 @@ func (a *recordAggregates) overRun(step string) (store.OverRun, bool, error) {
 func (a *recordAggregates) timeSeries() []store.TimeSeriesAgg {
 	var out []store.TimeSeriesAgg
 	if a.last >= 0 {
+		a.tokenSeconds()
 		first := 0
 		for first < a.last && a.done[first] == 0 && a.tokens[first] == 0 {
 			first++
@@ -880,10 +895,7 @@ func (a *recordAggregates) timeSeries() []store.TimeSeriesAgg {
 			tok = append(tok, charts.Point{X: float64(s) + 0.5, Y: a.tokens[s]})
 			req = append(req, charts.Point{X: float64(s) + 0.5, Y: a.done[s]})
 		}
-		out = append(out,
-			store.TimeSeriesAgg{Group: "throughput", Name: "Output tokens/s", Unit: "tok/s", Points: pairs(charts.LTTB(tok, charts.DefaultLinePoints))},
-			store.TimeSeriesAgg{Group: "throughput", Name: "Requests/s", Unit: "req/s", Points: pairs(charts.LTTB(req, charts.DefaultLinePoints))},
-		)
+		out = append(out, timeSeriesAgg("throughput", "Output tokens/s", "tok/s", tok), timeSeriesAgg("throughput", "Requests/s", "req/s", req))
 	}
 	for _, fld := range telemetryFields {
 		ts := a.telemetry[fld.key]
@@ -891,23 +903,45 @@ func (a *recordAggregates) timeSeries() []store.TimeSeriesAgg {
 			continue
 		}
 		sortPoints(ts.points)
-		out = append(out, store.TimeSeriesAgg{Group: "telemetry", Name: ts.name, Unit: ts.unit, Points: pairs(charts.LTTB(ts.points, charts.DefaultLinePoints))})
+		out = append(out, timeSeriesAgg("telemetry", ts.name, ts.unit, ts.points))
 	}
 	return out
+}
+
+// timeSeriesAgg reduces a series for drawing and keeps its exact summary.
+func timeSeriesAgg(group, name, unit string, pts []charts.Point) store.TimeSeriesAgg {
+	ts := store.TimeSeriesAgg{Group: group, Name: name, Unit: unit, N: int64(len(pts))}
+	if len(pts) == 0 {
+		return ts
+	}
+	ts.Min, ts.Max = math.Inf(1), math.Inf(-1)
+	var sum float64
+	for _, p := range pts {
+		ts.Min, ts.Max = min(ts.Min, p.Y), max(ts.Max, p.Y)
+		sum += p.Y
+	}
+	ts.Mean = sum / float64(len(pts))
+	reduced := charts.LTTB(pts, timeSeriesPoints)
+	ts.Points = make([][2]float64, len(reduced))
+	for i, p := range reduced {
+		ts.Points[i] = [2]float64{roundSig(p.X, 7), roundSig(p.Y, 5)}
+	}
+	return ts
 }
 
 func sortPoints(pts []charts.Point) {
 	slices.SortStableFunc(pts, func(a, b charts.Point) int { return cmp.Compare(a.X, b.X) })
 }
 
-// pairs keeps points as [x, y], rounded to what a chart can show.
-func pairs(pts []charts.Point) [][2]float64 {
+// pairs keeps points as [x, y]: x (seconds of the run) to 7 significant
+// digits, y to ySig (a dot needs fewer than a table).
+func pairs(pts []charts.Point, ySig int) [][2]float64 {
 	if len(pts) == 0 {
 		return nil
 	}
 	out := make([][2]float64, len(pts))
 	for i, p := range pts {
-		out[i] = [2]float64{roundSig(p.X, 9), roundSig(p.Y, 7)}
+		out[i] = [2]float64{roundSig(p.X, 7), roundSig(p.Y, ySig)}
 	}
 	return out
 }

@@ -152,12 +152,17 @@ type OverRun struct {
 	Failed      int64        `json:"failed,omitempty"`
 }
 
-// TimeSeriesAgg is one quantity per second over the run.
+// TimeSeriesAgg is one quantity per second over the run: Points reduced
+// for drawing, N, Min, Mean and Max exact over every second.
 type TimeSeriesAgg struct {
 	Group  string       `json:"group"` // throughput or telemetry
 	Name   string       `json:"name"`
 	Unit   string       `json:"unit"`
 	Points [][2]float64 `json:"points"`
+	N      int64        `json:"n"`
+	Min    float64      `json:"min"`
+	Mean   float64      `json:"mean"`
+	Max    float64      `json:"max"`
 }
 
 // PercentileComparison is one statistic of one metric, candidate against
