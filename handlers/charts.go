@@ -654,7 +654,10 @@ func (s *Server) showCompare(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	switch {
 	case len(ids) == 0:
-	case len(ids) < minCompare || len(ids) > maxCompare:
+	case len(ids) == 1:
+		// The run page's Compare button of a run without a baseline.
+		d.Message = fmt.Sprintf("Choose at least one more run to compare %s with.", runs[0].name)
+	case len(ids) > maxCompare:
 		d.Message = fmt.Sprintf("Choose %d to %d runs of this program (%d chosen).", minCompare, maxCompare, len(ids))
 		status = http.StatusUnprocessableEntity
 	default:
