@@ -186,7 +186,9 @@ func TestBrowserWalkthrough(t *testing.T) {
 	}, 2*time.Minute, 500*time.Millisecond, "live progress from the probe")
 	br.Screenshot("walkthrough-04-running")
 	w.waitRun(t, run, "the candidate run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
-	br.Do(chromedp.Navigate(fmt.Sprintf("%s/runs/%d", p, run)), chromedp.WaitVisible(chromedp.ID("overall-verdict")))
+	// The live page reloads itself once the run is final (navigating here
+	// as well would race that reload).
+	br.WaitUntil(`!!document.getElementById("overall-verdict")`, time.Minute, "the run page to show the verdict")
 	require.Regexp(t, `^(PASS|FAIL|INCONCLUSIVE|INCOMPARABLE)$`, br.Text("#overall-verdict"))
 	waitChartsDrawn(t, br)
 	br.Screenshot("walkthrough-05-verdict")

@@ -26,6 +26,10 @@ type liveHub struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	// ready is closed once the first LISTEN has been executed: a page that
+	// reads the run after that cannot miss a change.
+	ready     chan struct{}
+	readyOnce sync.Once
 
 	once sync.Once
 	mu   sync.Mutex
@@ -34,7 +38,7 @@ type liveHub struct {
 
 func newLiveHub(pool *pgxpool.Pool, log interface{ Warn(string, ...any) }) *liveHub {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &liveHub{pool: pool, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}), subs: map[int64]map[chan struct{}]struct{}{}}
+	return &liveHub{pool: pool, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), subs: map[int64]map[chan struct{}]struct{}{}}
 }
 
 // close stops the listener and gives its connection back to the pool
@@ -49,8 +53,11 @@ func (h *liveHub) close() {
 }
 
 // subscribe returns a channel woken (without blocking the hub) whenever the
-// run changes, and a function to unsubscribe.
-func (h *liveHub) subscribe(runID int64) (<-chan struct{}, func()) {
+// run changes, and a function to unsubscribe. It waits (briefly) until the
+// listener is listening, so that a change made after the caller's next read
+// of the run is never missed; if the database is slow to answer, the
+// stream's periodic poll covers the gap.
+func (h *liveHub) subscribe(ctx context.Context, runID int64) (<-chan struct{}, func()) {
 	h.once.Do(func() {
 		go func() {
 			defer close(h.done)
@@ -64,6 +71,11 @@ func (h *liveHub) subscribe(runID int64) (<-chan struct{}, func()) {
 	}
 	h.subs[runID][ch] = struct{}{}
 	h.mu.Unlock()
+	select {
+	case <-h.ready:
+	case <-ctx.Done():
+	case <-time.After(3 * time.Second):
+	}
 	return ch, func() {
 		h.mu.Lock()
 		delete(h.subs[runID], ch)
@@ -71,6 +83,20 @@ func (h *liveHub) subscribe(runID int64) (<-chan struct{}, func()) {
 			delete(h.subs, runID)
 		}
 		h.mu.Unlock()
+	}
+}
+
+// wakeAll wakes every page: after a reconnect, changes may have been missed.
+func (h *liveHub) wakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, chans := range h.subs {
+		for ch := range chans {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
@@ -112,6 +138,8 @@ func (h *liveHub) listenOnce() error {
 	if _, err := conn.Exec(ctx, `LISTEN run_updates`); err != nil {
 		return err
 	}
+	h.readyOnce.Do(func() { close(h.ready) })
+	h.wakeAll()
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
@@ -150,7 +178,7 @@ func (s *Server) streamRunEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 
-	wake, unsubscribe := s.live.subscribe(run.ID)
+	wake, unsubscribe := s.live.subscribe(r.Context(), run.ID)
 	defer unsubscribe()
 	var cursor int64
 	if v, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil {

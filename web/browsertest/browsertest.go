@@ -147,6 +147,27 @@ func Eval[T any](b *Browser, js string) T {
 	return v
 }
 
+// WaitUntil polls a JavaScript condition until it is true, through
+// navigations the page makes by itself (an evaluation during a reload
+// fails and is simply tried again), and fails the test after timeout.
+func (b *Browser) WaitUntil(js string, timeout time.Duration, what string) {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(b.Ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Screenshot("failure-" + sanitize(b.t.Name()))
+			b.t.Fatalf("browser: waited %s for %s (last error: %v, problems so far: %v)", timeout, what, err, b.Problems())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // Problems returns console errors, exceptions and CSP violations so far.
 // Give it a moment after the last action: console events arrive
 // asynchronously.
