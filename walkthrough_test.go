@@ -188,7 +188,7 @@ func TestBrowserWalkthrough(t *testing.T) {
 	w.waitRun(t, run, "the candidate run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
 	// The live page reloads itself once the run is final (navigating here
 	// as well would race that reload).
-	br.WaitUntil(`!!document.getElementById("overall-verdict")`, time.Minute, "the run page to show the verdict")
+	br.WaitUntil(`document.getElementById("overall-verdict") ? "" : document.readyState + " " + location.pathname`, time.Minute, "the run page to show the verdict")
 	require.Regexp(t, `^(PASS|FAIL|INCONCLUSIVE|INCOMPARABLE)$`, br.Text("#overall-verdict"))
 	waitChartsDrawn(t, br)
 	br.Screenshot("walkthrough-05-verdict")
@@ -218,16 +218,18 @@ func TestBrowserWalkthrough(t *testing.T) {
 // waitChartsDrawn waits until every chart of the page has drawn.
 func waitChartsDrawn(t *testing.T, br *browsertest.Browser) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		return browsertest.Eval[bool](br, `(function(){
-			var charts = document.querySelectorAll("[data-chart]");
-			if (charts.length === 0) return false;
-			for (var i = 0; i < charts.length; i++) {
-				if (!charts[i].dataset.chartDrawn || !charts[i].querySelector("canvas")) return false;
+	br.WaitUntil(`(function(){
+		var charts = document.querySelectorAll("[data-chart]");
+		var out = [];
+		charts.forEach(function (el) {
+			if (!el.dataset.chartDrawn || !el.querySelector("canvas")) {
+				out.push(el.dataset.chart + " ready=" + !!el.dataset.chartReady + " width=" + el.clientWidth);
 			}
-			return true;
-		})()`)
-	}, 30*time.Second, 250*time.Millisecond, "every chart drew")
+		});
+		if (charts.length === 0) out.push("no charts");
+		if (out.length === 0) return "";
+		return [document.readyState, location.pathname, typeof echarts].concat(out).join(" | ");
+	})()`, 30*time.Second, "every chart to draw")
 }
 
 // downloadWithBrowserCookies fetches a URL with the browser's session.

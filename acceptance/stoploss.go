@@ -53,6 +53,8 @@ type StopLossBreach struct {
 	Comparator Comparator    `json:"comparator"`
 	// Interim is the interim field compared (p99, mean, rate …); Note says
 	// when it is the nearest available rather than the statistic itself.
+	// "final" marks a line crossed by the final evaluation's estimate
+	// (FinalStopLoss), with no consecutive windows.
 	Interim string `json:"interim"`
 	Note    string `json:"note,omitempty"`
 	// Line is the stop-loss line in Unit (canonical unit, or % for relative).
@@ -291,4 +293,66 @@ func BaselinePoints(g GateSetSpec, baseline []Measurement) ([]BaselinePoint, err
 		}
 	}
 	return out, nil
+}
+
+// FinalStopLoss looks at a finished run's evaluation for a stop-loss line
+// crossed by the final estimate of a criterion (the interim check may have
+// missed it: too few windows in a row, or a run without interim windows).
+// It returns the first crossing in the gate set's order, or nil. Series
+// without an estimate, or not comparable with their baseline, are skipped:
+// no line is crossed by a number that was not measured.
+func FinalStopLoss(g GateSetSpec, ev Evaluation) (*StopLossBreach, error) {
+	g = g.Normalized()
+	results := map[int]CriterionResult{}
+	for _, r := range ev.Criteria {
+		results[r.Index] = r
+	}
+	for i, c := range g.Criteria {
+		line, ok, err := CanonicalStopLoss(c)
+		if err != nil {
+			return nil, fmt.Errorf("stop-loss: %w", err)
+		}
+		r, judged := results[i]
+		if !ok || !judged {
+			continue
+		}
+		m, _ := LookupMetric(c.Metric)
+		for _, s := range r.Series {
+			if s.Estimate == nil || s.Verdict == Incomparable {
+				continue
+			}
+			x := *s.Estimate
+			if !((c.Comparator == LessOrEqual && x > line) || (c.Comparator == GreaterOrEqual && x < line)) {
+				continue
+			}
+			return finalBreach(i, c, m, line, s), nil
+		}
+	}
+	return nil, nil
+}
+
+func finalBreach(index int, c Criterion, m Metric, line float64, s SeriesResult) *StopLossBreach {
+	unit, lineText := string(m.Unit), fmtValue(line, m.Unit)
+	bp := BreachPoint{Step: s.Step, Level: s.Level, N: s.Candidate.N}
+	value := fmtValue(*s.Estimate, m.Unit)
+	if c.Mode == Relative {
+		unit, lineText = "%", fmtPct(line)+" against the baseline"
+		rel := *s.Estimate
+		bp.Relative, value = &rel, fmtPct(rel)
+		if s.Candidate.Value != nil {
+			bp.Value = *s.Candidate.Value
+		}
+		if s.Baseline != nil && s.Baseline.Value != nil {
+			b := *s.Baseline.Value
+			bp.Baseline = &b
+		}
+	} else {
+		bp.Value = *s.Estimate
+	}
+	return &StopLossBreach{
+		Criterion: index, Name: c.Name, Metric: c.Metric, Statistic: c.Statistic, Mode: c.Mode,
+		Comparator: c.Comparator, Interim: "final", Line: line, Unit: unit, Breaches: []BreachPoint{bp},
+		Explanation: fmt.Sprintf("Stop-loss: the run's final %s, %s in %s, is past the %s line.",
+			statLabel(c.Statistic, m), value, seriesLabel(SeriesKey{Step: s.Step, Level: s.Level}), lineText),
+	}
 }

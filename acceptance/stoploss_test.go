@@ -190,3 +190,50 @@ func TestStopLossMapsMissingPercentiles(t *testing.T) {
 	_, err = NewStopLossMonitor(gateSet(absoluteCriterion("bogus", StatP99, LessOrEqual, 1, "ms")), nil)
 	require.Error(t, err)
 }
+
+// The final evaluation's estimates are held against the stop-loss lines:
+// relative lines by the relative change, either comparator, and series not
+// comparable with their baseline never cross.
+func TestFinalStopLoss(t *testing.T) {
+	ptr := func(v float64) *float64 { return &v }
+	throughputLine, latencyLine := -10.0, 2.0
+	g := GateSetSpec{Name: "g", Criteria: []Criterion{
+		{Name: "uplift", Metric: MetricOutputTokenThroughput, Statistic: StatRate, Mode: Relative, Comparator: GreaterOrEqual,
+			Threshold: 5, Unit: "%", StopLoss: &throughputLine, Severity: Blocking},
+		{Name: "ttft", Metric: MetricTTFT, Statistic: StatP99, Mode: Absolute, Comparator: LessOrEqual,
+			Threshold: 1, Unit: "s", StopLoss: &latencyLine, Severity: Blocking},
+	}}.Normalized()
+	eval := func(uplift, ttft SeriesResult) Evaluation {
+		return Evaluation{Criteria: []CriterionResult{{Index: 0, Series: []SeriesResult{uplift}}, {Index: 1, Series: []SeriesResult{ttft}}}}
+	}
+	fine := SeriesResult{Step: "serve", Estimate: ptr(-4), Verdict: Fail}
+	fast := SeriesResult{Step: "serve", Estimate: ptr(1500), Verdict: Fail}
+
+	b, err := FinalStopLoss(g, eval(fine, fast))
+	require.NoError(t, err)
+	require.Nil(t, b, "-4 %% is above the -10 %% line; 1.5 s is under the 2 s line")
+
+	slow := SeriesResult{Step: "serve", Level: "c=64", Estimate: ptr(2100), Verdict: Fail, Candidate: SideSummary{N: 900}}
+	b, err = FinalStopLoss(g, eval(fine, slow))
+	require.NoError(t, err)
+	require.NotNil(t, b)
+	require.Equal(t, "ttft", b.Name)
+	require.Equal(t, 1, b.Criterion)
+	require.Equal(t, 2000.0, b.Line, "the line in the canonical unit, ms")
+	require.Equal(t, int64(900), b.Breaches[0].N)
+	require.Contains(t, b.Explanation, "2,100 ms in step serve at c=64")
+
+	drop := SeriesResult{Step: "serve", Estimate: ptr(-12.5), Verdict: Fail, Candidate: SideSummary{Value: ptr(875)}, Baseline: &SideSummary{Value: ptr(1000)}}
+	b, err = FinalStopLoss(g, eval(drop, slow))
+	require.NoError(t, err)
+	require.Equal(t, "uplift", b.Name, "the first crossing in the gate set's order")
+	require.Equal(t, "%", b.Unit)
+	require.Equal(t, -12.5, *b.Breaches[0].Relative)
+	require.Equal(t, 1000.0, *b.Breaches[0].Baseline)
+
+	drop.Verdict = Incomparable
+	noEstimate := SeriesResult{Step: "serve", Verdict: Inconclusive}
+	b, err = FinalStopLoss(g, eval(drop, noEstimate))
+	require.NoError(t, err)
+	require.Nil(t, b)
+}

@@ -33,7 +33,7 @@ type EvaluateRunWorker struct {
 }
 
 func (w *EvaluateRunWorker) Work(ctx context.Context, job *river.Job[EvaluateRunArgs]) error {
-	ev, stored, err := EvaluateRun(ctx, w.deps.Store, job.Args.RunID)
+	ev, stored, err := EvaluateRun(ctx, w.deps, job.Args.RunID)
 	if err != nil {
 		return err
 	}
@@ -43,8 +43,11 @@ func (w *EvaluateRunWorker) Work(ctx context.Context, job *river.Job[EvaluateRun
 
 // EvaluateRun judges a run against its gate set and its baseline, stores
 // the evaluation (a new row each time; the bytes are the same for the same
-// inputs) and, for a run still evaluating, ends it as done.
-func EvaluateRun(ctx context.Context, st *store.Store, runID int64) (acceptance.Evaluation, int64, error) {
+// inputs) and, for a run still evaluating, ends it as done. A stop-loss
+// line crossed by the final numbers is recorded on the run and halts the
+// rollout stage the run is evidence for, as an interim crossing would.
+func EvaluateRun(ctx context.Context, d Deps, runID int64) (acceptance.Evaluation, int64, error) {
+	st := d.Store
 	run, err := st.RunByID(ctx, runID)
 	if err != nil {
 		return acceptance.Evaluation{}, 0, err
@@ -107,6 +110,9 @@ func EvaluateRun(ctx context.Context, st *store.Store, runID int64) (acceptance.
 				return err
 			}
 		}
+		if err := stopLossFromEvaluation(ctx, tx, d, run, gates, ev); err != nil {
+			return err
+		}
 		return afterEvaluation(ctx, tx, run, ev)
 	})
 	return ev, id, err
@@ -153,4 +159,24 @@ func runFactsJSON(ctx context.Context, st *store.Store, runID int64) (json.RawMe
 		return nil, err
 	}
 	return b, nil
+}
+
+// stopLossFromEvaluation records a stop-loss line crossed by the final
+// evaluation, unless the run already has one (its interim check aborted it,
+// or an earlier evaluation found it).
+func stopLossFromEvaluation(ctx context.Context, tx *store.Store, d Deps, run store.Run, gates acceptance.GateSetSpec, ev acceptance.Evaluation) error {
+	breach, err := acceptance.FinalStopLoss(gates, ev)
+	if err != nil || breach == nil {
+		return err
+	}
+	if prior, err := tx.RunStopLoss(ctx, run.ID); err != nil || len(prior) > 0 {
+		return err
+	}
+	if err := tx.RecordStopLoss(ctx, run.ID, breach); err != nil {
+		return err
+	}
+	if err := tx.AddRunNote(ctx, run.ID, "warn", breach.Explanation); err != nil {
+		return err
+	}
+	return onRunStopLoss(ctx, tx, d, run, breach)
 }

@@ -90,6 +90,8 @@ func (b *rolloutBundle) startRiver(t *testing.T, backoff time.Duration) {
 	river.AddWorker(workers, &WatchTickWorker{deps: b.deps})
 	river.AddWorker(workers, &WatchCheckWorker{deps: b.deps})
 	river.AddWorker(workers, &DeliverWebhookWorker{deps: b.deps, backoff: backoff})
+	river.AddWorker(workers, &EvaluateRunWorker{deps: b.deps})
+	river.AddWorker(workers, &SignRunWorker{deps: b.deps}) // inserted after an evaluation, not worked here
 	client, err := river.NewClient(riverpgxv5.New(b.store.Pool), &river.Config{
 		Logger: b.deps.Log, Queues: map[string]river.QueueConfig{QueueDefault: {MaxWorkers: 4}}, Workers: workers,
 		FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond, TestOnly: true,
@@ -331,6 +333,81 @@ func TestRunStopLossHaltsTheStageItIsEvidenceFor(t *testing.T) {
 	// Another stop-loss on the halted stage records nothing more.
 	require.False(t, halt(stopped(b.profileVersion)))
 	require.Len(t, b.verifyLog(t), 3)
+}
+
+// A run whose interim windows never crossed the line three times in a row,
+// but whose final p99 is past it, is caught by the evaluation: the breach is
+// kept on the run, and the stage it is evidence for halts.
+func TestFinalEvaluationPastStopLossHaltsTheStage(t *testing.T) {
+	t.Parallel()
+	b := setupRollouts(t)
+	ctx := context.Background()
+	line := 800.0
+	gates := acceptance.GateSetSpec{Name: "latency with a stop-loss", Criteria: []acceptance.Criterion{{
+		Name: "read-latency", Metric: acceptance.MetricReadCLat, Statistic: acceptance.StatP99, Mode: acceptance.Absolute,
+		Comparator: acceptance.LessOrEqual, Threshold: 500, Unit: "µs", StopLoss: &line, Severity: acceptance.Blocking,
+	}}}.Normalized()
+	gv, _ := saveSpec(t, b.store, b.programID, store.KindGateSet, gates, gates.Name)
+	_, err := b.store.AddRolloutStage(ctx, b.programID, "lab-acceptance", store.StageGates{GateSetVersionID: gv,
+		Profiles: []store.StageProfile{{ProfileID: b.profileID}}}, 0)
+	require.NoError(t, err)
+	b.startRiver(t, 20*time.Millisecond)
+
+	// Latencies of 600 µs with a tail of 1 in 20 at 1.2 ms: p99 1.2 ms.
+	samples := func() []float64 {
+		v := make([]float64, 400)
+		for i := range v {
+			v[i] = 600 + float64(i%7)
+			if i%20 == 0 {
+				v[i] = 1200
+			}
+		}
+		return v
+	}
+	judge := func() store.Run {
+		id, err := b.store.CreateRun(ctx, store.NewRun{ProgramID: b.programID, ProfileVersionID: b.profileVersion, GateSetVersionID: &gv, HostID: b.hostID})
+		require.NoError(t, err)
+		require.NoError(t, b.store.SaveMeasurements(ctx, id, []acceptance.Measurement{{Metric: acceptance.MetricReadCLat, Step: "read", Repetition: 1,
+			Values: samples(), Source: acceptance.Source{Tool: "fio", ToolVersion: "fio-3.33"}}}))
+		require.NoError(t, b.store.SetRunState(ctx, id, store.RunEvaluating, "judging"))
+		_, err = b.river.Insert(ctx, EvaluateRunArgs{RunID: id}, &river.InsertOpts{Queue: QueueDefault})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			run, err := b.store.RunByID(ctx, id)
+			require.NoError(t, err)
+			return run.State == store.RunDone
+		}, 20*time.Second, 50*time.Millisecond, "the run is judged")
+		run, err := b.store.RunByID(ctx, id)
+		require.NoError(t, err)
+		return run
+	}
+
+	run := judge()
+	require.Equal(t, "FAIL", run.Verdict)
+	raw, err := b.store.RunStopLoss(ctx, run.ID)
+	require.NoError(t, err)
+	var breach acceptance.StopLossBreach
+	require.NoError(t, json.Unmarshal(raw, &breach))
+	require.Equal(t, "final", breach.Interim)
+	require.Equal(t, 1200.0, breach.Breaches[0].Value)
+	require.Equal(t, "Stop-loss: the run's final p99 read completion latency, 1,200 µs in step read, is past the 800 µs line.", breach.Explanation)
+
+	cur, _ := b.rollout(t).State.CurrentStage()
+	require.Equal(t, acceptance.StageHalted, cur.State)
+	require.Equal(t, acceptance.DecisionStopLoss, cur.Halt.Kind)
+	ds := b.verifyLog(t)
+	require.Len(t, ds, 1)
+	require.Contains(t, ds[0].Record.Reason, fmt.Sprintf("Run %d: Stop-loss: the run's final p99", run.ID))
+
+	// Judging it again records nothing more.
+	_, err = b.river.Insert(ctx, EvaluateRunArgs{RunID: run.ID}, &river.InsertOpts{Queue: QueueDefault})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		n := 0
+		require.NoError(t, b.store.Pool.QueryRow(ctx, `SELECT count(*) FROM evaluations WHERE run_id = $1`, run.ID).Scan(&n))
+		return n == 2
+	}, 20*time.Second, 50*time.Millisecond, "the second evaluation")
+	require.Len(t, b.verifyLog(t), 1)
 }
 
 // End to end: a real run on a lab host crosses its gate set's stop-loss

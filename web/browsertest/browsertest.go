@@ -147,22 +147,24 @@ func Eval[T any](b *Browser, js string) T {
 	return v
 }
 
-// WaitUntil polls a JavaScript condition until it is true, through
-// navigations the page makes by itself (an evaluation during a reload
-// fails and is simply tried again), and fails the test after timeout.
+// WaitUntil polls a JavaScript expression until it gives "" (the condition
+// holds; any other string says what is still missing), through navigations
+// the page makes by itself (an evaluation during a reload fails and is
+// simply tried again), and fails the test after timeout with the last
+// answer.
 func (b *Browser) WaitUntil(js string, timeout time.Duration, what string) {
 	b.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		ctx, cancel := context.WithTimeout(b.Ctx, 5*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		missing, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
 		cancel()
-		if err == nil && ok {
+		if err == nil && missing == "" {
 			return
 		}
 		if time.Now().After(deadline) {
 			b.Screenshot("failure-" + sanitize(b.t.Name()))
-			b.t.Fatalf("browser: waited %s for %s (last error: %v, problems so far: %v)", timeout, what, err, b.Problems())
+			b.t.Fatalf("browser: waited %s for %s (last answer %q, error %v; problems so far: %v)", timeout, what, missing, err, b.Problems())
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
