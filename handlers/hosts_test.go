@@ -88,4 +88,3 @@ func mustHostID(t *testing.T, pb *programBundle) int64 {
 	require.NotEmpty(t, hosts)
 	return hosts[0].ID
 }
-
