@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -58,7 +60,7 @@ func (s *Server) renderPlan(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	for i, st := range ro.Stages {
 		ps := web.PlanStage{Stage: st, State: "unknown", Locked: stageLocked(ro, i), Deletable: ro.ReplayErr == nil && !ro.Named(st.Name),
-			Form: stageFormOf(st), WatchForm: web.WatchForm{Comparator: "<=", Consecutive: "3", Interval: "30"}}
+			Form: stageFormOf(st), WatchForm: s.watchFormFromGates(ctx, pr.ID, st)}
 		if ro.ReplayErr == nil && i < len(ro.State.Stages) {
 			ps.State = string(ro.State.Stages[i].State)
 		}
@@ -142,6 +144,35 @@ func stageFormOf(st store.RolloutStage) web.StageForm {
 		}
 	}
 	f.PinnedRuns = strings.Join(pinned, ", ")
+	return f
+}
+
+// watchFormFromGates starts a stage's new watch from its gate set: the
+// first absolute stop-loss line (a relative one needs a baseline that a
+// production fleet does not have), its unit and k. The query stays to be
+// written: only the team knows how its fleet exports the figure.
+func (s *Server) watchFormFromGates(ctx context.Context, programID int64, st store.RolloutStage) web.WatchForm {
+	f := web.WatchForm{Comparator: "<=", Consecutive: "3", Interval: "30"}
+	v, err := s.store.GetSpecVersionByID(ctx, store.KindGateSet, programID, st.GateSetVersionID)
+	if err != nil {
+		return f // the stage's own page says what is wrong with its gates
+	}
+	var g acceptance.GateSetSpec
+	if err := json.Unmarshal(v.Spec, &g); err != nil {
+		return f
+	}
+	g = g.Normalized()
+	for _, c := range g.Criteria {
+		if c.StopLoss == nil || c.Mode != acceptance.Absolute {
+			continue
+		}
+		f.Name, f.Comparator, f.Unit = c.Name, string(c.Comparator), c.Unit
+		f.Line = strconv.FormatFloat(*c.StopLoss, 'g', -1, 64)
+		f.Consecutive = strconv.Itoa(g.StopLossConsecutive)
+		f.From = fmt.Sprintf("The line, unit and k are those of the stop-loss of criterion %s (%s %s) in %s; write the query that gives the same figure from the serving fleet.",
+			c.Name, c.Statistic, c.Metric, st.GateSetLabel())
+		return f
+	}
 	return f
 }
 

@@ -552,6 +552,15 @@ func TestRolloutPlanEditing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, stages, 1)
 
+	// A new watch starts from the stage's gate set: its first absolute
+	// stop-loss line (MLPerf's p99 TTFT, stopped at 4 s), unit and k.
+	res, page = rb.get(t, rb.owner, rb.url("/rollout/plan"))
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, page, fmt.Sprintf(`id="watch-from-%d"`, lab))
+	require.Contains(t, page, "stop-loss of criterion ttft-p99 (p99 ttft)")
+	require.Regexp(t, fmt.Sprintf(`id="line-%d"[^>]*value="4000"|value="4000"[^>]*id="line-%d"`, lab, lab), page)
+	require.Regexp(t, fmt.Sprintf(`id="unit-%d"[^>]*value="ms"|value="ms"[^>]*id="unit-%d"`, lab, lab), page)
+
 	// A watch's form is checked too.
 	res, page = rb.post(t, rb.owner, rb.url(fmt.Sprintf("/rollout/stages/%d/watch", lab)), url.Values{"name": {"p99 TTFT"}, "endpoint": {"ftp://prom"},
 		"query": {"x"}, "comparator": {"<="}, "line": {"NaN"}, "consecutive": {"0"}, "interval": {"30"}})
