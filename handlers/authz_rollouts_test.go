@@ -37,6 +37,7 @@ var rolloutRouteCases = []routeCase{
 	rc("GET", "/programs/{programID}/webhooks/{webhookID}", inProgramNeeds(capOwner)),
 	rc("POST", "/programs/{programID}/webhooks/{webhookID}/disable", inProgramNeeds(capOwner), http.StatusSeeOther),
 	rc("POST", "/programs/{programID}/webhooks/{webhookID}/enable", inProgramNeeds(capOwner), http.StatusSeeOther),
+	rc("POST", "/programs/{programID}/webhooks/{webhookID}/deliveries/{deliveryID}/redeliver", inProgramNeeds(capOwner), http.StatusSeeOther),
 	rc("GET", "/api/v1/programs/{programID}/rollout", apiInProgramNeeds(capView)),
 	rc("POST", "/api/v1/programs/{programID}/rollout/decisions", apiInProgramNeeds(capApprove), http.StatusUnprocessableEntity),
 	rc("GET", "/api/v1/programs/{programID}/decisions", apiInProgramNeeds(capView)),
@@ -64,5 +65,8 @@ func (f *matrixFixture) addRolloutObjects(t *testing.T) {
 		hook, err := f.b.store.CreateWebhook(ctx, side.program, "http://127.0.0.1:9/hook", []string{store.EventStageHalted}, 0)
 		require.NoError(t, err)
 		side.ids["webhooks/{webhookID}"] = "webhooks/" + strconv.FormatInt(hook, 10)
+		delivery, err := f.b.store.CreateDelivery(ctx, hook, side.program, store.EventStageHalted, nil, []byte(`{}`))
+		require.NoError(t, err)
+		side.ids["deliveries/{deliveryID}"] = "deliveries/" + strconv.FormatInt(delivery, 10)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -617,4 +618,34 @@ func TestRolloutWebhookRegistrationAndDelivery(t *testing.T) {
 	_, page = rb.get(t, rb.owner, rb.url(fmt.Sprintf("/webhooks/%d", hooks[0].ID)))
 	require.Contains(t, page, "stage_halted")
 	require.Contains(t, page, ">pending<")
+	require.NotContains(t, page, fmt.Sprintf(`id="redeliver-%d"`, ds[0].ID), "a pending delivery is still being tried")
+
+	// A delivery that gave up is sent again, as a new delivery with the
+	// same body and its own job; one that has not failed is not.
+	redeliver := func(id int64) (*http.Response, string) {
+		return rb.post(t, rb.owner, rb.url(fmt.Sprintf("/webhooks/%d/deliveries/%d/redeliver", hooks[0].ID, id)), url.Values{})
+	}
+	res, _ = redeliver(ds[0].ID)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	_, page = rb.get(t, rb.owner, rb.url(fmt.Sprintf("/webhooks/%d", hooks[0].ID)))
+	require.Contains(t, page, fmt.Sprintf("Delivery %d has not failed", ds[0].ID))
+	status := 503
+	require.NoError(t, rb.store.RecordDeliveryAttempt(context.Background(), ds[0].ID, time.Now(), &status, "HTTP 503", store.DeliveryFailed))
+	_, page = rb.get(t, rb.owner, rb.url(fmt.Sprintf("/webhooks/%d", hooks[0].ID)))
+	require.Contains(t, page, fmt.Sprintf(`id="redeliver-%d"`, ds[0].ID))
+	res, _ = redeliver(ds[0].ID)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	again, err := rb.store.ListDeliveries(context.Background(), rb.programID, hooks[0].ID, 10)
+	require.NoError(t, err)
+	require.Len(t, again, 2)
+	require.Equal(t, store.DeliveryPending, again[0].State)
+	require.Equal(t, ds[0].Body, again[0].Body)
+	require.Equal(t, *ds[0].DecisionSeq, *again[0].DecisionSeq)
+	require.Equal(t, store.DeliveryFailed, again[1].State, "the failed one keeps its attempts")
+	require.NoError(t, rb.pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'deliver_webhook'`).Scan(&jobs))
+	require.Equal(t, 2, jobs)
+	_, page = rb.get(t, rb.owner, rb.url(fmt.Sprintf("/webhooks/%d", hooks[0].ID)))
+	require.Contains(t, page, fmt.Sprintf("Delivery %d is sent again as delivery %d.", ds[0].ID, again[0].ID))
+	res, _ = redeliver(again[0].ID + 1000)
+	require.Equal(t, http.StatusNotFound, res.StatusCode)
 }

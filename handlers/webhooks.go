@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -22,6 +23,7 @@ func (s *Server) webhookRoutes(r chi.Router) {
 	r.With(s.need(capOwner)).Get("/webhooks/{webhookID}", s.showWebhook)
 	r.With(s.need(capOwner)).Post("/webhooks/{webhookID}/disable", s.setWebhookActive(false))
 	r.With(s.need(capOwner)).Post("/webhooks/{webhookID}/enable", s.setWebhookActive(true))
+	r.With(s.need(capOwner)).Post("/webhooks/{webhookID}/deliveries/{deliveryID}/redeliver", s.redeliverWebhook)
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
@@ -167,4 +169,50 @@ func (s *Server) setWebhookActive(active bool) http.HandlerFunc {
 		}
 		redirect(w, r, web.ProgramLink(pr.ID, "/webhooks"))
 	}
+}
+
+// redeliverWebhook sends a failed delivery again, as a new delivery with
+// the same body (receivers tell repeats apart by the decision's hash).
+func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
+	ctx := r.Context()
+	h, ok := s.loadWebhook(w, r)
+	if !ok {
+		return
+	}
+	deliveryID, ok := idParam(r, "deliveryID")
+	if !ok {
+		s.renderError(w, r, http.StatusNotFound)
+		return
+	}
+	back := web.ProgramLink(pr.ID, fmt.Sprintf("/webhooks/%d", h.ID))
+	if !h.Active {
+		s.setFlash(w, "error", fmt.Sprintf("Webhook %d is disabled: enable it before sending anything again.", h.ID))
+		redirect(w, r, back)
+		return
+	}
+	var newID int64
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		if newID, err = tx.Redeliver(ctx, pr.ID, h.ID, deliveryID); err != nil {
+			return err
+		}
+		if _, err := s.river.InsertTx(ctx, tx.Tx(), jobs.DeliverWebhookArgs{DeliveryID: newID}, nil); err != nil {
+			return err
+		}
+		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "webhook_redelivered", ProgramID: &pr.ID,
+			Target: fmt.Sprintf("%d/%d", h.ID, deliveryID), ClientAddr: clientAddr(r)})
+	})
+	if errors.Is(err, store.ErrDeliveryNotFailed) {
+		s.setFlash(w, "error", fmt.Sprintf("Delivery %d has not failed: only a delivery that gave up is sent again.", deliveryID))
+		redirect(w, r, back)
+		return
+	}
+	if err != nil {
+		s.notFoundOr(w, r, err)
+		return
+	}
+	s.setFlash(w, "ok", fmt.Sprintf("Delivery %d is sent again as delivery %d.", deliveryID, newID))
+	redirect(w, r, back)
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -206,4 +207,32 @@ func (s *Store) RecordDeliveryAttempt(ctx context.Context, deliveryID int64, at 
 		return fmt.Errorf("store: delivery %d attempt: %w", deliveryID, err)
 	}
 	return nil
+}
+
+// ErrDeliveryNotFailed: only a delivery that gave up can be sent again.
+var ErrDeliveryNotFailed = errors.New("only a failed delivery can be sent again")
+
+// Redeliver records a new delivery with the same event, decision and body
+// as a failed one of the webhook (the failed one keeps its attempts in the
+// log) and returns the new delivery's id.
+func (s *Store) Redeliver(ctx context.Context, programID, webhookID, deliveryID int64) (int64, error) {
+	var id int64
+	err := s.db.QueryRow(ctx, `INSERT INTO webhook_deliveries (webhook_id, program_id, event, decision_seq, body)
+		SELECT webhook_id, program_id, event, decision_seq, body FROM webhook_deliveries
+		WHERE id = $3 AND program_id = $1 AND webhook_id = $2 AND state = 'failed' RETURNING id`, programID, webhookID, deliveryID).Scan(&id)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("store: redeliver %d: %w", deliveryID, err)
+	}
+	var exists bool
+	if err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $3 AND program_id = $1 AND webhook_id = $2)`,
+		programID, webhookID, deliveryID).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("store: redeliver %d: %w", deliveryID, err)
+	}
+	if exists {
+		return 0, ErrDeliveryNotFailed
+	}
+	return 0, fmt.Errorf("delivery %d: %w", deliveryID, ErrNotFound)
 }
