@@ -156,7 +156,12 @@ func (s *Server) rolloutBoard(ctx context.Context, pr *programCtx, v *viewer) (w
 	replayed := ro.ReplayErr == nil && len(ro.State.Stages) == len(ro.Stages)
 	if ro.ReplayErr != nil {
 		b.Broken = ro.ReplayErr.Error()
-	} else if len(ro.Stages) > 0 {
+	} else if dl, err := s.readDecisionLog(ctx, pr.ID); err != nil {
+		return b, ro, err
+	} else if dl.Err != nil {
+		b.Unverified = dl.Err.Error()
+	}
+	if ro.ReplayErr == nil && len(ro.Stages) > 0 {
 		b.Status = string(ro.State.Status())
 		if ro.State.Rollback != nil {
 			dv := ruleDecisionView(*ro.State.Rollback, names)

@@ -430,17 +430,30 @@ func TestRolloutDecisionLogTamperingIsFound(t *testing.T) {
 		name    string
 		tamper  string
 		problem string
+		// replays: the changed log still replays on the plan, so only its
+		// verification stands between it and the next decision.
+		replays bool
 	}{
-		{"reason rewritten", `UPDATE decisions SET reason = 'nothing to see' WHERE seq = 2`, "record 2 (position 1): changed: field reason differs from the signed record"},
-		{"actor swapped", `UPDATE decisions SET actor = 'vb@vendor.example' WHERE seq = 1`, "record 1 (position 0): changed: field actor differs from the signed record"},
-		{"evidence edited", `UPDATE decisions SET evidence = jsonb_set(evidence, '{verdicts,gates}', '"FAIL"') WHERE seq = 3`, "record 3 (position 2): changed: field evidence.verdicts differs from the signed record"},
-		{"time moved", `UPDATE decisions SET at = at - interval '1 day' WHERE seq = 1`, "record 1 (position 0): changed: field time differs from the signed record"},
-		{"record deleted", `DELETE FROM decisions WHERE seq = 2`, "record 2 (position 1): missing: the log goes from seq 1 to seq 3 (record deleted)"},
-		{"last record deleted", `DELETE FROM decisions WHERE seq = 3`, "checkpoint: signed head is seq 3, the log ends at seq 2 (records cut off the end)"},
+		{"reason rewritten", `UPDATE decisions SET reason = 'nothing to see' WHERE seq = 2`, "record 2 (position 1): changed: field reason differs from the signed record", true},
+		{"actor swapped", `UPDATE decisions SET actor = 'vb@vendor.example' WHERE seq = 1`, "record 1 (position 0): changed: field actor differs from the signed record", true},
+		{"evidence edited", `UPDATE decisions SET evidence = jsonb_set(evidence, '{verdicts,gates}', '"FAIL"') WHERE seq = 3`, "record 3 (position 2): changed: field evidence.verdicts differs from the signed record", false},
+		{"time moved", `UPDATE decisions SET at = at - interval '1 day' WHERE seq = 1`, "record 1 (position 0): changed: field time differs from the signed record", false},
+		{"record deleted", `DELETE FROM decisions WHERE seq = 2`, "record 2 (position 1): missing: the log goes from seq 1 to seq 3 (record deleted)", false},
+		{"last record deleted", `DELETE FROM decisions WHERE seq = 3`, "checkpoint: signed head is seq 3, the log ends at seq 2 (records cut off the end)", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			asSuperuser(t, tc.tamper)
 			verify(t, tc.problem)
+			// The state a broken log gives is not trusted: nothing moves the
+			// rollout on (halting would still be recorded).
+			code, page := rb.decide(t, rb.vendorApprover, "pilot-5pct", "resume", "the NVMe-oF path is fixed")
+			require.Equal(t, http.StatusUnprocessableEntity, code)
+			if tc.replays {
+				require.Contains(t, page, "The decision log does not verify")
+				require.Contains(t, rb.board(t, rb.viewer), `id="rollout-unverified"`)
+			} else {
+				require.Regexp(t, "The decision log does not verify|does not replay on the plan", page)
+			}
 			asSuperuser(t, `DELETE FROM decisions; INSERT INTO decisions SELECT * FROM decisions_kept`)
 			verify(t, "")
 		})

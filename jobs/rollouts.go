@@ -342,6 +342,12 @@ func RecordDecision(ctx context.Context, tx *store.Store, env DecisionEnv, in De
 	if ro.ReplayErr != nil {
 		return out, fmt.Errorf("rollout of program %d: the decision log does not replay on the plan: %w", in.ProgramID, ro.ReplayErr)
 	}
+	if !stopsTheRollout(in.Kind) {
+		if err := verifyStoredLog(env.Keyring, in.ProgramID, ro.Decisions, chain); err != nil {
+			return out, &acceptance.TransitionError{Kind: in.Kind, Message: "The decision log does not verify (" + err.Error() +
+				"): the state it gives cannot be trusted, so nothing that moves the rollout on is recorded until the log is restored. Halting stays possible."}
+		}
+	}
 	if in.At.IsZero() {
 		in.At = time.Now()
 	}
@@ -395,6 +401,32 @@ func RecordDecision(ctx context.Context, tx *store.Store, env DecisionEnv, in De
 		}
 	}
 	return out, nil
+}
+
+// stopsTheRollout: decisions that only ever stop or hold a rollout. They
+// are recorded even on a log that does not verify, as stopping is safe
+// whatever the log says.
+func stopsTheRollout(k acceptance.DecisionKind) bool {
+	return k == acceptance.DecisionHalt || k == acceptance.DecisionStopLoss || k == acceptance.DecisionRollbackRequested
+}
+
+// verifyStoredLog checks the program's stored log and chain head as
+// `accord verify` checks an export: every record's signature, the hash
+// chain, and the signed checkpoint.
+func verifyStoredLog(keyring *attest.Keyring, programID int64, ds []store.StoredDecision, chain store.DecisionChain) error {
+	if len(ds) == 0 && chain.HeadSeq == 0 {
+		return nil
+	}
+	keys, err := keyring.KeySet()
+	if err != nil {
+		return err
+	}
+	signed := make([]attest.SignedDecision, len(ds))
+	for i, d := range ds {
+		signed[i] = d.Signed()
+	}
+	_, err = attest.NewDecisionLog(store.ChainName(programID), signed, chain.Checkpoint).Verify(keys)
+	return err
 }
 
 func mergeEvidence(dst *attest.DecisionEvidence, src attest.DecisionEvidence) {

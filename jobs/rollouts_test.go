@@ -553,3 +553,44 @@ func TestConcurrentDecisionsAreSerialized(t *testing.T) {
 	require.Equal(t, acceptance.StageAwaitingApproval, cur.State)
 	require.Equal(t, 2, cur.Attempt)
 }
+
+// On a log that does not verify, nothing moves a rollout on, but Accord's
+// stop-loss still halts it: stopping is safe whatever the log says.
+func TestBrokenLogRefusesApprovalsButNotStopLoss(t *testing.T) {
+	t.Parallel()
+	b := setupRollouts(t, "lab-acceptance")
+	ctx := context.Background()
+	ins := b.insertOnly(t)
+	b.judgedRun(t, "PASS")
+	b.decide(t, ins, acceptance.DecisionApprove, "lab-acceptance", vera, "")
+	_, err := b.store.Pool.Exec(ctx, `ALTER TABLE decisions DISABLE TRIGGER decisions_append_only;
+		UPDATE decisions SET reason = 'approved long ago' WHERE seq = 1;
+		ALTER TABLE decisions ENABLE TRIGGER decisions_append_only`)
+	require.NoError(t, err)
+
+	err = b.store.InTx(ctx, func(tx *store.Store) error {
+		_, err := RecordDecision(ctx, tx, b.env(ins), DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionApprove,
+			Stage: "lab-acceptance", Actor: chen, OrgName: "BigCloud"})
+		return err
+	})
+	var refused *acceptance.TransitionError
+	require.ErrorAs(t, err, &refused)
+	require.Contains(t, refused.Message, "The decision log does not verify (decision log: record 1 (position 0): changed: field reason differs")
+	ds, err := b.store.ListDecisions(ctx, b.programID)
+	require.NoError(t, err)
+	require.Len(t, ds, 1, "nothing was appended")
+
+	gv := b.gateVersion
+	id, err := b.store.CreateRun(ctx, store.NewRun{ProgramID: b.programID, ProfileVersionID: b.profileVersion, GateSetVersionID: &gv, HostID: b.hostID})
+	require.NoError(t, err)
+	run, err := b.store.RunByID(ctx, id)
+	require.NoError(t, err)
+	var halted bool
+	require.NoError(t, b.store.InTx(ctx, func(tx *store.Store) error {
+		halted, err = haltForRunStopLoss(ctx, tx, b.env(ins), run, &acceptance.StopLossBreach{Name: "read-latency", Explanation: "Stop-loss: p99 past the line."})
+		return err
+	}))
+	require.True(t, halted)
+	cur, _ := b.rollout(t).State.CurrentStage()
+	require.Equal(t, acceptance.StageHalted, cur.State)
+}
