@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -350,6 +351,11 @@ func (c *apiClient) endpoint(parts ...string) string {
 }
 
 func (c *apiClient) do(ctx context.Context, method string, parts []string, body any, out any) error {
+	return c.doWithHeader(ctx, method, parts, body, out, nil)
+}
+
+// doWithHeader is do with extra request headers.
+func (c *apiClient) doWithHeader(ctx context.Context, method string, parts []string, body any, out any, header http.Header) error {
 	ctx, cancel := context.WithTimeout(ctx, c.requestTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -364,6 +370,9 @@ func (c *apiClient) do(ctx context.Context, method string, parts []string, body 
 	req, err := http.NewRequestWithContext(ctx, method, c.endpoint(parts...), rd)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	c.authorize(req)
 	req.Header.Set("Accept", "application/json")
@@ -777,7 +786,31 @@ func (s *submitter) resolveSpec(ctx context.Context, pid, path, noun, ref, idFla
 // submit posts the run request.
 func (s *submitter) submit(ctx context.Context, req handlers.RunRequest) error {
 	pid := strconv.FormatInt(s.program.ID, 10)
-	err := s.api.do(ctx, http.MethodPost, []string{"programs", pid, "runs"}, req, &s.run)
+	// The request carries a key of its own, so that sending it again after
+	// a lost answer gets the run it started instead of a second run.
+	key := make([]byte, 16)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	header := http.Header{"Idempotency-Key": {"accord-submit-" + hex.EncodeToString(key)}}
+	var outageSince time.Time
+	var err error
+	for {
+		err = s.api.doWithHeader(ctx, http.MethodPost, []string{"programs", pid, "runs"}, req, &s.run, header)
+		if err == nil || !isTransient(err) || ctx.Err() != nil {
+			break
+		}
+		if outageSince.IsZero() {
+			outageSince = s.now()
+			s.prog.line(fmt.Sprintf("submitting the run failed, sending it again (same Idempotency-Key) for up to %s: %s", outageTolerance, oneLine(err.Error())))
+		}
+		if s.now().Sub(outageSince) > outageTolerance {
+			break
+		}
+		if sleepCtx(ctx, s.opts.poll) != nil {
+			break
+		}
+	}
 	if err != nil {
 		var se *apiStatusError
 		if errors.As(err, &se) && se.Status == http.StatusUnprocessableEntity && len(se.Fields) > 0 {

@@ -13,6 +13,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -458,6 +460,50 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		require.Contains(t, w.String(), "the server answers again after ")
 		require.Equal(t, 1, strings.Count(w.String(), "progress request failed"), "one line per outage, not per poll:\n%s", w.String())
 		require.Regexp(t, `(?m)^PASS  run \d+ · paused read v1 × lab-1`, out.String())
+	})
+
+	t.Run("the answer to the submission is lost", func(t *testing.T) {
+		// A proxy passes the first run request on to the server but
+		// answers the pipeline 502, as when a connection breaks after the
+		// server acted. Sent again with the same key, it gets that run.
+		backend, err := url.Parse(b.base)
+		require.NoError(t, err)
+		forward := httputil.NewSingleHostReverseProxy(backend)
+		var mu sync.Mutex
+		var keys []string
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/runs") {
+				forward.ServeHTTP(w, r)
+				return
+			}
+			mu.Lock()
+			keys = append(keys, r.Header.Get("Idempotency-Key"))
+			first := len(keys) == 1
+			mu.Unlock()
+			if !first {
+				forward.ServeHTTP(w, r)
+				return
+			}
+			lost := httptest.NewRecorder()
+			forward.ServeHTTP(lost, r)
+			if lost.Code != http.StatusCreated {
+				t.Errorf("the server answered the first run request %d: %s", lost.Code, lost.Body.String())
+			}
+			http.Error(w, "upstream connection reset", http.StatusBadGateway)
+		}))
+		defer proxy.Close()
+		var stdout, stderr bytes.Buffer
+		env := envMap(map[string]string{"ACCORD_SERVER": proxy.URL, "ACCORD_TOKEN": b.token})
+		code := cmdSubmit(ctx, append([]string{"--poll", "200ms", "--progress", "plain"},
+			append(common, "--profile", "quick read", "--gate-set", "latency budget", "--label", "answer lost")...), env, &stdout, &stderr)
+		require.Equal(t, exitPass, code, "%s\n%s", stdout.String(), stderr.String())
+		require.Contains(t, stderr.String(), "submitting the run failed, sending it again (same Idempotency-Key)")
+		require.Len(t, keys, 2)
+		require.Regexp(t, `^accord-submit-[0-9a-f]{32}$`, keys[0])
+		require.Equal(t, keys[0], keys[1])
+		var n int
+		require.NoError(t, b.store.Pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE label = 'answer lost'`).Scan(&n))
+		require.Equal(t, 1, n, "one run, not two")
 	})
 
 	t.Run("no gate set, no signed report", func(t *testing.T) {

@@ -117,7 +117,20 @@ func (s *Server) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: "the body must be a JSON run request: " + err.Error(), RequestID: requestID(r.Context())})
 		return
 	}
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		if msg := checkIdempotencyKey(key); msg != "" {
+			writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: msg, RequestID: requestID(r.Context())})
+			return
+		}
+		req.IdempotencyKey = key
+		if s.answerRepeatedRequest(w, r, req) {
+			return
+		}
+	}
 	runID, errs, failing, err := s.submitRun(r, req)
+	if errors.Is(err, store.ErrConflict) && req.IdempotencyKey != "" && s.answerRepeatedRequest(w, r, req) {
+		return // the same request, sent twice at once: the other one started the run
+	}
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -135,6 +148,49 @@ func (s *Server) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, s.toAPIRun(run))
+}
+
+// checkIdempotencyKey says what is wrong with an Idempotency-Key ("" when
+// nothing is): 1 to 200 printable ASCII characters.
+func checkIdempotencyKey(key string) string {
+	if len(key) > 200 {
+		return "the Idempotency-Key header is longer than 200 characters"
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return "the Idempotency-Key header may hold only printable ASCII characters without spaces"
+		}
+	}
+	return ""
+}
+
+// answerRepeatedRequest answers a run request whose Idempotency-Key already
+// started a run (and reports whether it did): that run again (200) for the
+// same request, a refusal for a different one. Nothing new is started.
+func (s *Server) answerRepeatedRequest(w http.ResponseWriter, r *http.Request, req RunRequest) bool {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
+	id, digest, err := s.store.RunByIdempotencyKey(r.Context(), pr.ID, v.ID, req.IdempotencyKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		s.serverError(w, r, err)
+		return true
+	}
+	if digest != req.digest() {
+		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: fmt.Sprintf("this Idempotency-Key started run %d with a different request; use a new key for a new run", id),
+			RequestID: requestID(r.Context())})
+		return true
+	}
+	run, err := s.store.GetRun(r.Context(), pr.ID, id)
+	if err != nil {
+		s.serverError(w, r, err)
+		return true
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	writeJSON(w, http.StatusOK, s.toAPIRun(run))
+	return true
 }
 
 func joinChecks(checks []string) string {

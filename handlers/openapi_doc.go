@@ -15,7 +15,11 @@ type apiOperation struct {
 	Response                     string // schema name of the 2xx body
 	Status                       int    // 2xx status (200 when zero)
 	Binary                       string // media type for a non-JSON response
+	Headers                      []apiHeader
 }
+
+// apiHeader is a request header an operation reads.
+type apiHeader struct{ Name, Description string }
 
 var apiOperations = []apiOperation{
 	{Method: "GET", Path: "/api/v1/programs", Summary: "List the programs the token's user may see", Scope: "read", Response: "ProgramList"},
@@ -27,7 +31,8 @@ var apiOperations = []apiOperation{
 	{Method: "POST", Path: "/api/v1/programs/{programID}/profiles/{specID}/versions", Summary: "Add a version to a profile (409 when nothing changed)", Scope: "run", Request: "ProfileSpec", Response: "SpecVersion", Status: 201},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/hosts", Summary: "List the program's lab hosts", Scope: "read", Response: "HostList"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs", Summary: "List the program's runs, newest first (?state= filters)", Scope: "read", Response: "RunList"},
-	{Method: "POST", Path: "/api/v1/programs/{programID}/runs", Summary: "Submit a run: profile version × host × gate set version × optional baseline run", Scope: "run", Request: "RunRequest", Response: "Run", Status: 201},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/runs", Summary: "Submit a run: profile version × host × gate set version × optional baseline run", Scope: "run", Request: "RunRequest", Response: "Run", Status: 201,
+		Headers: []apiHeader{{"Idempotency-Key", "Optional; up to 200 printable ASCII characters. The same request sent again with the same key (its answer was lost) gets the run it started, with status 200 and the header Idempotent-Replayed: true, instead of starting another; the key used again for a different request is refused with 422."}}},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}", Summary: "Show a run: state, progress, verdict", Scope: "read", Response: "Run"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}/evaluation", Summary: "The run's latest evaluation: every criterion's verdict with its numbers and explanation", Scope: "read", Response: "Evaluation"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}/measurements", Summary: "The run's canonical measurements (summaries; raw values in the report bundle and the CSV)", Scope: "read", Response: "MeasurementList"},
@@ -113,6 +118,9 @@ func openAPIDocument(base *url.URL) map[string]any {
 		var params []any
 		for _, m := range pathParam.FindAllStringSubmatch(op.Path, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": str()})
+		}
+		for _, h := range op.Headers {
+			params = append(params, map[string]any{"name": h.Name, "in": "header", "required": false, "description": h.Description, "schema": str()})
 		}
 		status := op.Status
 		if status == 0 {

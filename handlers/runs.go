@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"crypto/sha256"
 	"encoding/csv"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,6 +126,16 @@ type RunRequest struct {
 	Label            string `json:"label,omitempty"`
 	// ConfirmReadiness runs on a host whose blocking readiness checks fail.
 	ConfirmReadiness bool `json:"confirm_readiness,omitempty"`
+	// IdempotencyKey comes from the API's Idempotency-Key header.
+	IdempotencyKey string `json:"-"`
+}
+
+// digest identifies the request's fields (not its key), to tell a request
+// sent again from another one under the same key.
+func (r RunRequest) digest() string {
+	b, _ := json.Marshal(r)
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // submitRun validates a run request and inserts the run and its River job
@@ -206,6 +218,7 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 		runID, err = tx.CreateRun(ctx, store.NewRun{
 			ProgramID: pr.ID, ProfileVersionID: pv.ID, GateSetVersionID: gateID, HostID: host.ID, BaselineRunID: baseID,
 			Label: strings.TrimSpace(req.Label), Emulated: host.Emulated, ReadinessOverride: override, CreatedBy: v.ID,
+			IdempotencyKey: req.IdempotencyKey, RequestDigest: req.digest(),
 		})
 		if err != nil {
 			return err

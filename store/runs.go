@@ -140,6 +140,10 @@ type NewRun struct {
 	Emulated          bool
 	ReadinessOverride json.RawMessage
 	CreatedBy         int64
+	// IdempotencyKey (optional) names the request that asked for the run;
+	// RequestDigest is that request's digest. See RunByIdempotencyKey.
+	IdempotencyKey string
+	RequestDigest  string
 }
 
 // CreateRun inserts a queued run. The caller inserts its River job in the
@@ -151,9 +155,13 @@ func (s *Store) CreateRun(ctx context.Context, r NewRun) (int64, error) {
 		kind = "executed"
 	}
 	err := s.db.QueryRow(ctx, `INSERT INTO runs (program_id, kind, profile_version_id, gate_set_version_id, host_id, baseline_run_id,
-		state, label, emulated, readiness_override, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10) RETURNING id`,
-		r.ProgramID, kind, r.ProfileVersionID, r.GateSetVersionID, nullID(r.HostID), r.BaselineRunID, r.Label, r.Emulated, nullJSON(r.ReadinessOverride), nullID(r.CreatedBy)).Scan(&id)
+		state, label, emulated, readiness_override, created_by, idempotency_key, request_digest)
+		VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, NULLIF($11, ''), NULLIF($12, '')) RETURNING id`,
+		r.ProgramID, kind, r.ProfileVersionID, r.GateSetVersionID, nullID(r.HostID), r.BaselineRunID, r.Label, r.Emulated, nullJSON(r.ReadinessOverride), nullID(r.CreatedBy),
+		r.IdempotencyKey, r.RequestDigest).Scan(&id)
+	if isUniqueViolation(err) && r.IdempotencyKey != "" {
+		return 0, fmt.Errorf("store: create run: idempotency key: %w", ErrConflict)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("store: create run: %w", err)
 	}
@@ -161,6 +169,19 @@ func (s *Store) CreateRun(ctx context.Context, r NewRun) (int64, error) {
 		return 0, fmt.Errorf("store: create run: %w", err)
 	}
 	return id, nil
+}
+
+// RunByIdempotencyKey finds the run a user's request with this key started
+// in the program, and that request's digest (ErrNotFound when none did).
+func (s *Store) RunByIdempotencyKey(ctx context.Context, programID, userID int64, key string) (int64, string, error) {
+	var id int64
+	var digest string
+	err := s.db.QueryRow(ctx, `SELECT id, coalesce(request_digest, '') FROM runs WHERE program_id = $1 AND created_by = $2 AND idempotency_key = $3`,
+		programID, userID, key).Scan(&id, &digest)
+	if err != nil {
+		return 0, "", notFound(err, "run by idempotency key")
+	}
+	return id, digest, nil
 }
 
 func nullJSON(b json.RawMessage) any {
