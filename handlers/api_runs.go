@@ -73,6 +73,8 @@ type apiRun struct {
 	StartedAt        *time.Time `json:"started_at,omitempty"`
 	FinishedAt       *time.Time `json:"finished_at,omitempty"`
 	URL              string     `json:"url"`
+	// HasReport: the signed report bundle can be downloaded (report.tar.gz).
+	HasReport bool `json:"has_report"`
 }
 
 func (s *Server) toAPIRun(run store.Run) apiRun {
@@ -80,7 +82,7 @@ func (s *Server) toAPIRun(run store.Run) apiRun {
 	out := apiRun{ID: run.ID, State: run.State, Final: store.RunFinal(run.State), Settled: runSettled(run), Reason: run.Reason, Verdict: run.Verdict,
 		Label: run.Label, Kind: run.Kind, Emulated: run.Emulated, ProfileVersionID: run.ProfileVersionID, GateSetVersionID: run.GateSetVersionID,
 		HostID: run.HostID, Host: run.HostName, BaselineRunID: run.BaselineRunID, Progress: p.Fraction, ProgressText: p.Label,
-		CreatedAt: run.CreatedAt, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt}
+		CreatedAt: run.CreatedAt, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, HasReport: run.HasReport}
 	if run.ProfileName != "" {
 		out.Profile = fmt.Sprintf("%s v%d", run.ProfileName, run.ProfileVersion)
 	}

@@ -65,7 +65,7 @@ var apiSchemas = map[string]any{
 		"label": str(), "kind": str(), "emulated": boolean(), "profile_version_id": integer(), "profile": str(), "gate_set_version_id": integer(), "gate_set": str(),
 		"host_id": integer(), "host": str(), "baseline_run_id": integer(), "progress": number(), "progress_text": str(),
 		"created_at": map[string]any{"type": "string", "format": "date-time"}, "started_at": map[string]any{"type": "string", "format": "date-time"},
-		"finished_at": map[string]any{"type": "string", "format": "date-time"}, "url": str()}),
+		"finished_at": map[string]any{"type": "string", "format": "date-time"}, "url": str(), "has_report": boolean()}),
 	"RunList":    obj(map[string]any{"runs": arr(ref("Run"))}),
 	"Evaluation": map[string]any{"type": "object", "description": "engine_version, inputs (digests), gate_set, correction, verdict, explanation, comparability, criteria[] (name, metric, statistic, mode, comparator, threshold, limit, unit, severity, confidence, verdict, p_value, holm, series[] with estimate, lower, upper, interval, method, candidate/baseline summaries, needed, explanation)"},
 	"Measurement": obj(map[string]any{"metric": str(), "unit": str(), "step": str(), "level": str(), "repetition": integer(),

@@ -114,6 +114,15 @@ func TestReportDownloadCosignAndVerify(t *testing.T) {
 	run := pb.signedRun(t)
 	base := pb.url("/runs/") + itoa64(run)
 
+	// The API says the run's report can be downloaded (and not before).
+	status, apiRun := pb.api(t, http.MethodGet, "/api/v1"+base, "", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, true, apiRun["has_report"])
+	unsigned, err := pb.store.CreateRun(context.Background(), store.NewRun{ProgramID: pb.programID, ProfileVersionID: pb.profileVersionID(t)})
+	require.NoError(t, err)
+	_, apiRun = pb.api(t, http.MethodGet, "/api/v1"+pb.url("/runs/")+itoa64(unsigned), "", nil)
+	require.Equal(t, false, apiRun["has_report"])
+
 	first := pb.download(t, pb.viewer, base+"/report.tar.gz")
 	second := pb.download(t, pb.viewer, base+"/report.tar.gz")
 	require.Equal(t, first, second, "every download is the same signed bytes")

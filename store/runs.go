@@ -72,6 +72,8 @@ type Run struct {
 	StartedAt         *time.Time
 	FinishedAt        *time.Time
 	StateChangedAt    time.Time
+	// HasReport: a signed report bundle of the run exists.
+	HasReport bool
 }
 
 // DisplayLabel names the run in lists.
@@ -89,7 +91,8 @@ const runColumns = `r.id, r.program_id, r.kind, r.profile_version_id, pv.profile
 	r.gate_set_version_id, gv.gate_set_id, coalesce(g.name, ''), coalesce(gv.version, 0),
 	r.host_id, coalesce(h.name, ''), r.baseline_run_id, r.state, r.reason, r.label, r.emulated,
 	r.attempt, r.launched, r.remote_dir, r.events_offset, r.progress, coalesce(r.verdict, ''), r.readiness_override, r.river_job_id,
-	r.created_by, coalesce(u.display_name, ''), r.created_at, r.started_at, r.finished_at, r.state_changed_at`
+	r.created_by, coalesce(u.display_name, ''), r.created_at, r.started_at, r.finished_at, r.state_changed_at,
+	EXISTS (SELECT 1 FROM run_reports rr WHERE rr.run_id = r.id)`
 
 const runJoins = ` FROM runs r
 	LEFT JOIN profile_versions pv ON pv.id = r.profile_version_id
@@ -105,7 +108,7 @@ func scanRun(row pgx.Row) (Run, error) {
 		&r.GateSetVersionID, &r.GateSetID, &r.GateSetName, &r.GateSetVersion,
 		&r.HostID, &r.HostName, &r.BaselineRunID, &r.State, &r.Reason, &r.Label, &r.Emulated,
 		&r.Attempt, &r.Launched, &r.RemoteDir, &r.EventsOffset, &r.Progress, &r.Verdict, &r.ReadinessOverride, &r.RiverJobID,
-		&r.CreatedBy, &r.CreatedByName, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.StateChangedAt)
+		&r.CreatedBy, &r.CreatedByName, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.StateChangedAt, &r.HasReport)
 	return r, err
 }
 
