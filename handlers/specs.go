@@ -467,25 +467,12 @@ func createSpec[T any](s *Server, ops specOps[T]) http.HandlerFunc {
 			return
 		}
 		st := specFormState{action: web.ProgramLink(pr.ID, "/"+ops.nouns.Path), pageURL: r.URL}
-		spec, errs, save, bound := bindSubmittedSpec(r, ops)
-		st.mode, st.note, st.yamlRaw = bound.mode, bound.note, bound.yamlRaw
-		if !save {
-			s.renderSpecForm(w, r, statusFor(errs), ops, &spec, errs, st)
+		_, nv, ok := submittedSpec(s, w, r, ops, &st)
+		if !ok {
 			return
 		}
-		spec, nv, verrs, err := prepareSpec(ops, spec)
-		if err != nil {
-			s.serverError(w, r, err)
-			return
-		}
-		verrs = append(verrs, ownerOnlyError(pr, ops, nv)...)
-		if len(verrs) > 0 {
-			s.renderSpecForm(w, r, http.StatusUnprocessableEntity, ops, &spec, verrs, st)
-			return
-		}
-		nv.Note, nv.CreatedBy = st.note, v.ID
 		var created store.Spec
-		err = s.store.InTx(r.Context(), func(tx *store.Store) error {
+		err := s.store.InTx(r.Context(), func(tx *store.Store) error {
 			var err error
 			created, _, err = tx.CreateSpec(r.Context(), ops.kind, pr.ID, nv)
 			if err != nil {
@@ -501,6 +488,30 @@ func createSpec[T any](s *Server, ops specOps[T]) http.HandlerFunc {
 		s.setFlash(w, "ok", fmt.Sprintf("Saved %s %q as version 1.", ops.nouns.Singular, nv.Name))
 		redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/%s/%d", ops.nouns.Path, created.ID)))
 	}
+}
+
+// submittedSpec reads a posted spec form and validates it for saving.
+// When it is not to be saved (an edit action such as adding a step, or
+// errors), it has shown the form again and ok is false.
+func submittedSpec[T any](s *Server, w http.ResponseWriter, r *http.Request, ops specOps[T], st *specFormState) (spec T, nv store.NewSpecVersion, ok bool) {
+	spec, errs, save, bound := bindSubmittedSpec(r, ops)
+	st.mode, st.note, st.yamlRaw = bound.mode, bound.note, bound.yamlRaw
+	if !save {
+		s.renderSpecForm(w, r, statusFor(errs), ops, &spec, errs, *st)
+		return spec, nv, false
+	}
+	spec, nv, verrs, err := prepareSpec(ops, spec)
+	if err != nil {
+		s.serverError(w, r, err)
+		return spec, nv, false
+	}
+	verrs = append(verrs, ownerOnlyError(programFrom(r.Context()), ops, nv)...)
+	if len(verrs) > 0 {
+		s.renderSpecForm(w, r, http.StatusUnprocessableEntity, ops, &spec, verrs, *st)
+		return spec, nv, false
+	}
+	nv.Note, nv.CreatedBy = st.note, viewerFrom(r.Context()).ID
+	return spec, nv, true
 }
 
 func statusFor(errs acceptance.ValidationErrors) int {
@@ -531,23 +542,10 @@ func updateSpec[T any](s *Server, ops specOps[T]) http.HandlerFunc {
 		}
 		base, _ := strconv.Atoi(r.PostFormValue("_base"))
 		st := specFormState{action: web.ProgramLink(pr.ID, fmt.Sprintf("/%s/%d/edit", ops.nouns.Path, sp.ID)), specID: sp.ID, base: base, pageURL: r.URL}
-		spec, errs, save, bound := bindSubmittedSpec(r, ops)
-		st.mode, st.note, st.yamlRaw = bound.mode, bound.note, bound.yamlRaw
-		if !save {
-			s.renderSpecForm(w, r, statusFor(errs), ops, &spec, errs, st)
+		spec, nv, ok := submittedSpec(s, w, r, ops, &st)
+		if !ok {
 			return
 		}
-		spec, nv, verrs, err := prepareSpec(ops, spec)
-		if err != nil {
-			s.serverError(w, r, err)
-			return
-		}
-		verrs = append(verrs, ownerOnlyError(pr, ops, nv)...)
-		if len(verrs) > 0 {
-			s.renderSpecForm(w, r, http.StatusUnprocessableEntity, ops, &spec, verrs, st)
-			return
-		}
-		nv.Note, nv.CreatedBy = st.note, v.ID
 		var sv store.SpecVersion
 		err = s.store.InTx(r.Context(), func(tx *store.Store) error {
 			var err error
