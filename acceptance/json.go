@@ -14,30 +14,12 @@ import (
 // strictness as ImportProfileYAML: unknown or duplicated fields, wrong types,
 // trailing data and newer schemas are errors with their path and line.
 func ImportProfileJSON(data []byte) (ProfileSpec, error) {
-	var p ProfileSpec
-	lines, errs := decodeJSON(data, "profile", ProfileSchemaVersion, &p)
-	if errs != nil {
-		return ProfileSpec{}, errs
-	}
-	p.Normalize()
-	if verrs := ValidateProfile(p); verrs != nil {
-		return p, lines.locate(verrs)
-	}
-	return p, nil
+	return importProfile(data, decodeJSON)
 }
 
 // ImportGateSetJSON reads a gate set from JSON like ImportProfileJSON.
 func ImportGateSetJSON(data []byte) (GateSetSpec, error) {
-	var g GateSetSpec
-	lines, errs := decodeJSON(data, "gate set", GateSchemaVersion, &g)
-	if errs != nil {
-		return GateSetSpec{}, errs
-	}
-	g.Normalize()
-	if verrs := ValidateGateSet(g); verrs != nil {
-		return g, lines.locate(verrs)
-	}
-	return g, nil
+	return importGateSet(data, decodeJSON)
 }
 
 // ExportProfileJSON writes the normalized profile as indented JSON.

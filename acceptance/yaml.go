@@ -18,8 +18,22 @@ import (
 // with lines. When only validation fails, the decoded, normalized profile is
 // returned with the errors, so that an editor can show it.
 func ImportProfileYAML(data []byte) (ProfileSpec, error) {
+	return importProfile(data, decodeYAML)
+}
+
+// ImportGateSetYAML reads a gate set from YAML like ImportProfileYAML.
+func ImportGateSetYAML(data []byte) (GateSetSpec, error) {
+	return importGateSet(data, decodeYAML)
+}
+
+// specDecoder decodes a spec document strictly into out, checking its
+// schema version, and indexes its lines for error positions.
+type specDecoder func(data []byte, what string, current int, out any) (lineIndex, ValidationErrors)
+
+// importProfile decodes, normalizes and validates a profile document.
+func importProfile(data []byte, decode specDecoder) (ProfileSpec, error) {
 	var p ProfileSpec
-	lines, errs := decodeYAML(data, "profile", ProfileSchemaVersion, &p)
+	lines, errs := decode(data, "profile", ProfileSchemaVersion, &p)
 	if errs != nil {
 		return ProfileSpec{}, errs
 	}
@@ -30,10 +44,10 @@ func ImportProfileYAML(data []byte) (ProfileSpec, error) {
 	return p, nil
 }
 
-// ImportGateSetYAML reads a gate set from YAML like ImportProfileYAML.
-func ImportGateSetYAML(data []byte) (GateSetSpec, error) {
+// importGateSet decodes, normalizes and validates a gate set document.
+func importGateSet(data []byte, decode specDecoder) (GateSetSpec, error) {
 	var g GateSetSpec
-	lines, errs := decodeYAML(data, "gate set", GateSchemaVersion, &g)
+	lines, errs := decode(data, "gate set", GateSchemaVersion, &g)
 	if errs != nil {
 		return GateSetSpec{}, errs
 	}
