@@ -472,28 +472,7 @@ type clientSpecVersion struct {
 	Digest    string `json:"digest"`
 }
 
-type clientRun struct {
-	ID               int64      `json:"id"`
-	State            string     `json:"state"`
-	Final            bool       `json:"final"`
-	Settled          bool       `json:"settled"`
-	Reason           string     `json:"reason"`
-	Verdict          string     `json:"verdict"`
-	Label            string     `json:"label"`
-	ProfileVersionID *int64     `json:"profile_version_id"`
-	Profile          string     `json:"profile"`
-	GateSetVersionID *int64     `json:"gate_set_version_id"`
-	GateSet          string     `json:"gate_set"`
-	HostID           *int64     `json:"host_id"`
-	Host             string     `json:"host"`
-	BaselineRunID    *int64     `json:"baseline_run_id"`
-	Progress         float64    `json:"progress"`
-	ProgressText     string     `json:"progress_text"`
-	CreatedAt        time.Time  `json:"created_at"`
-	StartedAt        *time.Time `json:"started_at"`
-	FinishedAt       *time.Time `json:"finished_at"`
-	URL              string     `json:"url"`
-}
+type clientRun = handlers.APIRun
 
 // ---------------------------------------------------------------------------
 // The command.

@@ -49,8 +49,8 @@ func (s *Server) apiListHosts(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"hosts": out})
 }
 
-// apiRun is a run as the API shows it.
-type apiRun struct {
+// APIRun is a run as the API shows it (and as `accord submit` reads it).
+type APIRun struct {
 	ID               int64      `json:"id"`
 	State            string     `json:"state"`
 	Final            bool       `json:"final"`
@@ -77,9 +77,9 @@ type apiRun struct {
 	HasReport bool `json:"has_report"`
 }
 
-func (s *Server) toAPIRun(run store.Run) apiRun {
+func (s *Server) toAPIRun(run store.Run) APIRun {
 	p := progressView(run)
-	out := apiRun{ID: run.ID, State: run.State, Final: store.RunFinal(run.State), Settled: runSettled(run), Reason: run.Reason, Verdict: run.Verdict,
+	out := APIRun{ID: run.ID, State: run.State, Final: store.RunFinal(run.State), Settled: runSettled(run), Reason: run.Reason, Verdict: run.Verdict,
 		Label: run.Label, Kind: run.Kind, Emulated: run.Emulated, ProfileVersionID: run.ProfileVersionID, GateSetVersionID: run.GateSetVersionID,
 		HostID: run.HostID, Host: run.HostName, BaselineRunID: run.BaselineRunID, Progress: p.Fraction, ProgressText: p.Label,
 		CreatedAt: run.CreatedAt, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, HasReport: run.HasReport}
@@ -101,7 +101,7 @@ func (s *Server) apiListRuns(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	out := make([]apiRun, 0, len(runs))
+	out := make([]APIRun, 0, len(runs))
 	for _, run := range runs {
 		out = append(out, s.toAPIRun(run))
 	}
