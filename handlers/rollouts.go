@@ -14,6 +14,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/attest/dsse"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
@@ -411,15 +412,11 @@ func (s *Server) readDecisionLog(ctx context.Context, programID int64) (decision
 	default:
 		dl.Chain = &chain
 	}
-	signed := make([]attest.SignedDecision, len(dl.Decisions))
-	for i, d := range dl.Decisions {
-		signed[i] = d.Signed()
-	}
-	name := store.ChainName(programID)
-	dl.Log = attest.NewDecisionLog(name, signed, nil)
+	var checkpoint *dsse.Envelope
 	if dl.Chain != nil {
-		dl.Log.Checkpoint = dl.Chain.Checkpoint
+		checkpoint = dl.Chain.Checkpoint
 	}
+	dl.Log = jobs.StoredLog(programID, dl.Decisions, checkpoint)
 	if len(dl.Decisions) == 0 && (dl.Chain == nil || dl.Chain.HeadSeq == 0) {
 		return dl, nil
 	}

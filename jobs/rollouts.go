@@ -17,6 +17,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/attest/dsse"
 	"github.com/accordlab/accord/store"
 )
 
@@ -421,12 +422,18 @@ func verifyStoredLog(keyring *attest.Keyring, programID int64, ds []store.Stored
 	if err != nil {
 		return err
 	}
+	_, err = StoredLog(programID, ds, chain.Checkpoint).Verify(keys)
+	return err
+}
+
+// StoredLog is a program's stored decision log in the form `accord verify`
+// reads an export (checkpoint nil before the first decision).
+func StoredLog(programID int64, ds []store.StoredDecision, checkpoint *dsse.Envelope) *attest.DecisionLog {
 	signed := make([]attest.SignedDecision, len(ds))
 	for i, d := range ds {
 		signed[i] = d.Signed()
 	}
-	_, err = attest.NewDecisionLog(store.ChainName(programID), signed, chain.Checkpoint).Verify(keys)
-	return err
+	return attest.NewDecisionLog(store.ChainName(programID), signed, checkpoint)
 }
 
 func mergeEvidence(dst *attest.DecisionEvidence, src attest.DecisionEvidence) {
