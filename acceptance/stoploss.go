@@ -202,7 +202,7 @@ func (m *StopLossMonitor) Observe(s InterimSnapshot) (*StopLossBreach, bool) {
 			x = 100 * (v - b) / b
 			bp.Baseline, bp.Relative = &b, &x
 		}
-		if !pastLine(l.c.Comparator, x, l.line) {
+		if !PastLine(l.c.Comparator, x, l.line) {
 			l.recent = l.recent[:0]
 			continue
 		}
@@ -214,9 +214,9 @@ func (m *StopLossMonitor) Observe(s InterimSnapshot) (*StopLossBreach, bool) {
 	return m.tripped, m.tripped != nil
 }
 
-// pastLine: x is on the wrong side of a stop-loss line (above a line that
+// PastLine: x is on the wrong side of a stop-loss line (above a line that
 // values must stay at or below, or below one they must stay at or above).
-func pastLine(c Comparator, x, line float64) bool {
+func PastLine(c Comparator, x, line float64) bool {
 	return (c == LessOrEqual && x > line) || (c == GreaterOrEqual && x < line)
 }
 
@@ -327,7 +327,7 @@ func FinalStopLoss(g GateSetSpec, ev Evaluation) (*StopLossBreach, error) {
 				continue
 			}
 			x := *s.Estimate
-			if !pastLine(c.Comparator, x, line) {
+			if !PastLine(c.Comparator, x, line) {
 				continue
 			}
 			return finalBreach(i, c, m, line, s), nil

@@ -195,7 +195,7 @@ func CheckWatch(ctx context.Context, st *store.Store, env DecisionEnv, client *h
 			return tx.RecordWatchCheck(ctx, cur.ID, now, nil, res.Err, cur.Breaches, cur.Recent)
 		}
 		res.Value = &value
-		if !pastLine(cur.Comparator, value, cur.Line) {
+		if !acceptance.PastLine(acceptance.Comparator(cur.Comparator), value, cur.Line) {
 			return tx.RecordWatchCheck(ctx, cur.ID, now, &value, "", 0, nil)
 		}
 		recent := append(cur.Recent, store.WatchPoint{At: now.UTC(), Value: value})
@@ -221,13 +221,6 @@ func CheckWatch(ctx context.Context, st *store.Store, env DecisionEnv, client *h
 		return tx.RecordWatchCheck(ctx, cur.ID, now, &value, "", 0, nil)
 	})
 	return res, err
-}
-
-func pastLine(comparator string, v, line float64) bool {
-	if comparator == ">=" {
-		return v < line
-	}
-	return v > line
 }
 
 // watchReason says why the watch stopped the stage, with its numbers.
