@@ -586,15 +586,16 @@ func (s *submitter) resolve(ctx context.Context) (handlers.RunRequest, error) {
 	s.program = p
 	pid := strconv.FormatInt(p.ID, 10)
 
+	var profile clientSpecVersion
 	if s.opts.profileVersion != 0 {
-		req.ProfileVersionID = s.opts.profileVersion
+		profile, err = s.specVersionByID(ctx, pid, "profile", s.opts.profileVersion)
 	} else {
-		sv, err := s.resolveSpec(ctx, pid, "profiles", "profile", s.opts.profile, "--profile-version")
-		if err != nil {
-			return req, err
-		}
-		req.ProfileVersionID = sv.VersionID
+		profile, err = s.resolveSpec(ctx, pid, "profiles", "profile", s.opts.profile, "--profile-version")
 	}
+	if err != nil {
+		return req, err
+	}
+	req.ProfileVersionID = profile.VersionID
 	h, err := s.resolveHost(ctx, pid)
 	if err != nil {
 		return req, err
@@ -602,7 +603,11 @@ func (s *submitter) resolve(ctx context.Context) (handlers.RunRequest, error) {
 	req.HostID = h.ID
 	switch {
 	case s.opts.gateSetVersion != 0:
-		req.GateSetVersionID = s.opts.gateSetVersion
+		sv, err := s.specVersionByID(ctx, pid, "gate set", s.opts.gateSetVersion)
+		if err != nil {
+			return req, err
+		}
+		req.GateSetVersionID = sv.VersionID
 	case s.opts.gateSet != "":
 		sv, err := s.resolveSpec(ctx, pid, "gatesets", "gate set", s.opts.gateSet, "--gate-set-version")
 		if err != nil {
@@ -711,6 +716,22 @@ func (s *submitter) resolveHost(ctx context.Context, pid string) (clientHost, er
 }
 
 // resolveSpec finds a profile or gate set version by NAME[@vN].
+// specVersionByID checks that a version named by its id exists in the
+// program and is of the expected kind, before anything is submitted.
+func (s *submitter) specVersionByID(ctx context.Context, pid, noun string, id int64) (clientSpecVersion, error) {
+	var sv clientSpecVersion
+	path := strings.ReplaceAll(noun, " ", "") + "-versions"
+	err := s.api.do(ctx, http.MethodGet, []string{"programs", pid, path, strconv.FormatInt(id, 10)}, nil, &sv)
+	var se *apiStatusError
+	if errors.As(err, &se) && se.Status == http.StatusNotFound {
+		return sv, userErrorf("no %s version with id %d in program %q", noun, id, s.program.Name)
+	}
+	if err != nil {
+		return sv, s.explainAPIError(err, fmt.Sprintf("load %s version %d", noun, id))
+	}
+	return sv, nil
+}
+
 func (s *submitter) resolveSpec(ctx context.Context, pid, path, noun, ref, idFlag string) (clientSpecVersion, error) {
 	name, version, err := parseSpecRef(ref)
 	if err != nil {

@@ -54,16 +54,17 @@ type submitBundle struct {
 	base      string
 	store     *store.Store
 	programID int64
-	token     string // engineer: read and run
-	viewer    string // viewer: read and run scopes, but the viewer role
-	work      string // the lab host's folder for fio's file
+	token     string           // engineer: read and run
+	viewer    string           // viewer: read and run scopes, but the viewer role
+	work      string           // the lab host's folder for fio's file
+	versionID map[string]int64 // profile or gate set name → its version 1's id
 }
 
 func setupSubmit(t *testing.T) *submitBundle {
 	t.Helper()
 	ctx := context.Background()
 	dbURL := storetest.NewDatabase(t)
-	b := &submitBundle{work: t.TempDir()}
+	b := &submitBundle{work: t.TempDir(), versionID: map[string]int64{}}
 
 	// The server's secret, as a key file holds it (hex text).
 	dataDir := t.TempDir()
@@ -190,8 +191,9 @@ func (b *submitBundle) saveProfile(t *testing.T, p acceptance.ProfileSpec) {
 	require.NoError(t, err)
 	digest, err := acceptance.ProfileDigest(p)
 	require.NoError(t, err)
-	_, _, err = b.store.CreateSpec(context.Background(), store.KindProfile, b.programID, store.NewSpecVersion{Name: p.Name, Spec: canon, Digest: digest})
+	_, sv, err := b.store.CreateSpec(context.Background(), store.KindProfile, b.programID, store.NewSpecVersion{Name: p.Name, Spec: canon, Digest: digest})
 	require.NoError(t, err)
+	b.versionID[p.Name] = sv.ID
 }
 
 func (b *submitBundle) saveGates(t *testing.T, g acceptance.GateSetSpec) {
@@ -201,8 +203,9 @@ func (b *submitBundle) saveGates(t *testing.T, g acceptance.GateSetSpec) {
 	require.NoError(t, err)
 	digest, err := acceptance.GateSetDigest(g)
 	require.NoError(t, err)
-	_, _, err = b.store.CreateSpec(context.Background(), store.KindGateSet, b.programID, store.NewSpecVersion{Name: g.Name, Spec: canon, Digest: digest})
+	_, sv, err := b.store.CreateSpec(context.Background(), store.KindGateSet, b.programID, store.NewSpecVersion{Name: g.Name, Spec: canon, Digest: digest})
 	require.NoError(t, err)
+	b.versionID[g.Name] = sv.ID
 }
 
 type submitResult struct {
@@ -353,8 +356,10 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 	})
 
 	t.Run("fail in a CI log", func(t *testing.T) {
+		// Versions named by id, as a pipeline that pins them would.
 		junit := filepath.Join(dir, "fail.xml")
-		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--gate-set", "impossible latency", "--progress", "plain", "--junit", junit)...)
+		r := b.submit(t, ctx, b.token, append(common, "--profile-version", fmt.Sprint(b.versionID["quick read"]),
+			"--gate-set-version", fmt.Sprint(b.versionID["impossible latency"]), "--progress", "plain", "--junit", junit)...)
 		require.Equal(t, exitFail, r.code, r)
 		require.NotContains(t, r.stderr, "\r", "no redrawing in a log")
 		require.Regexp(t, `(?m)^\[\d+s\] run \d+ running \d+%: `, r.stderr)
@@ -406,6 +411,15 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		r = b.submit(t, ctx, b.token, append(common, "--profile", "no such profile")...)
 		require.Equal(t, exitError, r.code, r)
 		require.Contains(t, r.stderr, `accord submit: no profile named "no such profile" in program "Array X × GPU farm" (profiles: `)
+
+		// A version id the program does not have is refused before
+		// anything is submitted.
+		r = b.submit(t, ctx, b.token, append(common, "--profile-version", "999999")...)
+		require.Equal(t, exitError, r.code, r)
+		require.Contains(t, r.stderr, `accord submit: no profile version with id 999999 in program "Array X × GPU farm"`)
+		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--gate-set-version", "999998")...)
+		require.Equal(t, exitError, r.code, r)
+		require.Contains(t, r.stderr, `no gate set version with id 999998`)
 
 		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read@v7")...)
 		require.Equal(t, exitError, r.code, r)

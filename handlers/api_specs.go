@@ -7,12 +7,14 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
 )
 
 // apiSpecRoutes serves profiles or gate sets as code through the API: JSON
@@ -24,6 +26,15 @@ func apiSpecRoutes[T any](s *Server, r chi.Router, ops specOps[T]) {
 	r.With(s.need(capView)).Get(base+"/{specID}", apiShowSpec(s, ops))
 	r.With(s.need(capView)).Get(base+"/{specID}/versions/{version}", apiShowSpec(s, ops))
 	r.With(s.need(capEngineer)).Post(base+"/{specID}/versions", apiSaveSpec(s, ops, true))
+	// A run names the version it used by its id alone; pipelines can read
+	// that version back without knowing its spec.
+	r.With(s.need(capView)).Get(versionsByIDPath(ops.nouns), apiShowSpecVersionByID(s, ops))
+}
+
+// versionsByIDPath is /profile-versions/{versionID} or
+// /gateset-versions/{versionID}.
+func versionsByIDPath(n web.SpecNouns) string {
+	return "/" + strings.TrimSuffix(n.Path, "s") + "-versions/{versionID}"
 }
 
 type apiSpec struct {
@@ -72,6 +83,22 @@ func apiShowSpec[T any](s *Server, ops specOps[T]) http.HandlerFunc {
 			return
 		}
 		_, sv, _, err := loadSpecVersion(s, r, ops, version)
+		if err != nil {
+			s.notFoundOr(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, toAPISpecVersion(sv))
+	}
+}
+
+func apiShowSpecVersionByID[T any](s *Server, ops specOps[T]) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := idParam(r, "versionID")
+		if !ok {
+			s.renderError(w, r, http.StatusNotFound)
+			return
+		}
+		sv, err := s.store.GetSpecVersionByID(r.Context(), ops.kind, programFrom(r.Context()).ID, id)
 		if err != nil {
 			s.notFoundOr(w, r, err)
 			return

@@ -147,11 +147,13 @@ var baseRoutes = []routeCase{
 	rc("POST", "/api/v1/programs/{programID}/profiles", apiInProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
 	rc("GET", "/api/v1/programs/{programID}/profiles/{specID}", apiInProgramNeeds(capView)),
 	rc("GET", "/api/v1/programs/{programID}/profiles/{specID}/versions/{version}", apiInProgramNeeds(capView)),
+	rc("GET", "/api/v1/programs/{programID}/profile-versions/{versionID}", apiInProgramNeeds(capView)),
 	rc("POST", "/api/v1/programs/{programID}/profiles/{specID}/versions", apiInProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
 	rc("GET", "/api/v1/programs/{programID}/gatesets", apiInProgramNeeds(capView)),
 	rc("POST", "/api/v1/programs/{programID}/gatesets", apiInProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
 	rc("GET", "/api/v1/programs/{programID}/gatesets/{specID}", apiInProgramNeeds(capView)),
 	rc("GET", "/api/v1/programs/{programID}/gatesets/{specID}/versions/{version}", apiInProgramNeeds(capView)),
+	rc("GET", "/api/v1/programs/{programID}/gateset-versions/{versionID}", apiInProgramNeeds(capView)),
 	rc("POST", "/api/v1/programs/{programID}/gatesets/{specID}/versions", apiInProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
 }
 

@@ -29,6 +29,10 @@ func (f *matrixFixture) addObjects(t *testing.T) {
 		side.ids["hostID"] = fmt.Sprint(host)
 		pv, err := f.b.store.GetSpecVersion(ctx, store.KindProfile, side.program, profile, 0)
 		require.NoError(t, err)
+		side.ids["profile-versions/{versionID}"] = fmt.Sprintf("profile-versions/%d", pv.ID)
+		gv, err := f.b.store.GetSpecVersion(ctx, store.KindGateSet, side.program, gates, 0)
+		require.NoError(t, err)
+		side.ids["gateset-versions/{versionID}"] = fmt.Sprintf("gateset-versions/%d", gv.ID)
 		run, err := f.b.store.CreateRun(ctx, store.NewRun{ProgramID: side.program, ProfileVersionID: pv.ID, HostID: host})
 		require.NoError(t, err)
 		// A settled run, so that its live stream answers at once.

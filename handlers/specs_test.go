@@ -263,4 +263,16 @@ func TestSpecsThroughTheAPI(t *testing.T) {
 	code, list := pb.api(t, "GET", "/api/v1"+pb.url("/gatesets"), "", nil)
 	require.Equal(t, http.StatusOK, code)
 	require.Len(t, list["gatesets"], 1)
+
+	// By the version's id alone (what a run names): the same version. The
+	// profile route reads profile versions only (this program has none);
+	// an id the program lacks is 404 (another program's: the authz tests).
+	versionID := int64(created["version_id"].(float64))
+	code, byID := pb.api(t, "GET", fmt.Sprintf("/api/v1%s/%d", pb.url("/gateset-versions"), versionID), "", nil)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, got, byID)
+	code, _ = pb.api(t, "GET", fmt.Sprintf("/api/v1%s/%d", pb.url("/profile-versions"), versionID), "", nil)
+	require.Equal(t, http.StatusNotFound, code)
+	code, _ = pb.api(t, "GET", fmt.Sprintf("/api/v1%s/%d", pb.url("/gateset-versions"), versionID+1000), "", nil)
+	require.Equal(t, http.StatusNotFound, code)
 }
