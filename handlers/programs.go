@@ -172,6 +172,10 @@ func (s *Server) setMember(w http.ResponseWriter, r *http.Request) {
 		s.renderMembers(w, r, http.StatusUnprocessableEntity, "That person belongs to neither of the program's organisations.")
 		return
 	}
+	if errors.Is(err, store.ErrLastOwner) {
+		s.renderMembers(w, r, http.StatusUnprocessableEntity, "That person is the program's last owner: make someone else an owner first.")
+		return
+	}
 	if err != nil {
 		s.serverError(w, r, err)
 		return

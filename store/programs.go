@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -147,9 +148,14 @@ func (s *Store) ListMembers(ctx context.Context, programID int64) ([]Member, err
 // organisations is added to it.
 var ErrWrongOrganization = fmt.Errorf("the user belongs to neither of the program's organisations")
 
+// ErrLastOwner is returned when a change would leave a program without an
+// owner.
+var ErrLastOwner = errors.New("the program's last owner cannot be demoted")
+
 // SetMember adds a member or changes their role. Only users of the
-// program's vendor or customer organisation can be members. It returns the
-// previous role ("" when new).
+// program's vendor or customer organisation can be members, and the last
+// owner cannot be demoted (ErrLastOwner). It returns the previous role
+// ("" when new).
 func (s *Store) SetMember(ctx context.Context, programID, userID int64, role Role) (Role, error) {
 	var ok bool
 	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM programs p JOIN users u ON u.id = $2
@@ -164,7 +170,12 @@ func (s *Store) SetMember(ctx context.Context, programID, userID int64, role Rol
 	err = s.db.QueryRow(ctx, `WITH old AS (SELECT role FROM program_members WHERE program_id = $1 AND user_id = $2)
 		INSERT INTO program_members (program_id, user_id, role) VALUES ($1, $2, $3)
 		ON CONFLICT (program_id, user_id) DO UPDATE SET role = EXCLUDED.role
+		WHERE EXCLUDED.role = 'owner' OR program_members.role <> 'owner'
+			OR (SELECT count(*) FROM program_members WHERE program_id = $1 AND role = 'owner') > 1
 		RETURNING (SELECT role FROM old)`, programID, userID, string(role)).Scan(&prev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("store: set member: %w", ErrLastOwner)
+	}
 	if err != nil {
 		return "", fmt.Errorf("store: set member: %w", err)
 	}
