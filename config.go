@@ -57,7 +57,7 @@ var envVars = []envVar{
 	{"ACCORD_LOG_FORMAT", "json (text when ACCORD_DEV)", "json or text"},
 	{"ACCORD_DEV", "false", "development mode: migrate at start, text logs, and the demo (see ACCORD_DEMO)"},
 	{"ACCORD_MIGRATE_ON_START", "$ACCORD_DEV", "apply pending migrations when serve starts"},
-	{"ACCORD_DEMO", "$ACCORD_DEV", "seed the demo installation and start the demo lab (a local sshd and two inference emulators) with the server"},
+	{"ACCORD_DEMO", "$ACCORD_DEV", "seed the demo installation and start the demo lab (a local sshd and two inference emulators) with the server; only in development mode"},
 	{"ACCORD_DEMO_SSH_PORT", "2222", "port of the demo lab's sshd (127.0.0.1)"},
 	{"ACCORD_DEMO_EMULATOR_PORTS", "8000,8001", "ports of the demo lab's two inference emulators: the NVMe-oF path, then the local-NVMe path"},
 	{"ACCORD_QUEUES", "default=10,runs=50,reports=4", "River queues this process works, as name=max_workers"},
@@ -176,6 +176,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	if c.Demo, err = parseBool(get, "ACCORD_DEMO", c.Dev); err != nil {
 		return c, err
+	}
+	if c.Demo && !c.Dev {
+		// The demo's accounts (a site admin among them) share a published
+		// password: never outside development mode.
+		v, _ := get("ACCORD_DEMO")
+		return c, &configError{"ACCORD_DEMO", v, "the demo (accounts with a published password) runs only with ACCORD_DEV=true"}
 	}
 	if c.DemoSSHPort, err = parseInt(get, "ACCORD_DEMO_SSH_PORT", 2222, 1, 65535); err != nil {
 		return c, err

@@ -39,6 +39,10 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, dev.MigrateOnStart, "dev migrates at start")
 	require.Equal(t, "text", dev.LogFormat)
+	require.True(t, dev.Demo, "dev seeds the demo")
+	noDemo, err := loadConfig(envMap(map[string]string{"ACCORD_DEV": "true", "ACCORD_DEMO": "false"}))
+	require.NoError(t, err)
+	require.False(t, noDemo.Demo)
 
 	bad := map[string]string{
 		"ACCORD_LISTEN":          "8080",
@@ -50,6 +54,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		"ACCORD_QUEUES":          "runs",
 		"ACCORD_REQUEST_TIMEOUT": "-1s",
 		"ACCORD_BASE_URL":        "ftp://x",
+		"ACCORD_DEMO":            "true", // published demo passwords: development mode only
 	}
 	for name, value := range bad {
 		_, err := loadConfig(envMap(map[string]string{name: value}))
