@@ -33,7 +33,10 @@ if ! pg_isready -q -d "$admin_url" 2>/dev/null; then
       # Local development: trust connections from this machine's loopback.
       hba=/etc/postgresql/$ver/main/pg_hba.conf
       sed -i '1i host all all 127.0.0.1/32 trust' "$hba"
-      pg_ctlcluster --skip-systemctl-redirect "$ver" main start || true
+      # Where the package started the cluster already, it must read the
+      # new line: reload it; otherwise start it.
+      pg_ctlcluster --skip-systemctl-redirect "$ver" main reload 2>/dev/null ||
+        pg_ctlcluster --skip-systemctl-redirect "$ver" main start || true
       su postgres -c "psql -qc \"DO \\\$\\\$ BEGIN CREATE ROLE \\\"$(id -un)\\\" SUPERUSER LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END \\\$\\\$\"" >/dev/null
     else
       say "no PostgreSQL server found. Install one (Debian: sudo apt-get install postgresql), or set DATABASE_URL to a server you have, then run this again."
