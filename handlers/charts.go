@@ -505,6 +505,7 @@ func (b *runChartBuilder) kneeChart(i int, step store.ChartStep) {
 
 func (b *runChartBuilder) fioCharts(steps []store.ChartStep) {
 	var jobsIn []charts.FioJob
+	fromTool := false // some percentiles are fio's own (no latency bins were kept)
 	for _, step := range steps {
 		for _, lv := range step.Levels {
 			for _, dir := range []struct{ name, clat, bw, iops string }{
@@ -521,8 +522,13 @@ func (b *runChartBuilder) fioCharts(steps []store.ChartStep) {
 				if lv != "" {
 					job.Job += " " + lv
 				}
-				if okLat && (lat.N > 0 || lat.Summary) {
-					job.Percentiles = []charts.FioPercentile{{Label: "p50", Value: lat.P50}, {Label: "p90", Value: lat.P90}, {Label: "p99", Value: lat.P99}, {Label: "p99.9", Value: lat.P999}}
+				if okLat {
+					for _, p := range []string{"p50", "p90", "p99", "p99.9"} {
+						if v, ok := lat.Stat(p); ok {
+							job.Percentiles = append(job.Percentiles, charts.FioPercentile{Label: p, Value: v})
+						}
+					}
+					fromTool = fromTool || (lat.Summary && len(job.Percentiles) > 0)
 				}
 				jobsIn = append(jobsIn, job)
 			}
@@ -534,8 +540,11 @@ func (b *runChartBuilder) fioCharts(steps []store.ChartStep) {
 	in := charts.FioInput{LatencyUnit: "us", Jobs: jobsIn}
 	hasLat := slices.ContainsFunc(jobsIn, func(j charts.FioJob) bool { return len(j.Percentiles) > 0 })
 	if hasLat {
-		b.add(web.ChartBlock{ID: "chart-fio-latency", Title: "I/O completion latency percentiles per fio job",
-			Help: "fio's completion latency (clat) of each job and direction, computed by Accord from fio's latency bins, all repetitions pooled."},
+		help := "fio's completion latency (clat) of each job and direction, computed by Accord from fio's latency bins, all repetitions pooled."
+		if fromTool {
+			help = "fio's completion latency (clat) of each job and direction. Where fio's output had no latency bins, the percentiles are fio's own (clat_ns.percentile), the mean over repetitions; a percentile fio did not report is left out."
+		}
+		b.add(web.ChartBlock{ID: "chart-fio-latency", Title: "I/O completion latency percentiles per fio job", Help: help},
 			func() (json.RawMessage, charts.Table, error) { return charts.FioLatency(in) })
 	}
 	b.add(web.ChartBlock{ID: "chart-fio-bandwidth", Title: "Bandwidth per fio job", Help: "Mean bandwidth over the repetitions; the table adds IOPS."},
@@ -860,6 +869,9 @@ func compareTable(runs []compareRun, ref int, step, level string, d *web.Compare
 			cell := web.CompareCell{Value: "–"}
 			if v, ok := cr.agg.stat(row.metric, step, level, string(row.statistic)); ok && cr.has {
 				cell.Value = web.Num(v)
+				if st, _ := cr.agg.stats(row.metric, step, level); st.Summary {
+					cell.Value += " (the tool's own)" // no samples: the import's summary, not Accord's percentile
+				}
 			}
 			if i != ref {
 				if sr, ok := results[i][row]; ok {

@@ -439,12 +439,21 @@ func seriesStats(g measurementGroup) (store.SeriesStats, error) {
 			}
 			return meanOf(v)
 		}
-		st.P50, st.P90, st.P95, st.P99, st.P999 = get("p50"), get("p90"), get("p95"), get("p99"), get("p99.9")
-		st.Mean, st.Max, st.Min = get("mean"), get("max"), get("min")
-		if math.IsNaN(st.P99) && math.IsNaN(st.Mean) {
+		for _, f := range []struct {
+			name string
+			to   *float64
+		}{{"p50", &st.P50}, {"p90", &st.P90}, {"p95", &st.P95}, {"p99", &st.P99}, {"p99.9", &st.P999}, {"mean", &st.Mean}, {"max", &st.Max}, {"min", &st.Min}} {
+			// Unknown figures are named in Missing and stored as 0 (JSON
+			// has no NaN); Stat never returns them.
+			if v := get(f.name); math.IsNaN(v) {
+				st.Missing = append(st.Missing, f.name)
+			} else {
+				*f.to = v
+			}
+		}
+		if slices.Contains(st.Missing, "p99") && slices.Contains(st.Missing, "mean") {
 			return st, errors.New("no samples and no tool summary")
 		}
-		st = nanToZero(st)
 		return st, nil
 	}
 	p := stats.Merge(samples...)
@@ -453,16 +462,6 @@ func seriesStats(g measurementGroup) (store.SeriesStats, error) {
 	st.P50, st.P90, st.P95 = p.Quantile(0.5), p.Quantile(0.9), p.Quantile(0.95)
 	st.P99, st.P999 = p.Quantile(0.99), p.Quantile(0.999)
 	return st, nil
-}
-
-// nanToZero keeps NaN (unknown tool figures) out of JSON.
-func nanToZero(st store.SeriesStats) store.SeriesStats {
-	for _, f := range []*float64{&st.Min, &st.P50, &st.P90, &st.P95, &st.P99, &st.P999, &st.Max, &st.Mean} {
-		if math.IsNaN(*f) {
-			*f = 0
-		}
-	}
-	return st
 }
 
 func meanOf(v []float64) float64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -88,6 +89,10 @@ type SeriesStats struct {
 	// Summary is true when no repetition had samples: the numbers are the
 	// tool's own (mean of repetitions), not Accord's.
 	Summary bool `json:"summary,omitempty"`
+	// Missing names the statistics a tool's summary did not give (vLLM's
+	// bench reports mean, median and p99 only): Stat says they are absent
+	// rather than showing their zero.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Stat returns a statistic by its gate name (p50 … p99.9, mean, max,
@@ -100,6 +105,9 @@ func (s SeriesStats) Stat(name string) (float64, bool) {
 		return 0, false
 	}
 	if s.N == 0 && !s.Summary {
+		return 0, false
+	}
+	if slices.Contains(s.Missing, name) {
 		return 0, false
 	}
 	switch name {
