@@ -101,8 +101,21 @@ func (w *ExecuteRunWorker) Work(ctx context.Context, job *river.Job[ExecuteRunAr
 		w.deps.Log.Debug("handing the run over to the next attempt", "run_id", run.ID)
 		return river.JobSnooze(time.Second)
 	}
-	_ = st.ReleaseLease(context.WithoutCancel(ctx), lease)
+	w.releaseLease(context.WithoutCancel(ctx), run.ID, lease)
 	return err
+}
+
+// releaseLease gives the host back unless the run's probe may still be
+// measuring on it (launched, run not final: this process is stopping, or
+// the attempt failed and will be retried). Such a lease just expires, and
+// AcquireLease keeps the host for the run until it is final.
+func (w *ExecuteRunWorker) releaseLease(ctx context.Context, runID int64, lease store.Lease) {
+	run, err := w.deps.Store.RunByID(ctx, runID)
+	if err == nil && run.ProbeMayRun() {
+		w.deps.Log.Info("keeping the host for the run: its probe may still run there", "run_id", runID, "host_id", lease.HostID)
+		return
+	}
+	_ = w.deps.Store.ReleaseLease(ctx, lease)
 }
 
 // heartbeat renews the lease until stopped; losing it cancels the work
@@ -263,6 +276,19 @@ func (w *ExecuteRunWorker) cancel(ctx context.Context, run store.Run, host store
 }
 
 func stopAndCancel(ctx context.Context, d Deps, run store.Run, host store.Host, lease *store.Lease, dir string) error {
+	return stopAndEnd(ctx, d, run, host, lease, dir, store.RunCancelled, "cancelled by a user")
+}
+
+// stopAndFail stops the probe (if it was launched) and ends the run as
+// failed with the reason.
+func stopAndFail(ctx context.Context, d Deps, run store.Run, host store.Host, reason string) error {
+	return stopAndEnd(ctx, d, run, host, nil, run.RemoteDir, store.RunFailed, reason)
+}
+
+// stopAndEnd stops the probe on the host over a fresh connection (when it
+// was launched) and then ends the run in the final state, the reason
+// saying what was stopped.
+func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lease *store.Lease, dir, state, reason string) error {
 	st := d.Store
 	ctx, done := context.WithTimeout(ctx, 2*time.Minute)
 	defer done()
@@ -273,7 +299,6 @@ func stopAndCancel(ctx context.Context, d Deps, run store.Run, host store.Host, 
 	if dir == "" {
 		dir = fresh.RemoteDir
 	}
-	reason := "cancelled by a user"
 	if fresh.Launched && dir != "" {
 		target, err := TargetFor(host, d.Sealer)
 		if err != nil {
@@ -284,7 +309,7 @@ func stopAndCancel(ctx context.Context, d Deps, run store.Run, host store.Host, 
 			_ = st.AddRunNote(ctx, run.ID, "error", "stopping the probe failed: "+err.Error())
 			return fmt.Errorf("stop run %d: %w", run.ID, err)
 		}
-		reason = fmt.Sprintf("cancelled by a user; the probe was stopped (%s), no process of the run is left", stopText(stopped.Killed))
+		reason += fmt.Sprintf("; the probe was stopped (%s), no process of the run is left", stopText(stopped.Killed))
 	}
 	err = st.InTx(ctx, func(tx *store.Store) error {
 		if lease != nil {
@@ -292,7 +317,7 @@ func stopAndCancel(ctx context.Context, d Deps, run store.Run, host store.Host, 
 				return err
 			}
 		}
-		return tx.SetRunState(ctx, run.ID, store.RunCancelled, reason)
+		return tx.SetRunState(ctx, run.ID, state, reason)
 	})
 	if errors.Is(err, store.ErrRunFinal) {
 		return nil

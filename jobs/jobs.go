@@ -66,6 +66,7 @@ func Register(d Deps) *river.Workers {
 	river.AddWorker(workers, &PruneWorker{deps: d})
 	river.AddWorker(workers, &ExecuteRunWorker{deps: d})
 	river.AddWorker(workers, &StopRunWorker{deps: d})
+	river.AddWorker(workers, &ReconcileRunsWorker{deps: d})
 	river.AddWorker(workers, &CheckHostWorker{deps: d})
 	river.AddWorker(workers, &EvaluateRunWorker{deps: d})
 	river.AddWorker(workers, &SignRunWorker{deps: d})
@@ -78,6 +79,9 @@ func Periodic() []*river.PeriodicJob {
 	return append([]*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
 			return PruneArgs{}, nil
+		}, &river.PeriodicJobOpts{RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(ReconcileInterval), func() (river.JobArgs, *river.InsertOpts) {
+			return ReconcileRunsArgs{}, nil
 		}, &river.PeriodicJobOpts{RunOnStart: true}),
 	}, rolloutPeriodic()...)
 }

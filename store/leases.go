@@ -27,18 +27,25 @@ var ErrHostBusy = errors.New("the host is busy with another run")
 // longer current: another worker took the run or the host over.
 var ErrFenced = errors.New("the host lease was lost (fencing token is stale)")
 
-// AcquireLease takes the host for a run: a free host, a lease that
-// expired, or a lease of the same run (the run's next job attempt taking
-// over from the previous one, which yielded or died). A live lease of
-// another run is ErrHostBusy, with that run's id. Every acquisition gets a
-// new token, so a previous holder of the same run is fenced off.
+// AcquireLease takes the host for a run: a free host, a lease of the same
+// run (the run's next job attempt taking over from the previous one, which
+// yielded or died), or an expired lease whose run cannot have a probe on
+// the host any more (Run.ProbeMayRun is false: it is evaluated or final,
+// or its probe was never launched). A
+// worker that dies leaves a detached probe measuring on the host: until
+// that run is finished or stopped, the host stays its own, so two probes
+// never measure one host at once. Otherwise ErrHostBusy, with the holding
+// run's id. Every acquisition gets a new token, so a previous holder of
+// the same run is fenced off.
 func (s *Store) AcquireLease(ctx context.Context, hostID, runID int64, holder string, ttl time.Duration) (Lease, int64, error) {
 	var l Lease
 	err := s.db.QueryRow(ctx, `INSERT INTO host_leases (host_id, run_id, token, holder, expires_at)
 		VALUES ($1, $2, nextval('host_lease_token'), $3, now() + $4 * interval '1 millisecond')
 		ON CONFLICT (host_id) DO UPDATE SET run_id = EXCLUDED.run_id, token = EXCLUDED.token, holder = EXCLUDED.holder,
 			acquired_at = now(), expires_at = EXCLUDED.expires_at
-		WHERE host_leases.expires_at < now() OR host_leases.run_id = EXCLUDED.run_id
+		WHERE host_leases.run_id = EXCLUDED.run_id
+			OR (host_leases.expires_at < now() AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = host_leases.run_id
+				AND r.launched AND r.state NOT IN ('evaluating', 'done', 'failed', 'cancelled')))
 		RETURNING host_id, run_id, token, holder, expires_at`, hostID, runID, holder, ttl.Milliseconds()).
 		Scan(&l.HostID, &l.RunID, &l.Token, &l.Holder, &l.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -75,6 +75,36 @@ func TestHostLeaseFencing(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
+// A launched run whose worker died still has its probe on the host: its
+// expired lease is not taken by another run until the run is final.
+func TestExpiredLeaseOfALaunchedRunKeepsTheHost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := store.New(storetest.NewPool(t))
+	host, run1, run2 := hostAndRuns(t, st)
+	require.NoError(t, st.SetRunState(ctx, run1, store.RunPreparing, ""))
+	require.NoError(t, st.SetRunState(ctx, run1, store.RunRunning, ""))
+	require.NoError(t, st.MarkLaunched(ctx, run1, "/tmp/runs/1"))
+	_, _, err := st.AcquireLease(ctx, host, run1, "worker-a", 100*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond) // worker A died
+
+	_, busy, err := st.AcquireLease(ctx, host, run2, "worker-b", time.Minute)
+	require.ErrorIs(t, err, store.ErrHostBusy, "the probe of run 1 may still be measuring")
+	require.Equal(t, run1, busy)
+	l, _, err := st.AcquireLease(ctx, host, run1, "worker-c", time.Minute)
+	require.NoError(t, err, "run 1's next attempt takes its host back")
+	require.NoError(t, st.ReleaseLease(ctx, l))
+
+	// Run 1 ends (stopped on the host): once its lease expires the host is free.
+	_, _, err = st.AcquireLease(ctx, host, run1, "worker-c", 100*time.Millisecond)
+	require.NoError(t, err)
+	require.NoError(t, st.SetRunState(ctx, run1, store.RunCancelled, "stopped"))
+	time.Sleep(200 * time.Millisecond)
+	_, _, err = st.AcquireLease(ctx, host, run2, "worker-b", time.Minute)
+	require.NoError(t, err)
+}
+
 func TestRunStatesAreFinalOnceEnded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

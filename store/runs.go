@@ -28,6 +28,13 @@ func RunFinal(state string) bool {
 	return state == RunDone || state == RunFailed || state == RunCancelled
 }
 
+// ProbeMayRun reports whether the run's probe may still be on its host:
+// it was launched and the run has not got past collecting. (AcquireLease
+// says the same in SQL.)
+func (r Run) ProbeMayRun() bool {
+	return r.Launched && !RunFinal(r.State) && r.State != RunEvaluating
+}
+
 // RunStateLabel is the state as pages say it.
 func RunStateLabel(state string) string {
 	switch state {
@@ -219,6 +226,30 @@ func (s *Store) RunByID(ctx context.Context, runID int64) (Run, error) {
 		return r, notFound(err, fmt.Sprintf("run %d", runID))
 	}
 	return r, nil
+}
+
+// RunsInExecution returns the ids of runs whose execute job owns them
+// (queued up to collecting, with a job), across programs: the runs a
+// reconciler checks against their jobs.
+func (s *Store) RunsInExecution(ctx context.Context) ([]int64, error) {
+	rows, err := s.db.Query(ctx, `SELECT id FROM runs WHERE river_job_id IS NOT NULL
+		AND state IN ('queued', 'waiting_for_host', 'preparing', 'running', 'collecting') ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: runs in execution: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("store: runs in execution: %w", err)
+	}
+	return ids, nil
+}
+
+// ReleaseRunLease gives a host back if the run holds it.
+func (s *Store) ReleaseRunLease(ctx context.Context, hostID, runID int64) error {
+	if _, err := s.db.Exec(ctx, `DELETE FROM host_leases WHERE host_id = $1 AND run_id = $2`, hostID, runID); err != nil {
+		return fmt.Errorf("store: release lease of run %d: %w", runID, err)
+	}
+	return nil
 }
 
 // RunFilter selects runs of a program.

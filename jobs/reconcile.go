@@ -1,0 +1,92 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/accordlab/accord/store"
+)
+
+// ReconcileRunsArgs ends runs their execute job left behind: the job is
+// finalized (cancelled from River's UI, cancelled by River's rescuer after
+// its worker died with a cancel pending, discarded) or gone, yet the run
+// is not final and its probe may still be measuring on the host, which
+// keeps the host's lease (store.AcquireLease). The probe is stopped and
+// the run ends cancelled (a user asked) or failed (nobody did).
+type ReconcileRunsArgs struct{}
+
+func (ReconcileRunsArgs) Kind() string { return "reconcile_runs" }
+
+func (ReconcileRunsArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueRuns, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByPeriod: time.Minute}}
+}
+
+// ReconcileInterval is how often River schedules the reconciler.
+const ReconcileInterval = time.Minute
+
+// ReconcileRunsWorker works ReconcileRunsArgs.
+type ReconcileRunsWorker struct {
+	river.WorkerDefaults[ReconcileRunsArgs]
+	deps Deps
+}
+
+func (w *ReconcileRunsWorker) Work(ctx context.Context, job *river.Job[ReconcileRunsArgs]) error {
+	client := river.ClientFromContext[pgx.Tx](ctx)
+	st := w.deps.Store
+	ids, err := st.RunsInExecution(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		run, err := st.RunByID(ctx, id)
+		if err != nil || run.RiverJobID == nil || store.RunFinal(run.State) {
+			continue
+		}
+		state := "gone"
+		j, err := client.JobGet(ctx, *run.RiverJobID)
+		switch {
+		case errors.Is(err, rivertype.ErrNotFound):
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		case j.State == rivertype.JobStateCompleted || j.State == rivertype.JobStateCancelled || j.State == rivertype.JobStateDiscarded:
+			state = string(j.State)
+		default:
+			continue // its job still owns it
+		}
+		if err := endLeftBehindRun(ctx, w.deps, run, state); err != nil {
+			errs = append(errs, fmt.Errorf("run %d: %w", run.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// endLeftBehindRun stops what may be left of the run on its host and ends
+// it; jobState is what became of its execute job.
+func endLeftBehindRun(ctx context.Context, d Deps, run store.Run, jobState string) error {
+	st := d.Store
+	d.Log.Warn("ending a run its job left behind", "run_id", run.ID, "job_state", jobState)
+	if run.HostID == nil {
+		return st.SetRunState(ctx, run.ID, store.RunFailed, "its job ended ("+jobState+") before the run started")
+	}
+	host, err := st.GetHost(ctx, run.ProgramID, *run.HostID)
+	if err != nil {
+		return err
+	}
+	if requested, _ := st.CancelRequested(ctx, run.ID); requested {
+		err = stopAndCancel(ctx, d, run, host, nil, run.RemoteDir)
+	} else {
+		err = stopAndFail(ctx, d, run, host, fmt.Sprintf("its job ended (%s) without finishing the run", jobState))
+	}
+	if err != nil {
+		return err
+	}
+	return st.ReleaseRunLease(ctx, host.ID, run.ID)
+}

@@ -1,0 +1,54 @@
+package jobs
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/store"
+)
+
+// A run's job is cancelled from River (its UI, or the rescuer) while the
+// probe measures: the run is left behind, and its host stays its own so
+// that no second probe measures beside the first. The reconciler stops the
+// probe and ends the run; the waiting run then gets the host.
+func TestReconcilerEndsARunItsJobLeftBehind(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	first := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(60*time.Second)), nil, nil)
+	run := b.waitFor(t, first, 60*time.Second, "run", func(r store.Run) bool { return r.State == store.RunRunning && r.EventsOffset > 0 })
+	dir := b.runDir(first)
+	require.NotEmpty(t, processesOf(t, dir))
+
+	_, err := b.river.JobCancel(ctx, *run.RiverJobID) // nobody asked Accord to cancel
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		j, err := b.river.JobGet(ctx, *run.RiverJobID)
+		return err == nil && j.State == "cancelled"
+	}, 30*time.Second, 50*time.Millisecond)
+	second := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(100*time.Millisecond)), nil, nil)
+	waiting := b.waitFor(t, second, 30*time.Second, "second waits", func(r store.Run) bool { return r.State == store.RunWaitingForHost })
+	require.Contains(t, waiting.Reason, "busy with run #")
+	left, err := b.store.RunByID(ctx, first)
+	require.NoError(t, err)
+	require.Equal(t, store.RunRunning, left.State, "left behind")
+	require.NotEmpty(t, processesOf(t, dir), "its probe still measures")
+	time.Sleep(b.deps.LeaseTTL + time.Second) // the kept lease expires: the host is still the first run's
+	r2, err := b.store.RunByID(ctx, second)
+	require.NoError(t, err)
+	require.Equal(t, store.RunWaitingForHost, r2.State)
+
+	_, err = b.river.Insert(ctx, ReconcileRunsArgs{}, nil)
+	require.NoError(t, err)
+	ended := b.waitFor(t, first, 60*time.Second, "reconciled", func(r store.Run) bool { return store.RunFinal(r.State) })
+	require.Equal(t, store.RunFailed, ended.State)
+	require.Contains(t, ended.Reason, "its job ended (cancelled) without finishing the run")
+	require.Contains(t, ended.Reason, "the probe was stopped")
+	require.Eventually(t, func() bool { return len(processesOf(t, dir)) == 0 }, 10*time.Second, 50*time.Millisecond)
+
+	r2 = b.waitFor(t, second, 90*time.Second, "second ends", settled)
+	require.Equal(t, store.RunDone, r2.State, r2.Reason)
+}
