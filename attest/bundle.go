@@ -56,7 +56,8 @@ type BundleInput struct {
 	// attests (RunEvidence.HostFacts).
 	Facts      json.RawMessage
 	Evaluation json.RawMessage
-	// Decisions is a decision log document (DecisionLog.Marshal), or nil.
+	// Decisions is the program's decision log (DecisionLog.Marshal) as of
+	// signing, or nil: then the bundle has no decisions.json.
 	Decisions json.RawMessage
 	Artifacts []Artifact
 	// Attestations are the run's signed statements (SignRun).
@@ -87,9 +88,10 @@ type BundleInfo struct {
 	Artifacts    []ArtifactDigest    `json:"artifacts"`
 }
 
-// BundleAttestation binds an attestation file to its statement: the file
-// itself is outside the manifest (more DSSE signatures may be added to it),
-// its payload is not.
+// BundleAttestation binds an attestation file to its statement. The file
+// is listed in the manifest as well (a bundle is frozen when signed; the
+// other side co-signs the manifest), so sha256sum -c alone refuses a
+// swapped or dropped attestation.
 type BundleAttestation struct {
 	File          string `json:"file"`
 	PredicateType string `json:"predicateType"`
@@ -200,12 +202,17 @@ func WriteBundle(ctx context.Context, w io.Writer, s *Signer, in BundleInput) (*
 		name string
 		data []byte
 	}{
-		{FileVerifyMD, verifyMarkdown(in.RunID, in.Title, s.KeyID(), info.Attestations)},
+		{FileVerifyMD, verifyMarkdown(in.RunID, in.Title, s.KeyID(), info.Attestations, in.Decisions != nil)},
 		{FileReportHTML, in.ReportHTML},
 		{FileSummary, jsonOrNull(in.Summary)},
 		{FileFacts, jsonOrNull(in.Facts)},
 		{FileEvaluation, jsonOrNull(in.Evaluation)},
-		{FileDecisions, jsonOrNull(in.Decisions)},
+	}
+	if in.Decisions != nil { // a program without decisions has no log to carry
+		small = append(small, struct {
+			name string
+			data []byte
+		}{FileDecisions, in.Decisions})
 	}
 	for _, f := range small {
 		if err := bw.add(f.name, f.data, true); err != nil {
@@ -269,7 +276,7 @@ func WriteBundle(ctx context.Context, w io.Writer, s *Signer, in BundleInput) (*
 		if err != nil {
 			return nil, err
 		}
-		if err := bw.add(dirAttestations+a.Name+attestationExt, data, false); err != nil {
+		if err := bw.add(dirAttestations+a.Name+attestationExt, data, true); err != nil {
 			return nil, err
 		}
 	}

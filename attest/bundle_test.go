@@ -57,10 +57,11 @@ func TestBundleVerifies(t *testing.T) {
 	}
 	for _, want := range []string{FileVerifyMD, FileReportHTML, FileSummary, FileFacts, FileEvaluation, FileDecisions,
 		FileKeysJSON, FileKeysPEM, FileSignerPEM, FileAllowedSigners, FileBundleJSON,
-		"artifacts/fio/kv-cache-4k.json", "artifacts/inference/requests.csv", "artifacts/probe/events.jsonl", "artifacts/status.json"} {
+		"artifacts/fio/kv-cache-4k.json", "artifacts/inference/requests.csv", "artifacts/probe/events.jsonl", "artifacts/status.json",
+		"attestations/benchmark.dsse.json", "attestations/test-result.dsse.json"} {
 		require.Contains(t, names, want)
 	}
-	require.Len(t, report.Files, 15)
+	require.Len(t, report.Files, 17, "every file the manifest lists, the attestations too")
 
 	require.Len(t, report.Attestations, 2)
 	types := []string{report.Attestations[0].PredicateType, report.Attestations[1].PredicateType}
@@ -75,7 +76,7 @@ func TestBundleVerifies(t *testing.T) {
 	var text bytes.Buffer
 	require.NoError(t, report.WriteText(&text))
 	require.Contains(t, text.String(), tb.signer.KeyID())
-	require.Contains(t, text.String(), "15 files match the manifest")
+	require.Contains(t, text.String(), "17 files match the manifest")
 
 	// Without trusted keys the bundle's own keys are used, and said so.
 	self, err := VerifyBundle(context.Background(), bytes.NewReader(tb.bundle), nil)
@@ -146,10 +147,27 @@ func TestVerifyMarkdownCommandsWithRealTools(t *testing.T) {
 		}
 	}
 
+	// A validly signed statement swapped in for another, or one dropped:
+	// openssl still verifies what is there, sha256sum refuses.
+	swapped := extract(t, tb.bundle)
+	other, err := os.ReadFile(filepath.Join(swapped, "attestations/test-result.dsse.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(swapped, "attestations/benchmark.dsse.json"), other, 0o644))
+	_, err = runBlock(swapped, blocks[3])
+	require.NoError(t, err, "each envelope on its own is validly signed")
+	out, err := runBlock(swapped, blocks[0])
+	require.Error(t, err, out)
+	require.Contains(t, out, "attestations/benchmark.dsse.json: FAILED")
+	dropped := extract(t, tb.bundle)
+	require.NoError(t, os.Remove(filepath.Join(dropped, "attestations/benchmark.dsse.json")))
+	out, err = runBlock(dropped, blocks[0])
+	require.Error(t, err, out)
+	require.Contains(t, out, "attestations/benchmark.dsse.json")
+
 	// The file list check finds an added file.
 	added := extract(t, tb.bundle)
 	require.NoError(t, os.WriteFile(filepath.Join(added, "artifacts/extra.csv"), []byte("1\n"), 0o644))
-	out, err := runBlock(added, blocks[0])
+	out, err = runBlock(added, blocks[0])
 	require.Error(t, err)
 	require.Contains(t, out, "artifacts/extra.csv")
 }
@@ -373,7 +391,7 @@ func TestKeyRotationAndRevocation(t *testing.T) {
 	require.NotNil(t, report)
 	require.Equal(t, KeyRevoked, report.Manifest.Status)
 	require.Equal(t, "laptop stolen", report.Manifest.RevokedReason)
-	require.Len(t, report.Files, 15, "the rest of the bundle is still checked and reported")
+	require.Len(t, report.Files, 16, "the rest of the bundle is still checked and reported (no decisions.json: none were given)")
 	var text bytes.Buffer
 	require.NoError(t, report.WriteText(&text))
 	require.Contains(t, text.String(), "REVOKED")

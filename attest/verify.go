@@ -362,6 +362,16 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 	slices.Sort(names)
 	for _, n := range names {
 		want, isListed := listed[n]
+		if data, isAtt := br.atts[n]; isAtt && isListed {
+			// Bundles list their attestations too, so that sha256sum -c
+			// alone catches a swapped or dropped statement (older bundles
+			// bind them only through bundle.json, checked below).
+			if got := sha256Hex(data); got != want {
+				return nil, tamper(n, fmt.Sprintf("SHA-256 %s, the manifest says %s (changed file)", got, want), nil)
+			}
+			report.Files = append(report.Files, FileCheck{Name: n, SHA256: want, Size: int64(len(data))})
+			continue
+		}
 		got, isPresent := br.files[n]
 		switch {
 		case !isPresent && br.seen[n]:

@@ -10,7 +10,7 @@ import (
 // standard tools. The fenced `sh` blocks are run verbatim by the tests, in
 // the extracted bundle directory; the `sh-cosign` block with KEY, NAME and
 // WHO set.
-func verifyMarkdown(runID, title, signerID string, attestations []BundleAttestation) []byte {
+func verifyMarkdown(runID, title, signerID string, attestations []BundleAttestation, hasDecisions bool) []byte {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	if title == "" {
@@ -25,16 +25,18 @@ func verifyMarkdown(runID, title, signerID string, attestations []BundleAttestat
 	w("by someone else brings their keys too. Compare `keys/allowed_signers` and\n")
 	w("`keys/signer.pem` with what the signing installation publishes under\n")
 	w("`/.well-known/accord/` (`allowed_signers`, `keys.pem`, `keys.json`) or gave you out of\n")
-	w("band, or use the published files in the commands below. The published\n")
-	w("`allowed_signers` leaves out revoked keys; `keys.json` lists every key with its status.\n\n")
+	w("band. The published `allowed_signers` (it leaves out revoked keys) can replace\n")
+	w("`keys/allowed_signers` in the commands below. openssl reads one key: check that\n")
+	w("`keys/signer.pem` is among the published `keys.pem` and that `keys.json` lists its id\n")
+	w("as active (`keys.pem` holds every key the installation ever had, revoked ones too).\n\n")
 
 	w("## 1. The files are the ones that were signed\n\n")
-	w("`MANIFEST.sha256` lists the SHA-256 of every file except the signatures and\n")
-	w("`attestations/` (which carry their own signatures). The second command shows any\n")
-	w("file that is not listed (no output means none).\n\n")
+	w("`MANIFEST.sha256` lists the SHA-256 of every file except itself and its signatures\n")
+	w("(`MANIFEST.sha256*`). The second command shows any file that is not listed (no\n")
+	w("output means none).\n\n")
 	w("```sh\n")
 	w("sha256sum --strict -c MANIFEST.sha256\n")
-	w("find . -type f ! -name 'MANIFEST.sha256*' ! -path './attestations/*' | sed 's|^\\./||' | sort | diff - <(cut -c67- MANIFEST.sha256 | sort)\n")
+	w("find . -type f ! -name 'MANIFEST.sha256*' | sed 's|^\\./||' | sort | diff - <(cut -c67- MANIFEST.sha256 | sort)\n")
 	w("```\n\n")
 
 	w("## 2. The manifest is signed by the installation\n\n")
@@ -87,9 +89,15 @@ func verifyMarkdown(runID, title, signerID string, attestations []BundleAttestat
 	w("\n")
 
 	w("## 4. The decision log\n\n")
-	w("`decisions.json` is the program's decision log: each record is hash-chained to the\n")
-	w("previous one and signed (DSSE), and the head is signed as a checkpoint.\n")
-	w("`accord verify decisions.json --keys keys/keys.json` checks the whole chain.\n\n")
+	if hasDecisions {
+		w("`decisions.json` is the program's decision log when the run was signed: each record\n")
+		w("is hash-chained to the previous one and signed (DSSE), and the head is signed as a\n")
+		w("checkpoint. `accord verify decisions.json --keys keys/keys.json` checks the whole chain.\n\n")
+	} else {
+		w("The program had no rollout decisions when this run was signed, so the bundle carries\n")
+		w("no `decisions.json`; the installation exports the log at any time\n")
+		w("(`/programs/ID/decisions/export`), and `accord verify` checks it.\n\n")
+	}
 
 	w("## 5. Co-signing\n\n")
 	w("To add your signature to this bundle, with your SSH key `$KEY` (e.g. ~/.ssh/id_ed25519),\n")

@@ -594,3 +594,31 @@ func TestBrokenLogRefusesApprovalsButNotStopLoss(t *testing.T) {
 	cur, _ := b.rollout(t).State.CurrentStage()
 	require.Equal(t, acceptance.StageHalted, cur.State)
 }
+
+// A run signed in a program with decisions carries the program's log as
+// of signing, and it verifies as `accord verify` checks it.
+func TestReportBundlesCarryTheProgramsDecisionLog(t *testing.T) {
+	t.Parallel()
+	b := setupRollouts(t, "pilot-5pct")
+	ctx := context.Background()
+	none, err := programDecisionLog(ctx, b.deps, b.programID)
+	require.NoError(t, err)
+	require.Nil(t, none, "no decisions, no log")
+
+	ins := b.insertOnly(t)
+	require.NoError(t, b.store.InTx(ctx, func(tx *store.Store) error {
+		_, err := RecordDecision(ctx, tx, b.env(ins), DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionHalt, Stage: "pilot-5pct",
+			Actor: chen, OrgName: "BigCloud", Reason: "p99 TTFT above the line"})
+		return err
+	}))
+	raw, err := programDecisionLog(ctx, b.deps, b.programID)
+	require.NoError(t, err)
+	log, err := attest.ParseDecisionLog(raw)
+	require.NoError(t, err)
+	keys, err := b.deps.Keyring.KeySet()
+	require.NoError(t, err)
+	report, err := log.Verify(keys)
+	require.NoError(t, err)
+	require.NotNil(t, report)
+	require.Contains(t, string(raw), "p99 TTFT above the line")
+}

@@ -89,6 +89,9 @@ func SignRun(ctx context.Context, d Deps, runID int64) (store.RunReport, error) 
 		RunID: strconv.FormatInt(runID, 10), Title: in.title, Created: time.Now().UTC(), ReportHTML: html.Bytes(),
 		Summary: in.summary, Facts: in.evidence.HostFacts, Evaluation: in.evaluation, Attestations: atts, Keys: keys,
 	}
+	if bundle.Decisions, err = programDecisionLog(ctx, d, in.data.Run.ProgramID); err != nil {
+		return store.RunReport{}, fmt.Errorf("sign run %d: %w", runID, err)
+	}
 	for _, a := range in.artifacts {
 		a := a
 		bundle.Artifacts = append(bundle.Artifacts, attest.Artifact{Name: a.Path, Size: a.Size, SHA256: a.SHA256, Open: func(ctx context.Context) (io.ReadCloser, error) {
@@ -271,4 +274,24 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 		return in, err
 	}
 	return in, nil
+}
+
+// programDecisionLog is the program's decision log as `accord verify`
+// checks it, for the bundle's decisions.json: nil when the program has no
+// decisions yet, or when the stored log does not verify (the rollout page
+// names the bad record; a bundle must not carry a log that fails).
+func programDecisionLog(ctx context.Context, d Deps, programID int64) (json.RawMessage, error) {
+	ds, err := d.Store.ListDecisions(ctx, programID)
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	chain, err := d.Store.GetDecisionChain(ctx, programID)
+	if err != nil {
+		return nil, err
+	}
+	if err := verifyStoredLog(d.Keyring, programID, ds, chain); err != nil {
+		d.Log.Warn("the program's decision log does not verify: the report bundle leaves it out", "program_id", programID, "err", err)
+		return nil, nil
+	}
+	return StoredLog(programID, ds, chain.Checkpoint).Marshal()
 }

@@ -75,6 +75,13 @@ func TestJudgedRunIsSignedAndItsReportVerifies(t *testing.T) {
 	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Contains(t, string(out), "Good \"accord-report@accordlab\" signature")
+	// The program has no rollout decisions: no decisions.json, and VERIFY.md
+	// says so rather than naming a file that is not there.
+	_, err = os.Stat(filepath.Join(root, attest.FileDecisions))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	verifyMD, err := os.ReadFile(filepath.Join(root, attest.FileVerifyMD))
+	require.NoError(t, err)
+	require.Contains(t, string(verifyMD), "no rollout decisions when this run was signed")
 	html, err := os.ReadFile(filepath.Join(root, "report.html"))
 	require.NoError(t, err)
 	require.Contains(t, string(html), "PASS")
