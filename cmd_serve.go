@@ -235,7 +235,7 @@ func runnerConfig(cfg Config, secret []byte) runners.Config {
 		remote = ".accord/" + hex.EncodeToString(sum[:4])
 	}
 	return runners.Config{
-		Options: sshrun.Options{RemoteBase: remote},
+		Options: sshrun.Options{RemoteBase: remote, AgentSockets: cfg.AgentSockets},
 		Probe:   sshrun.ProbeSource{Dir: cfg.ProbeDir},
 		Limits:  sshrun.Limits{MaxFileBytes: 512 << 20, MaxTotalBytes: 2 << 30, TempDir: filepath.Join(cfg.DataDir, "tmp")},
 	}

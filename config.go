@@ -33,6 +33,7 @@ type Config struct {
 	RescueAfter     time.Duration
 	LeaseTTL        time.Duration
 	RemoteDir       string
+	AgentSockets    []string // ssh-agent sockets lab hosts may authenticate with
 	Demo            bool
 	DemoSSHPort     int
 	DemoPorts       [2]int // the emulators: the NVMe-oF path, the local-NVMe path
@@ -68,6 +69,7 @@ var envVars = []envVar{
 	{"ACCORD_WORKERS", "true", "run River workers in `serve` (false: only `accord worker` processes work jobs)"},
 	{"ACCORD_LEASE_TTL", "30s", "a host lease not renewed for this long can be taken over (the heartbeat renews it every third of it)"},
 	{"ACCORD_REMOTE_DIR", ".accord/<installation id>", "folder on lab hosts (relative to the login's home) for the probe cache and run folders"},
+	{"ACCORD_SSH_AGENT_SOCKETS", "", "comma-separated absolute paths of ssh-agent sockets lab hosts may authenticate with (empty: agent authentication is off; hosts use the key Accord generates)"},
 	{"ACCORD_RESCUE_AFTER", "10m", "a job whose worker vanished is taken over by another worker after this long (a run then resumes following its probe)"},
 }
 
@@ -201,6 +203,18 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			return c, &configError{"ACCORD_REMOTE_DIR", v, "must be a plain path without spaces, quotes, shell characters or .."}
 		}
 		c.RemoteDir = v
+	}
+	if v, ok := get("ACCORD_SSH_AGENT_SOCKETS"); ok {
+		for _, p := range strings.Split(v, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				continue
+			}
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+				return c, &configError{"ACCORD_SSH_AGENT_SOCKETS", v, "must be absolute, clean paths separated by commas"}
+			}
+			c.AgentSockets = append(c.AgentSockets, p)
+		}
 	}
 	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,7 +85,7 @@ func validAddress(a string) bool {
 }
 
 // parseHostForm validates the register-host form.
-func parseHostForm(r *http.Request) (web.HostForm, store.NewHost) {
+func (s *Server) parseHostForm(r *http.Request) (web.HostForm, store.NewHost) {
 	f := web.HostForm{
 		Name: strings.TrimSpace(r.PostFormValue("name")), Address: strings.TrimSpace(r.PostFormValue("address")),
 		Port: strings.TrimSpace(r.PostFormValue("port")), Username: strings.TrimSpace(r.PostFormValue("username")),
@@ -136,8 +137,11 @@ func parseHostForm(r *http.Request) (web.HostForm, store.NewHost) {
 	switch f.AuthMethod {
 	case "key":
 	case "agent":
-		if !strings.HasPrefix(f.AgentSocket, "/") {
-			f.Errors["agent_socket"] = "Give the absolute path of the agent's socket."
+		switch allowed := s.runner.Options.AgentSockets; {
+		case len(allowed) == 0:
+			f.Errors["auth_method"] = "This installation does not use ssh-agent sockets (its operator sets ACCORD_SSH_AGENT_SOCKETS): use the key Accord generates."
+		case !slices.Contains(allowed, f.AgentSocket):
+			f.Errors["agent_socket"] = "Choose one of the sockets this installation allows: " + strings.Join(allowed, ", ") + "."
 		}
 	default:
 		f.Errors["auth_method"] = "Choose how Accord authenticates."
@@ -168,7 +172,7 @@ func (s *Server) createHost(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusBadRequest)
 		return
 	}
-	f, h := parseHostForm(r)
+	f, h := s.parseHostForm(r)
 	if len(f.Errors) > 0 {
 		p := s.page(r, "Register a host", "programs", s.hostCrumbs(pr, "Register")...)
 		s.render(w, r, http.StatusUnprocessableEntity, web.HostNewPage(p, pr.ProgramAccess, f))

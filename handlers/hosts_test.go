@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -87,4 +88,26 @@ func mustHostID(t *testing.T, pb *programBundle) int64 {
 	require.NoError(t, err)
 	require.NotEmpty(t, hosts)
 	return hosts[0].ID
+}
+
+// An engineer cannot point a host at an ssh-agent socket the operator did
+// not allow (the server account's agent, say): the form refuses it and
+// nothing is saved. (sshrun refuses it at dial time as well.)
+func TestAgentSocketsOnlyFromTheOperatorsList(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	req, err := http.NewRequest(http.MethodPost, pb.ts.URL+pb.url("/hosts"), strings.NewReader(url.Values{"name": {"borrowed"}, "address": {"127.0.0.1"}, "port": {"22"},
+		"username": {"root"}, "auth_method": {"agent"}, "agent_socket": {"/run/user/0/ssh-agent.sock"}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	res, err := pb.engineer.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+	require.Contains(t, string(body), "does not use ssh-agent sockets")
+	var n int
+	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT count(*) FROM hosts WHERE name = 'borrowed'`).Scan(&n))
+	require.Zero(t, n)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,11 @@ type Options struct {
 	// holding the probe cache (BASE/probe/<sha256>/accord) and run folders
 	// (BASE/runs/...). Default ".accord".
 	RemoteBase string
+	// AgentSockets are the ssh-agent sockets hosts may authenticate with
+	// (the operator's ACCORD_SSH_AGENT_SOCKETS). Any other is refused: an
+	// engineer must not borrow the server account's agent, or another
+	// program's, by naming its socket.
+	AgentSockets []string
 }
 
 // Defaults for Options.
@@ -151,7 +157,7 @@ func dialHop(ctx context.Context, prev *ssh.Client, hop Target, opts Options) (*
 	if hop.User == "" {
 		return nil, fmt.Errorf("%w: %s: no user", ErrBadTarget, hop.HostPort())
 	}
-	auth, closeAuth, err := authMethod(hop.Auth)
+	auth, closeAuth, err := authMethod(hop.Auth, opts.AgentSockets)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", hop.HostPort(), err)
 	}
@@ -246,7 +252,7 @@ func hostKeyAlgorithms(k ssh.PublicKey) []string {
 
 // authMethod builds the hop's authentication; the returned func releases
 // the agent connection once the handshake is done.
-func authMethod(a Auth) (ssh.AuthMethod, func(), error) {
+func authMethod(a Auth, allowedSockets []string) (ssh.AuthMethod, func(), error) {
 	switch {
 	case len(a.PrivateKey) > 0:
 		signer, err := ssh.ParsePrivateKey(a.PrivateKey)
@@ -255,6 +261,9 @@ func authMethod(a Auth) (ssh.AuthMethod, func(), error) {
 		}
 		return ssh.PublicKeys(signer), func() {}, nil
 	case a.AgentSock != "":
+		if !slices.Contains(allowedSockets, a.AgentSock) {
+			return nil, nil, fmt.Errorf("%w: ssh-agent socket %s is not one this installation allows (ACCORD_SSH_AGENT_SOCKETS)", ErrBadTarget, a.AgentSock)
+		}
 		conn, err := net.Dial("unix", a.AgentSock)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: ssh-agent %s: %v", ErrBadTarget, a.AgentSock, err)

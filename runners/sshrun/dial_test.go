@@ -226,7 +226,13 @@ func TestGeneratedKeyAndAgentAuth(t *testing.T) {
 		}
 	}()
 	target.Auth = sshrun.Auth{AgentSock: sock}
-	c := dial(t, target, testOpts)
+	// Only a socket the operator allows is used.
+	_, err = sshrun.Dial(context.Background(), target, testOpts)
+	require.ErrorIs(t, err, sshrun.ErrBadTarget)
+	require.Contains(t, err.Error(), "ACCORD_SSH_AGENT_SOCKETS")
+	allowed := testOpts
+	allowed.AgentSockets = []string{sock}
+	c := dial(t, target, allowed)
 	res, err := c.Run(context.Background(), []string{"true"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
