@@ -776,6 +776,12 @@ func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, s
 	} else {
 		sr.Method += fmt.Sprintf("; a resampled mean of more than %s draws is taken from its normal limit", fmtCount(stats.ExactMeanDraws))
 	}
+	if rc, rb := len(cs.reps), len(bs.reps); min(rc, rb) < MinRateRepetitions {
+		// Resampling one or two repetitions cannot see how much whole runs
+		// differ from each other; say so rather than imply it is covered.
+		sr.Method += fmt.Sprintf("; with %d vs %d repetitions the interval covers the sampling within runs only, not run-to-run variation (repeat the runs, %d or more a side, to let it show)",
+			rc, rb, MinRateRepetitions)
+	}
 	sr.Verdict, sr.Reason = verdictFromP(pPass, pFail, a), reasonDecided
 	if sr.Verdict == Inconclusive {
 		sr.Reason = reasonStraddles

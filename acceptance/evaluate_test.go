@@ -135,6 +135,24 @@ func TestExplanationStatesTheNumbers(t *testing.T) {
 	require.Equal(t, "PASS: all 1 blocking criteria passed.", ev.Explanation)
 }
 
+// A relative percentile from one repetition a side says that run-to-run
+// variation is not in its interval; from three a side it does not.
+func TestRelativeIntervalSaysWhenRunToRunVariationIsMissing(t *testing.T) {
+	t.Parallel()
+	b := setupEval(t, 7)
+	for _, reps := range []int{1, 3} {
+		cand := lognormalMeasurements(b.rng, MetricTTFT, "decode", reps, 4000, 1000, 0.15, 1)
+		base := lognormalMeasurements(b.rng, MetricTTFT, "decode", reps, 4000, 1000, 0.15, 1)
+		ev := evaluate(t, EvaluationInput{Gates: gateSet(relativeCriterion(MetricTTFT, StatP99, LessOrEqual, 5)), Candidate: cand, Baseline: base})
+		method := ev.Criteria[0].Series[0].Method
+		if reps == 1 {
+			require.Contains(t, method, "with 1 vs 1 repetitions the interval covers the sampling within runs only, not run-to-run variation")
+		} else {
+			require.NotContains(t, method, "run-to-run", "three repetitions a side: %s", method)
+		}
+	}
+}
+
 func TestCanonicalJSONIsDeterministic(t *testing.T) {
 	t.Parallel()
 	b := setupEval(t, 2)
