@@ -28,6 +28,9 @@ type Comparability struct {
 	Checked     bool       `json:"checked"`
 	Comparable  bool       `json:"comparable"`
 	Differences []FactDiff `json:"differences,omitempty"`
+	// NoFacts is true when neither run recorded host facts: nothing could
+	// show them incomparable, and relative explanations say so.
+	NoFacts bool `json:"no_facts,omitempty"`
 }
 
 // CompareFacts returns the facts that differ, sorted by name. A fact present

@@ -261,7 +261,8 @@ func Evaluate(in EvaluationInput) (Evaluation, error) {
 		ev.Inputs.BaselineDigest = MeasurementsDigest(in.Baseline)
 		ev.Inputs.BaselineFactsDigest = FactsDigest(in.BaselineFacts)
 		diffs := CompareFacts(in.CandidateFacts, in.BaselineFacts)
-		ev.Comparability = Comparability{Checked: true, Comparable: len(diffs) == 0, Differences: diffs}
+		ev.Comparability = Comparability{Checked: true, Comparable: len(diffs) == 0, Differences: diffs,
+			NoFacts: len(in.CandidateFacts) == 0 && len(in.BaselineFacts) == 0}
 	}
 	ev.Inputs.Digest = inputsDigest(ev.Inputs)
 

@@ -288,6 +288,9 @@ func (e *evaluator) evaluateSeries(cc *critCtx, key SeriesKey) (SeriesResult, er
 		sr.Explanation = fmt.Sprintf("The candidate and baseline hosts differ in %s, so the comparison is void; for information only: %s",
 			factList(e.comparability.Differences), sr.Explanation)
 	}
+	if e.comparability.NoFacts {
+		sr.Explanation += " Neither run recorded host facts (imported results carry none), so whether they ran on comparable hosts was not checked."
+	}
 	return sr, nil
 }
 

@@ -392,7 +392,7 @@ func TestRateMetricsUseRepetitions(t *testing.T) {
 	require.Equal(t, Pass, sr.Verdict, sr.Explanation)
 	require.Equal(t, IntervalExpandedBoot, sr.Interval)
 	require.Contains(t, sr.Method, "Student's t with 4 degrees of freedom")
-	require.Regexp(t, `^Output token throughput changed by \+3\d\.\d % against the baseline \(\d,\d{3} tok/s vs \d,\d{3} tok/s; 95 % lower bound \+2\d\.\d %, 5 vs 5 repetitions\), clearing the required \+25 %\.$`, sr.Explanation)
+	require.Regexp(t, `^Output token throughput changed by \+3\d\.\d % against the baseline \(\d,\d{3} tok/s vs \d,\d{3} tok/s; 95 % lower bound \+2\d\.\d %, 5 vs 5 repetitions\), clearing the required \+25 %\. Neither run recorded host facts`, sr.Explanation)
 
 	_, err := Evaluate(EvaluationInput{Gates: gateSet(absoluteCriterion(MetricOutputTokenThroughput, StatRate, GreaterOrEqual, 1, "tok/s")),
 		Candidate: []Measurement{{Metric: MetricOutputTokenThroughput, Step: "decode", Repetition: 1, Values: []float64{1, 2}}}})
@@ -442,6 +442,17 @@ func TestIncomparableHostsVoidRelativeCriteria(t *testing.T) {
 	ev = evaluate(t, in)
 	require.True(t, ev.Comparability.Comparable)
 	require.Equal(t, Pass, ev.Verdict)
+	require.False(t, ev.Comparability.NoFacts)
+	require.NotContains(t, ev.Criteria[1].Series[0].Explanation, "host facts")
+
+	// No facts on either side (imported results): comparable as far as
+	// anyone can tell, and the explanation says it was not checked.
+	in.CandidateFacts, in.BaselineFacts = nil, nil
+	ev = evaluate(t, in)
+	require.True(t, ev.Comparability.NoFacts)
+	require.Equal(t, Pass, ev.Verdict)
+	require.Contains(t, ev.Criteria[1].Series[0].Explanation, "Neither run recorded host facts", "the relative criterion")
+	require.NotContains(t, ev.Criteria[0].Series[0].Explanation, "host facts", "not the absolute one")
 }
 
 // rates with mean 100 and standard error 1/√2 over 5 repetitions (df 4):
