@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/store"
 )
 
@@ -103,4 +104,18 @@ func TestRunRequestIdempotencyKey(t *testing.T) {
 	}
 	require.Equal(t, 1, created)
 	require.Equal(t, 4, runs())
+
+	// A profile whose storage is emulated labels its runs emulated, on any
+	// host; the KV-cache profile on this host does not.
+	require.Equal(t, false, first["emulated"])
+	tmpl, ok := acceptance.LookupProfileTemplate("inference-ttft-sweep")
+	require.True(t, ok)
+	require.Equal(t, acceptance.TransportEmulated, tmpl.Spec.Storage.Transport)
+	_, nv, _, err := prepareSpec(profileOps, tmpl.Spec)
+	require.NoError(t, err)
+	_, emulatedPV, err := pb.store.CreateSpec(ctx, store.KindProfile, pb.programID, nv)
+	require.NoError(t, err)
+	status, emu, _ := post("", map[string]any{"profile_version_id": emulatedPV.ID, "host_id": host, "confirm_readiness": true})
+	require.Equal(t, http.StatusCreated, status, "%v", emu)
+	require.Equal(t, true, emu["emulated"])
 }

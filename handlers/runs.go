@@ -212,12 +212,21 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 		}
 		override, _ = json.Marshal(map[string]any{"confirmed_by": v.Email, "user_id": v.ID, "failing_checks": failing})
 	}
+	// Results are labelled emulated when the host is an emulator host or
+	// the profile says its storage is emulated.
+	emulated := host.Emulated
+	var storage struct {
+		Storage acceptance.Storage `json:"storage"`
+	}
+	if json.Unmarshal(pv.Spec, &storage) == nil && storage.Storage.Transport == acceptance.TransportEmulated {
+		emulated = true
+	}
 	var runID int64
 	err = s.store.InTx(ctx, func(tx *store.Store) error {
 		var err error
 		runID, err = tx.CreateRun(ctx, store.NewRun{
 			ProgramID: pr.ID, ProfileVersionID: pv.ID, GateSetVersionID: gateID, HostID: host.ID, BaselineRunID: baseID,
-			Label: strings.TrimSpace(req.Label), Emulated: host.Emulated, ReadinessOverride: override, CreatedBy: v.ID,
+			Label: strings.TrimSpace(req.Label), Emulated: emulated, ReadinessOverride: override, CreatedBy: v.ID,
 			IdempotencyKey: req.IdempotencyKey, RequestDigest: req.digest(),
 		})
 		if err != nil {
