@@ -419,6 +419,8 @@ func TestRolloutDecisionLogTamperingIsFound(t *testing.T) {
 	require.ErrorContains(t, err, "append-only")
 	_, err = rb.pool.Exec(ctx, `DELETE FROM decisions`)
 	require.ErrorContains(t, err, "append-only")
+	_, err = rb.pool.Exec(ctx, `TRUNCATE decisions`)
+	require.ErrorContains(t, err, "append-only")
 	_, err = rb.pool.Exec(ctx, `CREATE TABLE decisions_kept AS SELECT * FROM decisions`)
 	require.NoError(t, err)
 	asSuperuser := func(t *testing.T, sql string) {
