@@ -24,7 +24,7 @@ func TestSignInSignOutAndRevocation(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Contains(t, body, "Welcome, ana")
 
-	// The cookie is HttpOnly and SameSite=Lax.
+	// The session cookie (its attributes: TestSessionCookieAttributes).
 	u, _ := url.Parse(b.ts.URL)
 	var session *http.Cookie
 	for _, ck := range c.Jar.Cookies(u) {
@@ -156,4 +156,33 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 	var n int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM api_tokens`).Scan(&n))
 	require.Equal(t, 1, n, "only the same-origin post created a token")
+}
+
+// The session cookie is HttpOnly and SameSite=Lax, and Secure when the
+// installation is served over https.
+func TestSessionCookieAttributes(t *testing.T) {
+	t.Parallel()
+	for _, https := range []bool{false, true} {
+		b := setup(t, setupOpts{httpsBase: https})
+		org := b.createOrg(t, "Vendor", "vendor")
+		b.createUser(t, "ana@vendor.example", &org, false)
+		req, err := http.NewRequest(http.MethodPost, b.ts.URL+"/signin", strings.NewReader(url.Values{"email": {"ana@vendor.example"}, "password": {testPassword}}.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		res, err := b.client(t).Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		var session *http.Cookie
+		for _, c := range res.Cookies() {
+			if c.Name == sessionCookie {
+				session = c
+			}
+		}
+		require.NotNil(t, session, "https=%v", https)
+		require.True(t, session.HttpOnly)
+		require.Equal(t, http.SameSiteLaxMode, session.SameSite)
+		require.Equal(t, https, session.Secure, "Secure exactly when the public URL is https")
+	}
 }

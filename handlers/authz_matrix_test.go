@@ -323,6 +323,15 @@ func (f *matrixFixture) do(t *testing.T, c caller, method, path string) int {
 	res, err := client.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()
+	if res.StatusCode == http.StatusFound && c == anon {
+		// A page that needs a session sends the visitor to sign in (and,
+		// for a page, back to it afterwards).
+		want := "/signin"
+		if method == http.MethodGet {
+			want = "/signin?next="
+		}
+		require.True(t, strings.HasPrefix(res.Header.Get("Location"), want), "%s %s: Location %q", method, path, res.Header.Get("Location"))
+	}
 	return res.StatusCode
 }
 

@@ -54,6 +54,9 @@ type testBundle struct {
 
 type setupOpts struct {
 	dev bool
+	// httpsBase makes the public URL https (a TLS proxy in front), while
+	// the test still talks plain HTTP to the server.
+	httpsBase bool
 }
 
 func setup(t *testing.T, opts ...setupOpts) *testBundle {
@@ -77,6 +80,9 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	b.ts = httptest.NewUnstartedServer(nil)
 	b.ts.Start()
 	base, _ := url.Parse(b.ts.URL)
+	if o.httpsBase {
+		base.Scheme = "https"
+	}
 	// A stand-in for River UI, so that its route's protection is tested.
 	riverUI := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("river ui")) })
 	// An insert-only River client: jobs are inserted, nothing works them
