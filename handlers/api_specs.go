@@ -25,6 +25,7 @@ func apiSpecRoutes[T any](s *Server, r chi.Router, ops specOps[T]) {
 	r.With(s.need(capEngineer)).Post(base, apiSaveSpec(s, ops, false))
 	r.With(s.need(capView)).Get(base+"/{specID}", apiShowSpec(s, ops))
 	r.With(s.need(capView)).Get(base+"/{specID}/versions/{version}", apiShowSpec(s, ops))
+	r.With(s.need(capView)).Get(base+"/{specID}/versions/{version}/yaml", exportSpec(s, ops)) // as the pages export it
 	r.With(s.need(capEngineer)).Post(base+"/{specID}/versions", apiSaveSpec(s, ops, true))
 	// A run names the version it used by its id alone; pipelines can read
 	// that version back without knowing its spec.

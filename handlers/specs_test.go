@@ -257,6 +257,18 @@ func TestSpecsThroughTheAPI(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, code)
 	require.Contains(t, fmt.Sprint(out["fields"]), "criteria[0].metric")
 
+	// YAML out, as the page exports it: the same document that was posted.
+	req, err := http.NewRequest(http.MethodGet, pb.ts.URL+fmt.Sprintf("/api/v1%s/%d/versions/1/yaml", pb.url("/gatesets"), specID), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+pb.engToken)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	exported, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "application/yaml; charset=utf-8", res.Header.Get("Content-Type"))
+	require.Equal(t, string(yml), string(exported))
+
 	code, got := pb.api(t, "GET", fmt.Sprintf("/api/v1%s/%d/versions/1", pb.url("/gatesets"), specID), "", nil)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, want, got["digest"])
