@@ -461,12 +461,12 @@ func createSpec[T any](s *Server, ops specOps[T]) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		pr := programFrom(r.Context())
 		v := viewerFrom(r.Context())
+		st := specFormState{action: web.ProgramLink(pr.ID, "/"+ops.nouns.Path), pageURL: r.URL}
 		r.Body = http.MaxBytesReader(w, r.Body, 2*acceptance.MaxSpecBytes)
 		if err := r.ParseForm(); err != nil {
-			s.renderError(w, r, http.StatusRequestEntityTooLarge)
+			renderTooLarge(s, w, r, ops, st)
 			return
 		}
-		st := specFormState{action: web.ProgramLink(pr.ID, "/"+ops.nouns.Path), pageURL: r.URL}
 		_, nv, ok := submittedSpec(s, w, r, ops, &st)
 		if !ok {
 			return
@@ -514,6 +514,17 @@ func submittedSpec[T any](s *Server, w http.ResponseWriter, r *http.Request, ops
 	return spec, nv, true
 }
 
+// renderTooLarge answers a form whose body is over the limit with the
+// editor again, naming the limit. The text sent cannot be kept (it was
+// not read to its end), and nothing was saved.
+func renderTooLarge[T any](s *Server, w http.ResponseWriter, r *http.Request, ops specOps[T], st specFormState) {
+	var spec T
+	st.mode, st.yamlRaw = "yaml", "# The document sent was not kept: it is over the size limit.\n"
+	errs := acceptance.ValidationErrors{{Message: fmt.Sprintf("the document is larger than %d KiB, the most a %s may be; nothing was saved (paste a smaller one)",
+		acceptance.MaxSpecBytes>>10, ops.nouns.Singular)}}
+	s.renderSpecForm(w, r, http.StatusRequestEntityTooLarge, ops, &spec, errs, st)
+}
+
 func statusFor(errs acceptance.ValidationErrors) int {
 	if len(errs) > 0 {
 		return http.StatusUnprocessableEntity
@@ -537,7 +548,7 @@ func updateSpec[T any](s *Server, ops specOps[T]) http.HandlerFunc {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 2*acceptance.MaxSpecBytes)
 		if err := r.ParseForm(); err != nil {
-			s.renderError(w, r, http.StatusRequestEntityTooLarge)
+			renderTooLarge(s, w, r, ops, specFormState{action: web.ProgramLink(pr.ID, fmt.Sprintf("/%s/%d/edit", ops.nouns.Path, sp.ID)), specID: sp.ID, pageURL: r.URL})
 			return
 		}
 		base, _ := strconv.Atoi(r.PostFormValue("_base"))

@@ -180,8 +180,10 @@ func TestProfileYAMLEditorRefusesBadDocuments(t *testing.T) {
 	require.Contains(t, page, "schema version 99")
 
 	big := strings.Repeat("# padding\n", 1_000_000)
-	res, _ := pb.postPage(t, pb.engineer, pb.url("/profiles"), url.Values{"_mode": {"yaml"}, "_yaml": {big}})
+	res, page := pb.postPage(t, pb.engineer, pb.url("/profiles"), url.Values{"_mode": {"yaml"}, "_yaml": {big}})
 	require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode)
+	require.Contains(t, page, "the document is larger than 256 KiB, the most a profile may be; nothing was saved", "the editor again, with the limit named")
+	require.Contains(t, page, `id="spec-form"`)
 
 	code, _ = post(string(good))
 	require.Equal(t, http.StatusSeeOther, code)
