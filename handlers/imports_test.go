@@ -63,6 +63,20 @@ func TestImportResultFile(t *testing.T) {
 	require.Len(t, arts, 1)
 	_, page = pb.get(t, pb.viewer, pb.url("/runs/")+strconv.FormatInt(runID, 10))
 	require.Contains(t, page, "imported from")
+	require.Contains(t, page, "from vllm-bench", "the tool the values came from is named")
+	require.Contains(t, page, "Accord&#39;s probe measures to the first content token", "and how its TTFT differs from the probe's")
+
+	// vLLM's summary alone (no per-request arrays): no percentile of
+	// Accord's is shown as 0; the tool's own figures are.
+	summary, err := os.ReadFile("../runners/parse/testdata/vllm-bench-serve-summary.json")
+	require.NoError(t, err)
+	res, _ = pb.postMultipart(t, pb.engineer, pb.url("/runs/import/result"), map[string]string{"profile_version": pv, "step": "serve"},
+		map[string][]byte{"file": summary})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	var summaryRun int64
+	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT max(id) FROM runs WHERE kind = 'imported'`).Scan(&summaryRun))
+	_, page = pb.get(t, pb.viewer, pb.url("/runs/")+strconv.FormatInt(summaryRun, 10))
+	require.Contains(t, page, "no samples were imported: only the tool's own figures")
 }
 
 // Another installation's signed report imports only against the key the

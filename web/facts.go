@@ -44,7 +44,7 @@ func SummarizeFacts(hf store.HostFacts) *FactsSummary {
 // MetricRowFrom describes a stored measurement for the percentile tables.
 func MetricRowFrom(m store.MeasurementRow) MetricRow {
 	row := MetricRow{Metric: m.Metric, Name: m.Metric, Step: m.Step, Level: m.Level, Repetition: m.Repetition, Summary: m.Summary, Tool: m.ToolSummary,
-		Source: m.Source.Tool}
+		Source: m.Source.Tool, SourceField: m.Source.Field}
 	if meta, ok := acceptance.LookupMetric(m.Metric); ok {
 		row.Name, row.Unit, row.Rate = meta.Name, string(meta.Unit), meta.Kind == acceptance.KindRate
 		row.Telemetry = meta.Group == acceptance.GroupSystem

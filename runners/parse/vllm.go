@@ -93,6 +93,12 @@ func ImportVLLM(data []byte, opts Options) ([]acceptance.Measurement, []string, 
 		warnings = append(warnings, pr.warning)
 	}
 
+	// TTFT is the tool's own definition: its client's clock from sending to
+	// the first streamed chunk it counts, which for a chat stream can be the
+	// role-only chunk; Accord's probe stops at the first content token. The
+	// source says so, so that imported and probed TTFTs are not mistaken
+	// for the same measure.
+	const ttftDefinition = " (vLLM's TTFT: to the first chunk its client counts, possibly the role-only chunk of a chat stream; Accord's probe measures to the first content token)"
 	for _, mm := range vllmMetrics {
 		summary, err := v.summary(mm.key)
 		if err != nil {
@@ -101,6 +107,9 @@ func ImportVLLM(data []byte, opts Options) ([]acceptance.Measurement, []string, 
 		raw, rawField := pr.values(mm.metric)
 		if len(summary) == 0 && len(raw) == 0 {
 			continue
+		}
+		if mm.metric == acceptance.MetricTTFT {
+			rawField += ttftDefinition
 		}
 		if len(raw) > 0 {
 			m := opts.measurement(mm.metric, src(rawField, MethodRawSamples))
@@ -111,7 +120,11 @@ func ImportVLLM(data []byte, opts Options) ([]acceptance.Measurement, []string, 
 			out = append(out, m)
 			continue
 		}
-		m := opts.measurement(mm.metric, src("mean_/median_/std_/pNN_"+mm.key+"_ms", MethodToolSummary))
+		field := "mean_/median_/std_/pNN_" + mm.key + "_ms"
+		if mm.metric == acceptance.MetricTTFT {
+			field += ttftDefinition
+		}
+		m := opts.measurement(mm.metric, src(field, MethodToolSummary))
 		m.ToolSummary = summary
 		out = append(out, m)
 	}
