@@ -67,6 +67,14 @@ func MeasurementsDigest(ms []Measurement) string {
 		w.str(m.Source.ToolVersion)
 		w.str(m.Source.Field)
 		w.str(m.Source.PercentileMethod)
+		if m.Trials > 0 {
+			// Only when known, so that digests of measurements made before
+			// Trials existed are unchanged. 0xff cannot start the next
+			// measurement, whose metric name's length (a catalog id, far
+			// shorter than 127) comes first.
+			w.byte(0xff)
+			w.varint(m.Trials)
+		}
 	}
 	return w.sum()
 }

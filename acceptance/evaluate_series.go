@@ -34,10 +34,12 @@ type preparedSide struct {
 	reps   []stats.Sample
 	pooled stats.Sample
 	side   *stats.Side
-	// Rate metrics: one value per repetition.
-	rates []float64
-	tools []string
-	notes []string
+	// Rate metrics: one value per repetition, and for a share of requests
+	// the requests it was taken over (0 where unknown).
+	rates  []float64
+	trials []int64
+	tools  []string
+	notes  []string
 }
 
 const (
@@ -92,6 +94,7 @@ func prepareSide(m Metric, ms []Measurement) (*preparedSide, error) {
 					return nil, fmt.Errorf("repetition %d: value is %v", x.Repetition, v)
 				}
 				p.rates = append(p.rates, v)
+				p.trials = append(p.trials, x.Trials)
 			case len(x.Values) > 1:
 				return nil, fmt.Errorf("repetition %d: a rate metric has one value per repetition, not %d", x.Repetition, len(x.Values))
 			default:
@@ -660,9 +663,25 @@ func absRate(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
 	} else {
 		pPass, pFail = ti.PAtLeast(cc.limit), ti.PBelow(cc.limit)
 	}
-	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
 	sr.Interval = IntervalStudentT
 	sr.Method = fmt.Sprintf("Student's t on the mean of %d repetitions (one value each), %d degrees of freedom", r, ti.DF)
+	if k, n, ok := pooledShare(cc, cs); ok {
+		// A share of requests also varies by which requests failed: the
+		// exact binomial test on the pooled count bounds it even when the
+		// repetitions agree exactly (no errors in any of them). Both tests
+		// must agree for a verdict, and the wider bound is shown.
+		bl, bu := stats.ClopperPearson(k, n, a)
+		sr.Lower, sr.Upper = finiteOrNil(min(ti.Lower(a), bl)), finiteOrNil(max(ti.Upper(a), bu))
+		var bPass, bFail float64
+		if cc.le() {
+			bPass, bFail = stats.BinomialCDF(k, n, cc.limit), stats.BinomialSF(k, n, cc.limit)
+		} else {
+			bPass, bFail = stats.BinomialSF(k, n, cc.limit), stats.BinomialCDF(k, n, cc.limit)
+		}
+		pPass, pFail = max(pPass, bPass), max(pFail, bFail)
+		sr.Method += fmt.Sprintf(", and the exact binomial test (Clopper–Pearson bound) on the %s of %s requests pooled; both must agree", fmtCount(k), fmtCount(n))
+	}
+	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
 	sr.Verdict, sr.Reason = verdictFromP(pPass, pFail, a), reasonDecided
 	if sr.Verdict == Inconclusive {
 		sr.Reason = reasonStraddles
@@ -691,6 +710,23 @@ func absRate(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
 	}
 	sr.Explanation = explainAbsolute(cc, sr)
 	return sr
+}
+
+// pooledShare returns the failed (or hit) count k of the n requests pooled
+// over the repetitions, for a share metric whose every repetition says how
+// many requests it was taken over.
+func pooledShare(cc *critCtx, cs *preparedSide) (k, n int64, ok bool) {
+	if cc.m.Unit != UnitRatio || len(cs.trials) != len(cs.rates) || len(cs.rates) == 0 {
+		return 0, 0, false
+	}
+	for i, t := range cs.trials {
+		if t <= 0 {
+			return 0, 0, false
+		}
+		k += int64(math.Round(cs.rates[i] * float64(t)))
+		n += t
+	}
+	return k, n, true
 }
 
 // ---- relative criteria ----

@@ -233,6 +233,7 @@ func TestMeasurementsDigestCoversEveryField(t *testing.T) {
 		"summary": func(m *Measurement) { m.ToolSummary = map[string]float64{"p99": 3} },
 		"tool":    func(m *Measurement) { m.Source.ToolVersion = "2" },
 		"method":  func(m *Measurement) { m.Source.PercentileMethod = "n" },
+		"trials":  func(m *Measurement) { m.Trials = 1000 },
 	} {
 		m := base
 		mutate(&m)
@@ -678,4 +679,37 @@ func TestNumberFormatting(t *testing.T) {
 	require.Equal(t, "1.25 GB/s", fmtValue(1.25e9, UnitBytesPerSec))
 	require.Equal(t, "812 µs", fmtValue(812, UnitMicrosecond))
 	require.Equal(t, "97.5 %", fmtConf(0.975))
+}
+
+// An error rate that was 0 in every repetition has no spread, but it is
+// still a share of a finite number of requests: with the requests known,
+// the bound comes from the binomial count (rule of three), and too few
+// requests cannot pass a tight limit.
+func TestErrorRateBoundCountsTheRequests(t *testing.T) {
+	t.Parallel()
+	errorRates := func(trials int64) []Measurement {
+		out := make([]Measurement, 3)
+		for i := range out {
+			out[i] = Measurement{Metric: MetricErrorRate, Step: "chat", Repetition: i + 1, Values: []float64{0}, Trials: trials}
+		}
+		return out
+	}
+	gates := gateSet(absoluteCriterion(MetricErrorRate, StatRate, LessOrEqual, 0.005, "ratio"))
+
+	ev := evaluate(t, EvaluationInput{Gates: gates, Candidate: errorRates(1000)})
+	sr := ev.Criteria[0].Series[0]
+	require.Equal(t, Pass, sr.Verdict, sr.Explanation)
+	require.InDelta(t, 1-math.Pow(0.05, 1.0/3000), *sr.Upper, 1e-9, "the rule of three over 3,000 requests")
+	require.Contains(t, sr.Method, "exact binomial test (Clopper–Pearson bound) on the 0 of 3,000 requests pooled")
+	require.Contains(t, sr.Explanation, "Error rate is 0 % (95 % upper bound 0.0998 %, 3 repetitions), under the 0.5 % limit.")
+
+	ev = evaluate(t, EvaluationInput{Gates: gates, Candidate: errorRates(100)})
+	sr = ev.Criteria[0].Series[0]
+	require.NotEqual(t, Pass, sr.Verdict, "300 requests cannot show an error rate under 0.5 %% at 95 %%: %s", sr.Explanation)
+	require.Greater(t, *sr.Upper, 0.005)
+
+	// Unknown request counts (older measurements): Student's t alone, as before.
+	ev = evaluate(t, EvaluationInput{Gates: gates, Candidate: errorRates(0)})
+	sr = ev.Criteria[0].Series[0]
+	require.NotContains(t, sr.Method, "binomial")
 }

@@ -34,6 +34,11 @@ type Measurement struct {
 	// shown beside Accord's recomputed ones: "p99" → value.
 	ToolSummary map[string]float64 `json:"tool_summary,omitempty"`
 	Source      Source             `json:"source"`
+	// Trials, for a share of requests (error rate), is how many requests
+	// the share was taken over (0: unknown). It lets a gate bound a share
+	// that did not vary between repetitions (no errors at all, say) by the
+	// binomial sampling of those requests.
+	Trials int64 `json:"trials,omitempty"`
 }
 
 // SeriesKey identifies the samples a criterion is judged on: one step at one

@@ -73,11 +73,16 @@ func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptan
 		if m.Counts != nil {
 			counts = encodeInt64s(m.Counts)
 		}
-		batch.Queue(`INSERT INTO measurements (run_id, metric, step, level, repetition, n, values_f64, counts, tool_summary, source, summary)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		var trials *int64
+		if m.Trials > 0 {
+			trials = &m.Trials
+		}
+		batch.Queue(`INSERT INTO measurements (run_id, metric, step, level, repetition, n, values_f64, counts, tool_summary, source, summary, trials)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 			ON CONFLICT (run_id, metric, step, level, repetition) DO UPDATE SET n = EXCLUDED.n, values_f64 = EXCLUDED.values_f64,
-				counts = EXCLUDED.counts, tool_summary = EXCLUDED.tool_summary, source = EXCLUDED.source, summary = EXCLUDED.summary`,
-			runID, m.Metric, m.Step, m.Level, m.Repetition, sum.N, encodeFloat64s(m.Values), counts, toolJSON, src, sumJSON)
+				counts = EXCLUDED.counts, tool_summary = EXCLUDED.tool_summary, source = EXCLUDED.source, summary = EXCLUDED.summary,
+				trials = EXCLUDED.trials`,
+			runID, m.Metric, m.Step, m.Level, m.Repetition, sum.N, encodeFloat64s(m.Values), counts, toolJSON, src, sumJSON, trials)
 	}
 	if err := s.db.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("store: save measurements of run %d: %w", runID, err)
@@ -88,7 +93,7 @@ func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptan
 // LoadMeasurements returns a run's measurements with their samples, for
 // evaluation.
 func (s *Store) LoadMeasurements(ctx context.Context, runID int64) ([]acceptance.Measurement, error) {
-	rows, err := s.db.Query(ctx, `SELECT metric, step, level, repetition, values_f64, counts, tool_summary, source
+	rows, err := s.db.Query(ctx, `SELECT metric, step, level, repetition, values_f64, counts, tool_summary, source, coalesce(trials, 0)
 		FROM measurements WHERE run_id = $1 ORDER BY step, level, metric, repetition`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: load measurements of run %d: %w", runID, err)
@@ -96,7 +101,7 @@ func (s *Store) LoadMeasurements(ctx context.Context, runID int64) ([]acceptance
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (acceptance.Measurement, error) {
 		var m acceptance.Measurement
 		var values, counts, tool, src []byte
-		if err := r.Scan(&m.Metric, &m.Step, &m.Level, &m.Repetition, &values, &counts, &tool, &src); err != nil {
+		if err := r.Scan(&m.Metric, &m.Step, &m.Level, &m.Repetition, &values, &counts, &tool, &src, &m.Trials); err != nil {
 			return m, err
 		}
 		m.Values = decodeFloat64s(values)

@@ -152,3 +152,31 @@ func StudentQuantile(p, df float64) float64 {
 	}
 	return (lo + hi) / 2
 }
+
+// ClopperPearson returns the exact one-sided bounds, each at confidence
+// 1 − alpha, on the probability p of a binomial with k successes in n
+// trials: lower solves P(X ≥ k | p) = alpha (0 when k = 0), upper solves
+// P(X ≤ k | p) = alpha (1 when k = n).
+func ClopperPearson(k, n int64, alpha float64) (lower, upper float64) {
+	// solve finds p where rising(p) = target, by bisection.
+	solve := func(rising func(p float64) float64, target float64) float64 {
+		lo, hi := 0.0, 1.0
+		for range 100 {
+			mid := (lo + hi) / 2
+			if rising(mid) < target {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return (lo + hi) / 2
+	}
+	lower, upper = 0, 1
+	if k > 0 {
+		lower = solve(func(p float64) float64 { return BinomialSF(k, n, p) }, alpha)
+	}
+	if k < n {
+		upper = solve(func(p float64) float64 { return 1 - BinomialCDF(k, n, p) }, 1-alpha)
+	}
+	return lower, upper
+}

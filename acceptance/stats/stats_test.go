@@ -524,3 +524,22 @@ func TestRawSampleMatchesSorting(t *testing.T) {
 		require.Equal(t, orig, v, "the caller's values are not modified")
 	}
 }
+
+// Clopper–Pearson bounds: no failures in n gives the exact 1 − α^(1/n)
+// (about 3/n at 95 %, the rule of three); the bounds hold the estimate and
+// are exact against the binomial tails.
+func TestClopperPearson(t *testing.T) {
+	t.Parallel()
+	lo, up := ClopperPearson(0, 1000, 0.05)
+	require.Zero(t, lo)
+	require.InDelta(t, 1-math.Pow(0.05, 1.0/1000), up, 1e-9)
+	require.InDelta(t, 3.0/1000, up, 0.0001)
+	lo, up = ClopperPearson(1000, 1000, 0.05)
+	require.Equal(t, 1.0, up)
+	require.InDelta(t, math.Pow(0.05, 1.0/1000), lo, 1e-9)
+	lo, up = ClopperPearson(30, 1000, 0.05)
+	require.Less(t, lo, 0.03)
+	require.Greater(t, up, 0.03)
+	require.InDelta(t, 0.05, BinomialCDF(30, 1000, up), 1e-9)
+	require.InDelta(t, 0.05, BinomialSF(30, 1000, lo), 1e-9)
+}

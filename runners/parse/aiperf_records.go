@@ -180,6 +180,7 @@ func ImportAIPerfRecords(r io.Reader, opts Options) ([]acceptance.Measurement, [
 	}
 	m := opts.measurement(acceptance.MetricErrorRate, src("records with an error / profiling records", ""))
 	m.Values = []float64{float64(failed) / float64(all)}
+	m.Trials = int64(all)
 	out = append(out, m)
 	if failed > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d of %d requests failed", failed, all))

@@ -322,6 +322,7 @@ func aiperfDerived(metrics map[string]json.RawMessage, prefix, in, version strin
 		if good+bad > 0 {
 			m := opts.measurement(acceptance.MetricErrorRate, src(prefix+"error_request_count / (request_count + error_request_count)"))
 			m.Values = []float64{bad / (good + bad)}
+			m.Trials = int64(good + bad)
 			out = append(out, m)
 		}
 	}

@@ -351,6 +351,7 @@ func (a *probeAcc) measurements(res *wire.StepResult, in, resName string, hasSLO
 		warnings = append(warnings, "no SLO set for the step: no goodput")
 	}
 	rate(acceptance.MetricErrorRate, float64(a.failed)/float64(a.all), in+": failed / all non-warm-up requests")
+	out[len(out)-1].Trials = int64(a.all)
 	if a.failed > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d of %d requests failed (%s)", a.failed, a.all, kindsText(a.errorKinds)))
 	}

@@ -191,10 +191,12 @@ func ImportVLLM(data []byte, opts Options) ([]acceptance.Measurement, []string, 
 	case hasFailed && hasCompleted && completed+failed > 0:
 		m := opts.measurement(acceptance.MetricErrorRate, src("failed / (completed + failed)", ""))
 		m.Values = []float64{failed / (completed + failed)}
+		m.Trials = int64(completed + failed)
 		out = append(out, m)
 	case pr.n > 0 && pr.hasErrors:
 		m := opts.measurement(acceptance.MetricErrorRate, src("errors (non-empty) / requests", ""))
 		m.Values = []float64{float64(pr.n-pr.succeeded) / float64(pr.n)}
+		m.Trials = int64(pr.n)
 		out = append(out, m)
 	}
 	if len(out) == 0 {
