@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,4 +187,61 @@ func TestSessionCookieAttributes(t *testing.T) {
 		require.Equal(t, http.SameSiteLaxMode, session.SameSite)
 		require.Equal(t, https, session.Secure, "Secure exactly when the public URL is https")
 	}
+}
+
+// Guesses sent at once cannot slip under the limit together: each counts
+// before its password is checked.
+func TestSignInThrottlingHoldsUnderParallelGuesses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createUser(t, "dee@x.example", nil, false)
+	try := func(email, password string) int {
+		req, _ := http.NewRequest(http.MethodPost, b.ts.URL+"/signin", strings.NewReader(url.Values{"email": {email}, "password": {password}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := b.client(t).Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	const parallel = 4 * maxFailuresPerEmail
+	codes := make(chan int, parallel)
+	var wg sync.WaitGroup
+	for i := range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- try("dee@x.example", fmt.Sprintf("guess-%d", i))
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	checked := 0
+	for c := range codes {
+		if c == http.StatusUnauthorized {
+			checked++
+		} else {
+			require.Equal(t, http.StatusTooManyRequests, c)
+		}
+	}
+	require.LessOrEqual(t, checked, maxFailuresPerEmail, "no more passwords were checked than the limit allows")
+
+}
+
+// The limit per client address holds across accounts, each of them far
+// below its own limit.
+func TestSignInThrottlingPerAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	try := func(email string) int {
+		req, _ := http.NewRequest(http.MethodPost, b.ts.URL+"/signin", strings.NewReader(url.Values{"email": {email}, "password": {"wrong"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := b.client(t).Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for i := 0; i < maxFailuresPerAddr; i++ {
+		require.Equal(t, http.StatusUnauthorized, try(fmt.Sprintf("user%d@y.example", i)), "attempt %d", i+1)
+	}
+	require.Equal(t, http.StatusTooManyRequests, try("fresh@y.example"), "the address is throttled, whichever account it tries")
 }

@@ -50,12 +50,19 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnprocessableEntity, "Enter your email and password.")
 		return
 	}
+	// This attempt counts as failed until the password proves right, so the
+	// count below includes it (and any guesses racing it).
+	attempt, err := s.store.BeginSignInAttempt(ctx, form.Email, addr)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	byEmail, byAddr, err := s.store.FailedSignIns(ctx, form.Email, addr, time.Now().Add(-throttleWindow))
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	if byEmail >= maxFailuresPerEmail || byAddr >= maxFailuresPerAddr {
+	if byEmail > maxFailuresPerEmail || byAddr > maxFailuresPerAddr {
 		_ = s.store.Audit(ctx, store.AuditEntry{ActorLabel: form.Email, Action: "signin_throttled", ClientAddr: addr})
 		fail(http.StatusTooManyRequests, "Too many failed sign-in attempts. Wait 15 minutes and try again, or ask an administrator.")
 		return
@@ -67,9 +74,11 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	// CheckPassword costs the same whether or not the user exists.
 	ok := auth.CheckPassword(user.PasswordHash, password) && !user.Disabled
-	if recErr := s.store.RecordSignInAttempt(ctx, form.Email, addr, ok); recErr != nil {
-		s.serverError(w, r, recErr)
-		return
+	if ok {
+		if err := s.store.SignInSucceeded(ctx, attempt); err != nil {
+			s.serverError(w, r, err)
+			return
+		}
 	}
 	if !ok {
 		entry := store.AuditEntry{ActorLabel: form.Email, Action: "signin_failed", ClientAddr: addr}

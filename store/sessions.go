@@ -64,11 +64,24 @@ func (s *Store) RevokeUserSessions(ctx context.Context, userID int64) error {
 	return nil
 }
 
-// RecordSignInAttempt notes an attempt for throttling.
-func (s *Store) RecordSignInAttempt(ctx context.Context, email, addr string, ok bool) error {
-	_, err := s.db.Exec(ctx, `INSERT INTO signin_attempts (email, client_addr, succeeded) VALUES (lower($1), $2, $3)`, truncate(email, 320), addr, ok)
+// BeginSignInAttempt records an attempt as failed before the password is
+// checked, so that it counts towards throttling at once: parallel guesses
+// cannot all slip under the limit before any of them is recorded.
+// SignInSucceeded corrects it when the password was right.
+func (s *Store) BeginSignInAttempt(ctx context.Context, email, addr string) (int64, error) {
+	var id int64
+	err := s.db.QueryRow(ctx, `INSERT INTO signin_attempts (email, client_addr, succeeded) VALUES (lower($1), $2, false) RETURNING id`,
+		truncate(email, 320), addr).Scan(&id)
 	if err != nil {
-		return fmt.Errorf("store: record sign-in attempt: %w", err)
+		return 0, fmt.Errorf("store: record sign-in attempt: %w", err)
+	}
+	return id, nil
+}
+
+// SignInSucceeded marks an attempt as the right password.
+func (s *Store) SignInSucceeded(ctx context.Context, id int64) error {
+	if _, err := s.db.Exec(ctx, `UPDATE signin_attempts SET succeeded = true WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("store: record sign-in success: %w", err)
 	}
 	return nil
 }
