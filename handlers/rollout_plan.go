@@ -63,6 +63,15 @@ func (s *Server) renderPlan(w http.ResponseWriter, r *http.Request, status int, 
 			Form: stageFormOf(st), WatchForm: s.watchFormFromGates(ctx, pr.ID, st)}
 		if ro.ReplayErr == nil && i < len(ro.State.Stages) {
 			ps.State = string(ro.State.Stages[i].State)
+			for _, a := range ro.State.Stages[i].Approvals {
+				if a.Kind == acceptance.DecisionWaive {
+					who := a.Actor.Name
+					if who == "" {
+						who = a.Actor.UserID
+					}
+					ps.Waivers = append(ps.Waivers, fmt.Sprintf("%s (%s side): %s", who, a.Actor.OrgKind, a.Reason))
+				}
+			}
 		}
 		for _, wt := range watches {
 			if wt.StageID == st.ID {

@@ -267,6 +267,8 @@ func TestRolloutWaiverNeedsAReason(t *testing.T) {
 	require.Contains(t, home, "lab-acceptance — waiver by the vendor side: "+reason)
 	_, log := rb.get(t, rb.viewer, rb.url("/decisions"))
 	require.Contains(t, log, reason)
+	_, plan := rb.get(t, rb.owner, rb.url("/rollout/plan"))
+	require.Contains(t, plan, "(vendor side): "+reason, "the plan editor shows it too")
 	status, api := rb.apiGet(t, rb.createTokenViaUI(t, rb.viewer, "read"), "/api/v1"+rb.url("/rollout"))
 	require.Equal(t, http.StatusOK, status)
 	stage := api["stages"].([]any)[0].(map[string]any)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/store"
 )
@@ -74,9 +75,12 @@ type WebhookBody struct {
 	StagePosition int    `json:"stage_position"`
 	StageState    string `json:"stage_state"`
 	// NextStage is the stage that now awaits approval, after an approval.
-	NextStage     string          `json:"next_stage,omitempty"`
-	RolloutStatus string          `json:"rollout_status"`
-	Decision      WebhookDecision `json:"decision"`
+	NextStage     string `json:"next_stage,omitempty"`
+	RolloutStatus string `json:"rollout_status"`
+	// Approvals are the stage's sign-offs so far (both sides' approvals or
+	// waivers, each waiver with its reason), not only this decision's.
+	Approvals []acceptance.Signoff `json:"approvals,omitempty"`
+	Decision  WebhookDecision      `json:"decision"`
 }
 
 // WebhookProgram names the program.
@@ -111,6 +115,7 @@ func enqueueWebhooks(ctx context.Context, tx *store.Store, ins Inserter, program
 	if idx < len(out.After.Stages) {
 		st := out.After.Stages[idx]
 		body.Stage, body.StagePosition, body.StageState = st.Name, idx+1, string(st.State)
+		body.Approvals = st.Approvals
 	}
 	if next, ok := out.After.CurrentStage(); ok && out.After.Current != idx {
 		body.NextStage = next.Name

@@ -56,6 +56,9 @@ func TestWebhookDeliveriesAreSignedAndRetried(t *testing.T) {
 	require.Equal(t, "pilot-5pct", body.NextStage)
 	require.Equal(t, "in-progress", body.RolloutStatus)
 	require.Equal(t, "chen@bigcloud.example", body.Decision.Record.Actor)
+	require.Len(t, body.Approvals, 2, "both sides' sign-offs, not only the last decision")
+	require.Equal(t, vera.UserID, body.Approvals[0].Actor.UserID)
+	require.Equal(t, chen.UserID, body.Approvals[1].Actor.UserID)
 
 	ds = b.waitDeliveries(t, downID, 1, 60*time.Second)
 	require.Equal(t, store.DeliveryFailed, ds[0].State)
