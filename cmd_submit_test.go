@@ -556,6 +556,13 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		runID := doc.prop("accord.run_id")
 		require.NotEmpty(t, runID)
 		b.waitForState(t, runID, store.RunCancelled)
+		// The cancel went through the API's handler to the host: the probe
+		// was stopped there and nothing of the run is left running.
+		var reason string
+		require.NoError(t, b.store.Pool.QueryRow(ctx, `SELECT reason FROM runs WHERE id = $1`, runID).Scan(&reason))
+		require.Contains(t, reason, "the probe was stopped")
+		require.Eventually(t, func() bool { return len(runProcesses(t, runID)) == 0 }, 10*time.Second, 100*time.Millisecond,
+			"no process of run %s is left on the host", runID)
 	})
 
 	t.Run("interrupt stops following", func(t *testing.T) {
@@ -585,8 +592,11 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		m := regexpFind(`stopped following run (\d+)`, w.String())
 		run := b.runState(t, m)
 		require.Equal(t, store.RunRunning, run, "Ctrl-C does not cancel the run")
+		require.Eventually(t, func() bool { return len(runProcesses(t, m)) > 0 }, 30*time.Second, 100*time.Millisecond,
+			"the probe of run %s runs on the host", m)
 
-		// Cancel it through the API, so that nothing outlives the test.
+		// Cancel it through the API, so that nothing outlives the test; the
+		// probe is stopped on the host.
 		req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/v1/programs/%d/runs/%s/cancel", b.base, b.programID, m), nil)
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+b.token)
@@ -595,6 +605,8 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		res.Body.Close()
 		require.Equal(t, http.StatusAccepted, res.StatusCode)
 		b.waitForState(t, m, store.RunCancelled)
+		require.Eventually(t, func() bool { return len(runProcesses(t, m)) == 0 }, 10*time.Second, 100*time.Millisecond,
+			"no process of run %s is left on the host: %v", m, runProcesses(t, m))
 	})
 }
 
@@ -868,4 +880,27 @@ func FuzzJUnitDocument(f *testing.F) {
 			t.Fatalf("failure text %q, want %q", got, want)
 		}
 	})
+}
+
+// runProcesses lists the processes on this machine (the loopback lab
+// host) whose command line names the run's folder on the host.
+func runProcesses(t *testing.T, runID string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		line := strings.ReplaceAll(string(cmd), "\x00", " ")
+		if strings.Contains(line, " probe ") && strings.Contains(line, "/runs/"+runID+"-") {
+			out = append(out, e.Name()+": "+line)
+		}
+	}
+	return out
 }
