@@ -97,6 +97,10 @@ type Options struct {
 	GPUExpected bool `json:"gpu_expected,omitempty"`
 	// FioRequired: a fio step will run, so fio missing is a blocking failure.
 	FioRequired bool `json:"fio_required,omitempty"`
+	// MaxIODepth is the deepest fio iodepth of the profile (0: none): a
+	// controller whose I/O queues hold fewer entries makes I/O wait in the
+	// host instead of on the device.
+	MaxIODepth int `json:"max_iodepth,omitempty"`
 	// MaxTemperatureC is the composite temperature above which a controller
 	// warns (default 70 °C).
 	MaxTemperatureC int `json:"max_temperature_c,omitempty"`
@@ -119,6 +123,9 @@ func OptionsFor(spec acceptance.ProfileSpec) Options {
 	for _, s := range spec.Steps {
 		if s.Kind == acceptance.StepFio {
 			o.FioRequired = true
+			if s.Fio != nil {
+				o.MaxIODepth = max(o.MaxIODepth, s.Fio.IODepth)
+			}
 		}
 	}
 	return o
@@ -189,8 +196,8 @@ var checks = []checkDef{
 	{Definition{"storage.ana", AreaStorage, "ANA path states", true,
 		"Blocking when a namespace has no optimized or non-optimized path: I/O cannot be served."},
 		fabricRelevant, checkANA},
-	{Definition{"storage.queues", AreaStorage, "I/O queues per controller", false,
-		"Fewer I/O queues than CPUs makes CPUs share queues and caps parallelism at high queue depths."},
+	{Definition{"storage.queues", AreaStorage, "I/O queues per controller, and their size", false,
+		"Fewer I/O queues than CPUs makes CPUs share queues and caps parallelism at high queue depths; queues that hold fewer entries than the profile's iodepth make I/O wait in the host."},
 		nvmeRelevant, checkQueues},
 	{Definition{"storage.health", AreaStorage, "Controller health (SMART)", true,
 		"Blocking on a critical warning: the drive is degraded, read-only or overheating, so results are not representative."},

@@ -2,6 +2,8 @@ package readiness
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -549,4 +551,37 @@ func BenchmarkEvaluate(b *testing.B) {
 	for b.Loop() {
 		Evaluate(f, optRDMA)
 	}
+}
+
+// Queues that hold fewer entries than the profile's iodepth warn, naming
+// the controllers and the depth; the profile's deepest fio step sets it.
+func TestQueueSizeAgainstTheProfilesIODepth(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := *b.rdma
+	f.NVMe.Controllers = slices.Clone(f.NVMe.Controllers)
+	for i := range f.NVMe.Controllers {
+		c := &f.NVMe.Controllers[i]
+		c.SQSize = facts.Value{Value: "127", Source: facts.Source{File: "/sys/class/nvme/" + c.Name + "/sqsize"}}
+	}
+	deep := optRDMA
+	deep.MaxIODepth = 256
+	q := byID(Evaluate(&f, deep))["storage.queues"]
+	require.Equal(t, WARN, q.Status, q.Summary)
+	require.Contains(t, q.Summary, "nvme1 holds 128 entries a queue")
+	require.Contains(t, q.Summary, "fewer than the profile's iodepth of 256")
+	require.Contains(t, q.Fix, "--queue-size=256")
+	require.Contains(t, fmt.Sprint(q.Evidence), "/sys/class/nvme/nvme1/sqsize")
+
+	shallow := optRDMA
+	shallow.MaxIODepth = 128
+	q = byID(Evaluate(&f, shallow))["storage.queues"]
+	require.Equal(t, PASS, q.Status, "128 entries hold an iodepth of 128: %s", q.Summary)
+	require.Equal(t, PASS, byID(Evaluate(b.rdma, deep))["storage.queues"].Status, "no sqsize (older kernels): the count alone decides")
+
+	spec := acceptance.ProfileSpec{Steps: []acceptance.StepSpec{
+		{Kind: acceptance.StepFio, Fio: &acceptance.FioStep{IODepth: 32}},
+		{Kind: acceptance.StepFio, Fio: &acceptance.FioStep{IODepth: 256}},
+	}}
+	require.Equal(t, 256, OptionsFor(spec).MaxIODepth)
 }

@@ -281,9 +281,41 @@ func checkANA(e *env) result {
 	return result{combine(statuses...), strings.Join(parts, " "), ev, fix}
 }
 
-// checkQueues: each controller has an I/O queue per CPU. queue_count
-// includes the admin queue.
+// checkQueues: each controller has an I/O queue per CPU (queue_count
+// includes the admin queue), and its queues hold at least the profile's
+// fio iodepth.
 func checkQueues(e *env) result {
+	res := checkQueueCount(e)
+	if len(e.ctrls) == 0 || e.o.MaxIODepth <= 0 {
+		return res
+	}
+	var small []string
+	for _, c := range e.ctrls {
+		n, err := strconv.Atoi(c.SQSize.Value)
+		if !c.SQSize.OK() || err != nil || n < 0 {
+			continue // older kernels have no sqsize: the count alone decides
+		}
+		res.evidence = append(res.evidence, valueEv(ctrlFact(c, "sqsize"), c.SQSize))
+		if entries := n + 1; entries < e.o.MaxIODepth {
+			small = append(small, fmt.Sprintf("%s holds %d entries a queue", c.Name, entries))
+		}
+	}
+	if len(small) == 0 {
+		return res
+	}
+	res.summary = strings.TrimSpace(res.summary + " " + fmt.Sprintf("%s, fewer than the profile's iodepth of %d: the rest wait in the host, not on the device.",
+		strings.Join(small, "; "), e.o.MaxIODepth))
+	fix := fmt.Sprintf("Reconnect with deeper queues (nvme connect ... --queue-size=%d or more; the array may cap it), or lower the profile's iodepth to what the queues hold.", e.o.MaxIODepth)
+	if res.status == PASS {
+		res.fix = fix
+	} else {
+		res.fix = strings.TrimSpace(res.fix + " " + fix)
+	}
+	res.status = combine(res.status, WARN)
+	return res
+}
+
+func checkQueueCount(e *env) result {
 	cpus := e.f.CPU.CPUs
 	cpuEv := sourceEv("cpu.cpus", e.f.CPU.Source, linesAround(e.f.CPU.Source.Raw, `"CPU(s):"`, 1))
 	cpuEv.Value = strconv.Itoa(cpus)

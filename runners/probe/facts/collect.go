@@ -238,6 +238,7 @@ func collectNVMe(ctx context.Context, r *Runner, smart bool) NVMe {
 			Serial:      r.Attr(dir + "/serial"),
 			FirmwareRev: r.Attr(dir + "/firmware_rev"),
 			QueueCount:  r.Attr(dir + "/queue_count"),
+			SQSize:      r.Attr(dir + "/sqsize"),
 			NUMANode:    r.Attr(dir + "/numa_node"),
 		}
 		if smart {

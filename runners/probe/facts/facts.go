@@ -121,6 +121,7 @@ type NVMeController struct {
 	Serial      Value     `json:"serial"`
 	FirmwareRev Value     `json:"firmware_rev"`
 	QueueCount  Value     `json:"queue_count"`
+	SQSize      Value     `json:"sqsize"` // I/O submission queue size, 0's based (entries − 1)
 	NUMANode    Value     `json:"numa_node"`
 	SmartLog    *SmartLog `json:"smart_log,omitempty"`
 }
