@@ -39,6 +39,15 @@ func checkMeasurements(t *testing.T, ms []acceptance.Measurement) {
 				}
 			}
 		}
+		if metric.Unit == acceptance.UnitRatio {
+			for _, v := range m.Values {
+				require.LessOrEqual(t, v, 1.0, "%s: a share is at most 1", m.Metric)
+			}
+		}
+		require.GreaterOrEqual(t, m.Trials, int64(0), "%s: a request count is not negative", m.Metric)
+		if m.Trials > 0 {
+			require.Equal(t, acceptance.UnitRatio, metric.Unit, "%s: only a share has a request count", m.Metric)
+		}
 		if metric.Kind == acceptance.KindRate {
 			require.Len(t, m.Values, 1, "%s: a rate has one value", m.Metric)
 		} else {
@@ -185,6 +194,27 @@ func FuzzGenAIPerf(f *testing.F) {
 			require.NotEmpty(t, ms)
 			checkMeasurements(t, ms)
 		}
+	})
+}
+
+// FuzzAIPerfRecords holds AIPerf's per-request export (JSON lines, read
+// as a stream) to the same rules as every import, and the whole-file and
+// streaming paths to the same answer.
+func FuzzAIPerfRecords(f *testing.F) {
+	addTestdata(f, "aiperf-profile_export.jsonl")
+	f.Add([]byte(`{"metadata":{"worker_id":"w","benchmark_phase":"profiling"},"metrics":{"time_to_first_token":{"value":12.5,"unit":"ms"},"request_latency":{"value":40,"unit":"ms"}}}` + "\n"))
+	f.Add([]byte(`{"metadata":{"benchmark_phase":"warmup"},"metrics":{}}` + "\n" + `{"error":{"code":500,"message":"x"},"metadata":{"benchmark_phase":"profiling"}}`))
+	f.Add([]byte("{}\n\n[1]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, _, err := Import(FormatAIPerfRecords, data, Options{})
+		if err != nil {
+			require.Nil(t, ms)
+			return
+		}
+		checkMeasurements(t, ms)
+		ms2, _, err := ImportAIPerfRecords(bytes.NewReader(data), Options{})
+		require.NoError(t, err)
+		require.Equal(t, ms, ms2)
 	})
 }
 
