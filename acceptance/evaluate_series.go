@@ -512,6 +512,7 @@ func (e *evaluator) absQuantile(cc *critCtx, key SeriesKey, cs *preparedSide, sr
 		sr.Method += "; values are the input histogram's bucket values"
 	}
 	sr.Lower, sr.Upper = lower, upper
+	absoluteRepetitionT(cc, cs, &sr, &pPass, &pFail, "nearest-rank "+string(cc.c.Statistic))
 	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
 	sr.Verdict = verdictFromP(pPass, pFail, a)
 	sr.Reason = reasonDecided
@@ -570,10 +571,11 @@ func (e *evaluator) absMean(cc *critCtx, key SeriesKey, cs *preparedSide, sr Ser
 	} else {
 		pPass, pFail = stats.ShareBelow(reps, cc.limit), stats.ShareAtLeast(reps, cc.limit)
 	}
-	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
 	sr.Interval, sr.Resamples, sr.Seed = IntervalBootstrap, len(reps), seedHex
 	sr.Method = fmt.Sprintf("mean of %s pooled samples; one-sided %s percentile bounds from a bootstrap %s (%s resamples, repetitions then samples within them; a resampled mean of more than %s draws is taken from its normal limit)",
 		fmtCount(cs.pooled.N()), fmtConf(cc.conf), repetitionsPhrase(len(cs.reps)), fmtCount(int64(len(reps))), fmtCount(stats.ExactMeanDraws))
+	absoluteRepetitionT(cc, cs, &sr, &pPass, &pFail, "mean")
+	sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
 	sr.Verdict, sr.Reason = verdictFromP(pPass, pFail, a), reasonDecided
 	if sr.Verdict == Inconclusive {
 		sr.Reason = reasonStraddles
@@ -858,33 +860,61 @@ func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, s
 	return sr, nil
 }
 
+// repetitionLogs is Student's t on the mean log of each repetition's own
+// statistic (the criterion's percentile, or the mean): false when the side
+// has fewer than two repetitions or a statistic is not positive.
+func repetitionLogs(cc *critCtx, p *preparedSide) (stats.TInterval, bool) {
+	logs := make([]float64, len(p.reps))
+	for i, s := range p.reps {
+		v := s.Mean()
+		if cc.isQ {
+			v = s.Quantile(cc.q)
+		}
+		if !(v > 0) || math.IsInf(v, 0) {
+			return stats.TInterval{}, false
+		}
+		logs[i] = math.Log(v)
+	}
+	return stats.NewTInterval(logs)
+}
+
 // repetitionT is Student's t on the difference of the mean logs of each
 // repetition's own statistic (candidate minus baseline), with the
 // conservative min(R_cand, R_base) − 1 degrees of freedom; false when a
 // side has fewer than two repetitions or a statistic is not positive.
 func repetitionT(cc *critCtx, cs, bs *preparedSide) (stats.TInterval, bool) {
-	logs := func(p *preparedSide) ([]float64, bool) {
-		out := make([]float64, len(p.reps))
-		for i, s := range p.reps {
-			v := s.Mean()
-			if cc.isQ {
-				v = s.Quantile(cc.q)
-			}
-			if !(v > 0) || math.IsInf(v, 0) {
-				return nil, false
-			}
-			out[i] = math.Log(v)
-		}
-		return out, len(out) >= 2
-	}
-	lc, okC := logs(cs)
-	lb, okB := logs(bs)
+	tc, okC := repetitionLogs(cc, cs)
+	tb, okB := repetitionLogs(cc, bs)
 	if !okC || !okB || cc.limit <= -100 {
 		return stats.TInterval{}, false
 	}
-	tc, _ := stats.NewTInterval(lc)
-	tb, _ := stats.NewTInterval(lb)
-	return stats.TInterval{Mean: tc.Mean - tb.Mean, SE: math.Hypot(tc.SE, tb.SE), DF: min(len(lc), len(lb)) - 1}, true
+	return stats.TInterval{Mean: tc.Mean - tb.Mean, SE: math.Hypot(tc.SE, tb.SE), DF: min(tc.DF, tb.DF)}, true
+}
+
+// absoluteRepetitionT adds, for two or more repetitions, Student's t on the
+// mean log of each repetition's own statistic against the limit, so that
+// run-to-run variation counts: the verdict needs it to agree, and the
+// wider bound is shown.
+func absoluteRepetitionT(cc *critCtx, cs *preparedSide, sr *SeriesResult, pPass, pFail *float64, what string) {
+	rt, ok := repetitionLogs(cc, cs)
+	if !ok || !(cc.limit > 0) {
+		return
+	}
+	lim := math.Log(cc.limit)
+	var tPass, tFail float64
+	if cc.le() {
+		tPass, tFail = rt.PAtMost(lim), rt.PAbove(lim)
+	} else {
+		tPass, tFail = rt.PAtLeast(lim), rt.PBelow(lim)
+	}
+	*pPass, *pFail = max(*pPass, tPass), max(*pFail, tFail)
+	if sr.Lower != nil {
+		sr.Lower = finiteOrNil(min(*sr.Lower, math.Exp(rt.Lower(cc.alpha))))
+	}
+	if sr.Upper != nil {
+		sr.Upper = finiteOrNil(max(*sr.Upper, math.Exp(rt.Upper(cc.alpha))))
+	}
+	sr.Method += fmt.Sprintf("; and Student's t on the log of each repetition's own %s (%d repetitions, %d degrees of freedom), so that run-to-run variation counts", what, len(cs.reps), rt.DF)
 }
 
 // relShares returns the shares of replicates against the claim (p-values)
