@@ -18,7 +18,12 @@
 //     counts over a log-bucketed histogram (bucket relative error ≤ 0.1 %),
 //     descending a binary tree of buckets with conditional binomial draws, so
 //     one resample of a million samples costs a few dozen binomial draws
-//     instead of a million; see Side.
+//     instead of a million; see Side. A few repetitions understate how
+//     much whole runs differ, so the gate engine also applies Student's t
+//     (TInterval) to each repetition's own statistic and needs both to
+//     agree.
+//   - Shares of requests (error rate): exact binomial tests and
+//     Clopper–Pearson bounds on the pooled count (ClopperPearson).
 //   - Random numbers: math/rand/v2's PCG, seeded from a digest of the inputs,
 //     so that every result can be reproduced bit for bit.
 package stats
