@@ -299,7 +299,11 @@ func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lea
 	if dir == "" {
 		dir = fresh.RemoteDir
 	}
-	if fresh.Launched && dir != "" {
+	// A run folder is known once the worker got that far (or the launch was
+	// recorded): stop whatever runs there. A cancel can land between the
+	// probe's launch and its record, so "not recorded as launched" is not
+	// "not running"; stopping a folder with no probe in it does nothing.
+	if dir != "" {
 		target, err := TargetFor(host, d.Sealer)
 		if err != nil {
 			return err
@@ -309,7 +313,11 @@ func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lea
 			_ = st.AddRunNote(ctx, run.ID, "error", "stopping the probe failed: "+err.Error())
 			return fmt.Errorf("stop run %d: %w", run.ID, err)
 		}
-		reason += fmt.Sprintf("; the probe was stopped (%s), no process of the run is left", stopText(stopped.Killed))
+		if stopped.Signalled {
+			reason += fmt.Sprintf("; the probe was stopped (%s), no process of the run is left", stopText(stopped.Killed))
+		} else {
+			reason += "; no process of the run was running on the host"
+		}
 	}
 	err = st.InTx(ctx, func(tx *store.Store) error {
 		if lease != nil {

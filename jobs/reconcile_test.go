@@ -52,3 +52,38 @@ func TestReconcilerEndsARunItsJobLeftBehind(t *testing.T) {
 	r2 = b.waitFor(t, second, 90*time.Second, "second ends", settled)
 	require.Equal(t, store.RunDone, r2.State, r2.Reason)
 }
+
+// A cancel can land after the probe was launched on the host but before
+// the launch was recorded: stopping goes by the run folder the worker
+// reached, not by the record, so the probe is stopped all the same.
+func TestStopReachesAProbeWhoseLaunchWasNotRecorded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	runID := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(60*time.Second)), nil, nil)
+	run := b.waitFor(t, runID, 60*time.Second, "run", func(r store.Run) bool { return r.State == store.RunRunning && r.EventsOffset > 0 })
+	dir := b.runDir(runID)
+	require.NotEmpty(t, processesOf(t, dir))
+	// Take the job away from the worker without a cancel, then forget the
+	// launch, as if the worker had died between launching and recording.
+	_, err := b.river.JobCancel(ctx, *run.RiverJobID)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		j, err := b.river.JobGet(ctx, *run.RiverJobID)
+		return err == nil && j.State == "cancelled"
+	}, 30*time.Second, 50*time.Millisecond)
+	_, err = b.pool.Exec(ctx, `UPDATE runs SET launched = false, remote_dir = '' WHERE id = $1`, runID)
+	require.NoError(t, err)
+	require.NotEmpty(t, processesOf(t, dir), "the probe still runs")
+
+	host, err := b.store.GetHost(ctx, b.programID, b.hostID)
+	require.NoError(t, err)
+	fresh, err := b.store.RunByID(ctx, runID)
+	require.NoError(t, err)
+	require.NoError(t, stopAndCancel(ctx, b.deps, fresh, host, nil, dir))
+	ended, err := b.store.RunByID(ctx, runID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunCancelled, ended.State)
+	require.Contains(t, ended.Reason, "the probe was stopped")
+	require.Eventually(t, func() bool { return len(processesOf(t, dir)) == 0 }, 10*time.Second, 50*time.Millisecond)
+}
