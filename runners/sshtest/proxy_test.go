@@ -53,8 +53,10 @@ func TestProxy(t *testing.T) {
 	got, err := roundTrip(t, c, "hello", 5*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "hello\n", got)
-	require.EqualValues(t, 6, p.BytesUp())
-	require.Eventually(t, func() bool { return p.BytesDown() == 6 }, time.Second, 10*time.Millisecond)
+	// The counters are added after each write, so the echo can reach the
+	// client before its own bytes are counted: wait for both.
+	require.Eventually(t, func() bool { return p.BytesUp() == 6 && p.BytesDown() == 6 }, time.Second, 10*time.Millisecond,
+		"up %d, down %d", p.BytesUp(), p.BytesDown())
 
 	// Silence: nothing comes back, the socket stays open; Resume delivers
 	// what was held.
