@@ -188,8 +188,12 @@ func TestBrowserWalkthrough(t *testing.T) {
 	w.waitRun(t, run, "the candidate run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
 	// The live page reloads itself once the run is final (navigating here
 	// as well would race that reload).
-	br.WaitUntil(`document.getElementById("overall-verdict") ? "" : document.readyState + " " + location.pathname`, time.Minute, "the run page to show the verdict")
-	require.Regexp(t, `^(PASS|FAIL|INCONCLUSIVE|INCOMPARABLE)$`, br.Text("#overall-verdict"))
+	// Wait for the reloaded document to be complete, and read the verdict
+	// by evaluation: a DOM query by node id can still point into the page
+	// being replaced ("No node with given id found").
+	br.WaitUntil(`(document.readyState === "complete" && document.getElementById("overall-verdict")) ? "" : document.readyState + " " + location.pathname`,
+		time.Minute, "the run page to show the verdict")
+	require.Regexp(t, `^(PASS|FAIL|INCONCLUSIVE|INCOMPARABLE)$`, browsertest.Eval[string](br, `document.getElementById("overall-verdict").textContent.trim()`))
 	waitChartsDrawn(t, br)
 	br.Screenshot("walkthrough-05-verdict")
 
