@@ -130,6 +130,13 @@ func (b *Browser) ClickAndWait(css string) {
 func (b *Browser) Text(css string) string {
 	b.t.Helper()
 	text, err := chromedp.Run(b.Ctx, chromedp.Text(chromedp.CSS(css)))
+	// A page that reloads itself can replace the document between finding
+	// the node and reading it; the node id is then stale. Look again (a
+	// few times) in the new document.
+	for try := 0; err != nil && strings.Contains(err.Error(), "No node with given id") && try < 10; try++ {
+		time.Sleep(200 * time.Millisecond)
+		text, err = chromedp.Run(b.Ctx, chromedp.Text(chromedp.CSS(css)))
+	}
 	if err != nil {
 		b.Screenshot("failure-" + sanitize(b.t.Name()))
 		b.t.Fatalf("browser: text of %s: %v", css, err)
