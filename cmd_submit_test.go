@@ -882,25 +882,8 @@ func FuzzJUnitDocument(f *testing.F) {
 	})
 }
 
-// runProcesses lists the processes on this machine (the loopback lab
-// host) whose command line names the run's folder on the host.
+// runProcesses lists the probe's processes of a run on the loopback host.
 func runProcesses(t *testing.T, runID string) []string {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		line := strings.ReplaceAll(string(cmd), "\x00", " ")
-		if strings.Contains(line, " probe ") && strings.Contains(line, "/runs/"+runID+"-") {
-			out = append(out, e.Name()+": "+line)
-		}
-	}
-	return out
+	return sshtest.Processes(t, " probe ", "/runs/"+runID+"-")
 }

@@ -824,22 +824,8 @@ func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, s
 		// at a nominal 5 %). Student's t on each repetition's own statistic
 		// counts that variation with the degrees of freedom it has: both
 		// tests must agree, and the wider bound is shown.
-		toRel := func(d float64) float64 { return 100 * math.Expm1(d) }
-		lim := math.Log1p(cc.limit / 100)
-		var tPass, tFail float64
-		if cc.le() {
-			tPass, tFail = rt.PAtMost(lim), rt.PAbove(lim)
-		} else {
-			tPass, tFail = rt.PAtLeast(lim), rt.PBelow(lim)
-		}
-		pPass, pFail = max(pPass, tPass), max(pFail, tFail)
+		addRepetitionT(cc, rt, math.Log1p(cc.limit/100), func(d float64) float64 { return 100 * math.Expm1(d) }, &sr, &pPass, &pFail)
 		sr.PValue, sr.PValueFail = finiteOrNil(pPass), finiteOrNil(pFail)
-		if sr.Lower != nil {
-			sr.Lower = finiteOrNil(min(*sr.Lower, toRel(rt.Lower(a))))
-		}
-		if sr.Upper != nil {
-			sr.Upper = finiteOrNil(max(*sr.Upper, toRel(rt.Upper(a))))
-		}
 		sr.Method += fmt.Sprintf("; and Student's t on the log of each repetition's own %s (%d vs %d repetitions, %d degrees of freedom), so that run-to-run variation counts: both must agree, and the wider bound is shown",
 			what, len(cs.reps), len(bs.reps), rt.DF)
 	} else {
@@ -900,7 +886,15 @@ func absoluteRepetitionT(cc *critCtx, cs *preparedSide, sr *SeriesResult, pPass,
 	if !ok || !(cc.limit > 0) {
 		return
 	}
-	lim := math.Log(cc.limit)
+	addRepetitionT(cc, rt, math.Log(cc.limit), math.Exp, sr, pPass, pFail)
+	sr.Method += fmt.Sprintf("; and Student's t on the log of each repetition's own %s (%d repetitions, %d degrees of freedom), so that run-to-run variation counts", what, len(cs.reps), rt.DF)
+}
+
+// addRepetitionT folds Student's t on the logs (rt, against the limit lim
+// on the log scale) into a result: each p-value becomes the larger of the
+// two tests' (both must agree), and each bound the wider, mapped back to
+// the criterion's scale by fromLog.
+func addRepetitionT(cc *critCtx, rt stats.TInterval, lim float64, fromLog func(float64) float64, sr *SeriesResult, pPass, pFail *float64) {
 	var tPass, tFail float64
 	if cc.le() {
 		tPass, tFail = rt.PAtMost(lim), rt.PAbove(lim)
@@ -909,12 +903,11 @@ func absoluteRepetitionT(cc *critCtx, cs *preparedSide, sr *SeriesResult, pPass,
 	}
 	*pPass, *pFail = max(*pPass, tPass), max(*pFail, tFail)
 	if sr.Lower != nil {
-		sr.Lower = finiteOrNil(min(*sr.Lower, math.Exp(rt.Lower(cc.alpha))))
+		sr.Lower = finiteOrNil(min(*sr.Lower, fromLog(rt.Lower(cc.alpha))))
 	}
 	if sr.Upper != nil {
-		sr.Upper = finiteOrNil(max(*sr.Upper, math.Exp(rt.Upper(cc.alpha))))
+		sr.Upper = finiteOrNil(max(*sr.Upper, fromLog(rt.Upper(cc.alpha))))
 	}
-	sr.Method += fmt.Sprintf("; and Student's t on the log of each repetition's own %s (%d repetitions, %d degrees of freedom), so that run-to-run variation counts", what, len(cs.reps), rt.DF)
 }
 
 // relShares returns the shares of replicates against the claim (p-values)

@@ -254,7 +254,7 @@ func (w *ExecuteRunWorker) handleFailure(ctx context.Context, job *river.Job[Exe
 	if ctx.Err() != nil {
 		// The job's context ended: a user's cancel, or this process stopping.
 		if requested, _ := st.CancelRequested(bg, run.ID); requested {
-			return w.cancel(bg, run, host, &lease, out.Dir)
+			return stopAndCancel(bg, w.deps, run, host, &lease, out.Dir)
 		}
 		return err // River runs the job again; it resumes from the offset
 	}
@@ -269,25 +269,21 @@ func (w *ExecuteRunWorker) handleFailure(ctx context.Context, job *river.Job[Exe
 	return err
 }
 
-// cancel stops the probe on the host (if it was launched) over a fresh
-// connection and ends the run as cancelled.
-func (w *ExecuteRunWorker) cancel(ctx context.Context, run store.Run, host store.Host, lease *store.Lease, dir string) error {
-	return stopAndCancel(ctx, w.deps, run, host, lease, dir)
-}
-
+// stopAndCancel stops the probe (in the run's folder on the host, when one
+// is known) and ends the run as cancelled by a user.
 func stopAndCancel(ctx context.Context, d Deps, run store.Run, host store.Host, lease *store.Lease, dir string) error {
 	return stopAndEnd(ctx, d, run, host, lease, dir, store.RunCancelled, "cancelled by a user")
 }
 
-// stopAndFail stops the probe (if it was launched) and ends the run as
-// failed with the reason.
+// stopAndFail stops the probe (in the run's recorded folder, if any) and
+// ends the run as failed with the reason.
 func stopAndFail(ctx context.Context, d Deps, run store.Run, host store.Host, reason string) error {
 	return stopAndEnd(ctx, d, run, host, nil, run.RemoteDir, store.RunFailed, reason)
 }
 
-// stopAndEnd stops the probe on the host over a fresh connection (when it
-// was launched) and then ends the run in the final state, the reason
-// saying what was stopped.
+// stopAndEnd stops the probe on the host over a fresh connection (when a
+// run folder is known) and then ends the run in the final state, the
+// reason saying what was stopped.
 func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lease *store.Lease, dir, state, reason string) error {
 	st := d.Store
 	ctx, done := context.WithTimeout(ctx, 2*time.Minute)

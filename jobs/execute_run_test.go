@@ -192,22 +192,7 @@ func TestCancelLeavesNoProcessOnTheHost(t *testing.T) {
 // processesOf lists the processes whose command line mentions dir.
 func processesOf(t *testing.T, dir string) []string {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	var out []string
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.Contains(string(cmd), dir) {
-			out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
-		}
-	}
-	return out
+	return sshtest.Processes(t, dir)
 }
 
 // Two runs for one host: the second waits for the host, then runs.

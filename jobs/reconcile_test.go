@@ -18,17 +18,7 @@ func TestReconcilerEndsARunItsJobLeftBehind(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	first := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(60*time.Second)), nil, nil)
-	run := b.waitFor(t, first, 60*time.Second, "run", func(r store.Run) bool { return r.State == store.RunRunning && r.EventsOffset > 0 })
-	dir := b.runDir(first)
-	require.NotEmpty(t, processesOf(t, dir))
-
-	_, err := b.river.JobCancel(ctx, *run.RiverJobID) // nobody asked Accord to cancel
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		j, err := b.river.JobGet(ctx, *run.RiverJobID)
-		return err == nil && j.State == "cancelled"
-	}, 30*time.Second, 50*time.Millisecond)
+	first, dir := b.probeLeftBehind(t)
 	second := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(100*time.Millisecond)), nil, nil)
 	waiting := b.waitFor(t, second, 30*time.Second, "second waits", func(r store.Run) bool { return r.State == store.RunWaitingForHost })
 	require.Contains(t, waiting.Reason, "busy with run #")
@@ -60,19 +50,10 @@ func TestStopReachesAProbeWhoseLaunchWasNotRecorded(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	runID := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(60*time.Second)), nil, nil)
-	run := b.waitFor(t, runID, 60*time.Second, "run", func(r store.Run) bool { return r.State == store.RunRunning && r.EventsOffset > 0 })
-	dir := b.runDir(runID)
-	require.NotEmpty(t, processesOf(t, dir))
 	// Take the job away from the worker without a cancel, then forget the
 	// launch, as if the worker had died between launching and recording.
-	_, err := b.river.JobCancel(ctx, *run.RiverJobID)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		j, err := b.river.JobGet(ctx, *run.RiverJobID)
-		return err == nil && j.State == "cancelled"
-	}, 30*time.Second, 50*time.Millisecond)
-	_, err = b.pool.Exec(ctx, `UPDATE runs SET launched = false, remote_dir = '' WHERE id = $1`, runID)
+	runID, dir := b.probeLeftBehind(t)
+	_, err := b.pool.Exec(ctx, `UPDATE runs SET launched = false, remote_dir = '' WHERE id = $1`, runID)
 	require.NoError(t, err)
 	require.NotEmpty(t, processesOf(t, dir), "the probe still runs")
 
@@ -86,4 +67,23 @@ func TestStopReachesAProbeWhoseLaunchWasNotRecorded(t *testing.T) {
 	require.Equal(t, store.RunCancelled, ended.State)
 	require.Contains(t, ended.Reason, "the probe was stopped")
 	require.Eventually(t, func() bool { return len(processesOf(t, dir)) == 0 }, 10*time.Second, 50*time.Millisecond)
+}
+
+// probeLeftBehind starts a minute-long run and, once its probe measures on
+// the host, cancels its job in River without Accord asking for a cancel
+// (River's UI, or its rescuer): the run is left behind, its probe running.
+func (b *testBundle) probeLeftBehind(t *testing.T) (runID int64, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	runID = b.submit(t, b.river, b.saveProfile(t, b.quickProfile(60*time.Second)), nil, nil)
+	run := b.waitFor(t, runID, 60*time.Second, "run", func(r store.Run) bool { return r.State == store.RunRunning && r.EventsOffset > 0 })
+	dir = b.runDir(runID)
+	require.NotEmpty(t, processesOf(t, dir), "the probe runs on the host")
+	_, err := b.river.JobCancel(ctx, *run.RiverJobID)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		j, err := b.river.JobGet(ctx, *run.RiverJobID)
+		return err == nil && j.State == "cancelled"
+	}, 30*time.Second, 50*time.Millisecond, "the job ends cancelled")
+	return runID, dir
 }
