@@ -7,10 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/xml"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -35,6 +32,8 @@ import (
 	"github.com/accordlab/accord/runners/sshtest"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
+	"github.com/accordlab/accord/submit"
+	"github.com/accordlab/accord/submit/submittest"
 )
 
 // TestMain removes the accord binary sshtest builds as the lab host's probe.
@@ -43,9 +42,6 @@ func TestMain(m *testing.M) {
 	sshtest.RemoveBuild()
 	os.Exit(code)
 }
-
-// junitSchema is our XSD of the common JUnit format.
-const junitSchema = "testdata/junit/junit.xsd"
 
 // submitBundle is a running Accord (web server and River workers, as
 // `accord serve` runs them) with a real sshd lab host, a program, a quick
@@ -232,72 +228,6 @@ func (r submitResult) String() string {
 	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.code, r.stdout, r.stderr)
 }
 
-// The JUnit document as the test reads it back.
-type readSuites struct {
-	Tests    int `xml:"tests,attr"`
-	Failures int `xml:"failures,attr"`
-	Errors   int `xml:"errors,attr"`
-	Skipped  int `xml:"skipped,attr"`
-	Suites   []struct {
-		Name      string `xml:"name,attr"`
-		Tests     int    `xml:"tests,attr"`
-		Failures  int    `xml:"failures,attr"`
-		Skipped   int    `xml:"skipped,attr"`
-		Errors    int    `xml:"errors,attr"`
-		Time      string `xml:"time,attr"`
-		Timestamp string `xml:"timestamp,attr"`
-		Props     []struct {
-			Name  string `xml:"name,attr"`
-			Value string `xml:"value,attr"`
-		} `xml:"properties>property"`
-		Cases []struct {
-			Name      string `xml:"name,attr"`
-			Classname string `xml:"classname,attr"`
-			Failure   *struct {
-				Message string `xml:"message,attr"`
-				Type    string `xml:"type,attr"`
-				Text    string `xml:",chardata"`
-			} `xml:"failure"`
-			Error *struct {
-				Message string `xml:"message,attr"`
-			} `xml:"error"`
-			Skipped *struct {
-				Message string `xml:"message,attr"`
-			} `xml:"skipped"`
-			SystemOut string `xml:"system-out"`
-		} `xml:"testcase"`
-	} `xml:"testsuite"`
-}
-
-func (s readSuites) prop(name string) string {
-	for _, p := range s.Suites[0].Props {
-		if p.Name == name {
-			return p.Value
-		}
-	}
-	return ""
-}
-
-// readJUnit validates the file with xmllint against our schema and parses
-// it.
-func readJUnit(t *testing.T, file string) readSuites {
-	t.Helper()
-	validateJUnit(t, file)
-	b, err := os.ReadFile(file)
-	require.NoError(t, err)
-	var doc readSuites
-	require.NoError(t, xml.Unmarshal(b, &doc))
-	require.Len(t, doc.Suites, 1)
-	return doc
-}
-
-func validateJUnit(t *testing.T, file string) {
-	t.Helper()
-	out, err := exec.Command("xmllint", "--noout", "--schema", junitSchema, file).CombinedOutput()
-	require.NoError(t, err, "xmllint --schema %s %s:\n%s", junitSchema, file, out)
-	require.Contains(t, string(out), "validates")
-}
-
 func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("xmllint"); err != nil {
@@ -314,7 +244,7 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		junit, report := filepath.Join(dir, "pass.xml"), filepath.Join(dir, "pass.tar.gz")
 		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read@v1", "--gate-set", "latency budget", "--label", "commit 1a2b",
 			"--progress", "tty", "--junit", junit, "--report", report, "--require-report")...)
-		require.Equal(t, exitPass, r.code, r)
+		require.Equal(t, submit.ExitPass, r.code, r)
 
 		// One line redrawn in place, with a progress bar.
 		require.Contains(t, r.stderr, "\r\x1b[2K", r)
@@ -334,7 +264,7 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		_, err = gzip.NewReader(bytes.NewReader(bundle))
 		require.NoError(t, err)
 
-		doc := readJUnit(t, junit)
+		doc := submittest.ReadJUnit(t, junit)
 		s := doc.Suites[0]
 		require.Equal(t, "quick read v1 × lab-1", s.Name)
 		require.Equal(t, 1, s.Tests)
@@ -344,12 +274,12 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		require.Equal(t, "latency budget v1", s.Cases[0].Classname)
 		require.Nil(t, s.Cases[0].Failure)
 		require.Contains(t, s.Cases[0].SystemOut, "read_clat p99 <= 1 s")
-		require.Equal(t, "PASS", doc.prop("accord.verdict"))
-		require.Regexp(t, `^\d+$`, doc.prop("accord.run_id"))
-		require.Contains(t, doc.prop("accord.url"), "/runs/"+doc.prop("accord.run_id"))
-		require.Regexp(t, `^sha256:[0-9a-f]{64}$`, doc.prop("accord.evaluation_digest"))
-		require.NotEmpty(t, doc.prop("accord.candidate_digest"))
-		require.Equal(t, hex.EncodeToString(sum[:]), doc.prop("accord.report_sha256"))
+		require.Equal(t, "PASS", doc.Prop("accord.verdict"))
+		require.Regexp(t, `^\d+$`, doc.Prop("accord.run_id"))
+		require.Contains(t, doc.Prop("accord.url"), "/runs/"+doc.Prop("accord.run_id"))
+		require.Regexp(t, `^sha256:[0-9a-f]{64}$`, doc.Prop("accord.evaluation_digest"))
+		require.NotEmpty(t, doc.Prop("accord.candidate_digest"))
+		require.Equal(t, hex.EncodeToString(sum[:]), doc.Prop("accord.report_sha256"))
 		// Timestamps and durations from the run.
 		require.NotEmpty(t, s.Timestamp)
 		require.NotEqual(t, "0.000", s.Time, "the suite lasts as long as the run")
@@ -360,13 +290,13 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		junit := filepath.Join(dir, "fail.xml")
 		r := b.submit(t, ctx, b.token, append(common, "--profile-version", fmt.Sprint(b.versionID["quick read"]),
 			"--gate-set-version", fmt.Sprint(b.versionID["impossible latency"]), "--progress", "plain", "--junit", junit)...)
-		require.Equal(t, exitFail, r.code, r)
+		require.Equal(t, submit.ExitFail, r.code, r)
 		require.NotContains(t, r.stderr, "\r", "no redrawing in a log")
 		require.Regexp(t, `(?m)^\[\d+s\] run \d+ running \d+%: `, r.stderr)
 		require.Regexp(t, `(?m)^FAIL  run \d+ · quick read v1 × lab-1 · gate set impossible latency v1$`, r.stdout)
 		require.Regexp(t, `(?m)^  FAIL +read-latency  read_clat p99 <= 1 us$`, r.stdout)
 
-		doc := readJUnit(t, junit)
+		doc := submittest.ReadJUnit(t, junit)
 		s := doc.Suites[0]
 		require.Equal(t, 1, s.Failures)
 		require.Equal(t, 1, doc.Failures)
@@ -376,24 +306,24 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		require.Contains(t, f.Message, "read_clat p99 <= 1 us")
 		require.NotEmpty(t, strings.TrimSpace(f.Text), "the failure carries the explanation")
 		require.Contains(t, r.stdout, strings.TrimSpace(strings.Split(f.Text, "\n")[0]), "the same explanation on the terminal")
-		require.Equal(t, "FAIL", doc.prop("accord.verdict"))
+		require.Equal(t, "FAIL", doc.Prop("accord.verdict"))
 	})
 
 	t.Run("inconclusive", func(t *testing.T) {
 		junit := filepath.Join(dir, "inconclusive.xml")
 		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--gate-set", "iops floor@v1", "--progress", "off", "--junit", junit)...)
-		require.Equal(t, exitUndecided, r.code, r)
+		require.Equal(t, submit.ExitUndecided, r.code, r)
 		require.Empty(t, r.stderr, "--progress off")
 		require.Regexp(t, `(?m)^INCONCLUSIVE  run \d+ `, r.stdout)
 		require.Contains(t, r.stdout, "at least 2", "the explanation says what would decide")
 
-		doc := readJUnit(t, junit)
+		doc := submittest.ReadJUnit(t, junit)
 		s := doc.Suites[0]
 		require.Equal(t, 1, s.Skipped)
 		require.Zero(t, s.Failures)
 		require.NotNil(t, s.Cases[0].Skipped)
 		require.Contains(t, s.Cases[0].Skipped.Message, "INCONCLUSIVE")
-		require.Equal(t, "INCONCLUSIVE", doc.prop("accord.verdict"))
+		require.Equal(t, "INCONCLUSIVE", doc.Prop("accord.verdict"))
 	})
 
 	t.Run("errors", func(t *testing.T) {
@@ -401,49 +331,49 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		// with the error, so the pipeline shows why.
 		junit := filepath.Join(dir, "error.xml")
 		r := b.submit(t, ctx, "not-a-token", append(common, "--profile", "quick read", "--junit", junit)...)
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Contains(t, r.stderr, "accord submit: the server refused the API token (HTTP 401")
 		require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one clear line:\n%s", r.stderr)
-		doc := readJUnit(t, junit)
+		doc := submittest.ReadJUnit(t, junit)
 		require.Equal(t, 1, doc.Errors)
 		require.Contains(t, doc.Suites[0].Cases[0].Error.Message, "refused the API token")
 
 		r = b.submit(t, ctx, b.token, append(common, "--profile", "no such profile")...)
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Contains(t, r.stderr, `accord submit: no profile named "no such profile" in program "Array X × GPU farm" (profiles: `)
 
 		// A version id the program does not have is refused before
 		// anything is submitted.
 		r = b.submit(t, ctx, b.token, append(common, "--profile-version", "999999")...)
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Contains(t, r.stderr, `accord submit: no profile version with id 999999 in program "Array X × GPU farm"`)
 		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--gate-set-version", "999998")...)
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Contains(t, r.stderr, `no gate set version with id 999998`)
 
 		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read@v7")...)
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Contains(t, r.stderr, `profile "quick read" has versions v1 to v1, not v7`)
 
 		r = b.submit(t, ctx, b.token, "--program", "Other", "--host", "lab-1", "--profile", "quick read")
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Contains(t, r.stderr, `no program "Other"`)
 
 		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--host", "lab-9")...)
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Contains(t, r.stderr, `no lab host "lab-9"`)
 
 		// The server's own validation comes back with the flag to fix.
 		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--baseline", "999999")...)
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Contains(t, r.stderr, "the server refused the run: --baseline: ")
 
 		r = b.submit(t, ctx, b.viewer, append(common, "--profile", "quick read")...)
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Contains(t, r.stderr, "HTTP 403")
 
 		r = b.submit(t, ctx, b.token, "--profile", "quick read")
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Contains(t, r.stderr, "--host NAME or ID is required")
 	})
 
@@ -467,7 +397,7 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		proxy.start(t, proxy.addr)
 		select {
 		case code := <-exited:
-			require.Equal(t, exitPass, code, "%s\n%s", out.String(), w.String())
+			require.Equal(t, submit.ExitPass, code, "%s\n%s", out.String(), w.String())
 		case <-time.After(time.Minute):
 			t.Fatalf("accord submit did not finish:\n%s", w.String())
 		}
@@ -510,7 +440,7 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		env := envMap(map[string]string{"ACCORD_SERVER": proxy.URL, "ACCORD_TOKEN": b.token})
 		code := cmdSubmit(ctx, append([]string{"--poll", "200ms", "--progress", "plain"},
 			append(common, "--profile", "quick read", "--gate-set", "latency budget", "--label", "answer lost")...), env, &stdout, &stderr)
-		require.Equal(t, exitPass, code, "%s\n%s", stdout.String(), stderr.String())
+		require.Equal(t, submit.ExitPass, code, "%s\n%s", stdout.String(), stderr.String())
 		require.Contains(t, stderr.String(), "submitting the run failed, sending it again (same Idempotency-Key)")
 		require.Len(t, keys, 2)
 		require.Regexp(t, `^accord-submit-[0-9a-f]{32}$`, keys[0])
@@ -525,7 +455,7 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		// Runs without a gate set are not judged, so never signed: the
 		// report's 404 is said plainly and does not change the exit code...
 		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--report", report, "--report-wait", "1s", "--progress", "off")...)
-		require.Equal(t, exitPass, r.code, r)
+		require.Equal(t, submit.ExitPass, r.code, r)
 		require.Contains(t, r.stderr, "no --gate-set: the run will get no verdict")
 		require.Regexp(t, `(?m)^DONE  run \d+ · quick read v1 × lab-1: finished, no gate set, no verdict$`, r.stdout)
 		require.Contains(t, r.stdout, "report: no signed report yet (the server answered 404 for /api/v1/programs/")
@@ -535,13 +465,13 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		junit := filepath.Join(dir, "none.xml")
 		r = b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--report", report, "--report-wait", "1s", "--require-report",
 			"--progress", "off", "--junit", junit)...)
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Regexp(t, `accord submit: no signed report for run \d+ \(--require-report\): no signed report yet`, r.stderr)
-		doc := readJUnit(t, junit)
+		doc := submittest.ReadJUnit(t, junit)
 		require.Equal(t, 2, doc.Tests, "the run and the missing report")
 		require.Equal(t, 1, doc.Errors)
 		require.Equal(t, "signed report", doc.Suites[0].Cases[1].Name)
-		require.Equal(t, "done", doc.prop("accord.state"))
+		require.Equal(t, "done", doc.Prop("accord.state"))
 	})
 
 	// Stopping early: --timeout (with --cancel-on-interrupt the run is
@@ -549,11 +479,11 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 	t.Run("timeout cancels when asked", func(t *testing.T) {
 		junit := filepath.Join(dir, "timeout.xml")
 		r := b.submit(t, ctx, b.token, append(common, "--profile", "slow read", "--timeout", "4s", "--cancel-on-interrupt", "--junit", junit, "--progress", "plain")...)
-		require.Equal(t, exitError, r.code, r)
+		require.Equal(t, submit.ExitError, r.code, r)
 		require.Regexp(t, `accord submit: --timeout 4s reached: cancelled run (\d+)`, r.stderr)
-		doc := readJUnit(t, junit)
+		doc := submittest.ReadJUnit(t, junit)
 		require.Equal(t, 1, doc.Errors)
-		runID := doc.prop("accord.run_id")
+		runID := doc.Prop("accord.run_id")
 		require.NotEmpty(t, runID)
 		b.waitForState(t, runID, store.RunCancelled)
 		// The cancel went through the API's handler to the host: the probe
@@ -587,7 +517,7 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		}
 		interrupt()
 		code := <-exited
-		require.Equal(t, exitError, code, w.String())
+		require.Equal(t, submit.ExitError, code, w.String())
 		require.Regexp(t, `accord submit: interrupted: stopped following run \d+ \(state running\); it continues on the server`, w.String())
 		m := regexpFind(`stopped following run (\d+)`, w.String())
 		run := b.runState(t, m)
@@ -649,237 +579,6 @@ func regexpFind(pattern, s string) string {
 		return ""
 	}
 	return m[1]
-}
-
-// Flags are checked before anything is sent; each mistake is one line and
-// exit 3, and the token never appears.
-func TestSubmitRefusesBadFlags(t *testing.T) {
-	t.Parallel()
-	env := envMap(map[string]string{"ACCORD_SERVER": "http://127.0.0.1:1", "ACCORD_TOKEN": "secret-token-text"})
-	cases := map[string]struct {
-		args []string
-		env  func(string) string
-		want string
-	}{
-		"no server":             {[]string{"--profile", "p", "--host", "h"}, envMap(map[string]string{"ACCORD_TOKEN": "t"}), "--server (or ACCORD_SERVER) is required"},
-		"server not http":       {[]string{"--server", "ftp://x", "--profile", "p", "--host", "h"}, env, "--server must be an http(s) URL"},
-		"credentials in server": {[]string{"--server", "https://u:pw@x", "--profile", "p", "--host", "h"}, env, "must not carry credentials"},
-		"no token":              {[]string{"--profile", "p", "--host", "h"}, envMap(map[string]string{"ACCORD_SERVER": "http://x"}), "an API token is required"},
-		"no profile":            {[]string{"--host", "h"}, env, "--profile NAME[@vN] or --profile-version ID is required"},
-		"both profiles":         {[]string{"--profile", "p", "--profile-version", "3", "--host", "h"}, env, "not both"},
-		"bad version":           {[]string{"--profile", "p@v0", "--host", "h"}, env, "versions start at v1"},
-		"no host":               {[]string{"--profile", "p"}, env, "--host NAME or ID is required"},
-		"unknown flag":          {[]string{"--profile", "p", "--host", "h", "--colour"}, env, "flag provided but not defined: -colour"},
-		"stray argument":        {[]string{"--profile", "p", "--host", "h", "extra"}, env, `unexpected argument "extra"`},
-		"report needed":         {[]string{"--profile", "p", "--host", "h", "--require-report"}, env, "--require-report needs --report FILE"},
-		"junit mapping":         {[]string{"--profile", "p", "--host", "h", "--junit-undecided", "error"}, env, "--junit-undecided must be skipped or failure"},
-		"progress":              {[]string{"--profile", "p", "--host", "h", "--progress", "fancy"}, env, "--progress must be auto, tty, plain or off"},
-		"poll":                  {[]string{"--profile", "p", "--host", "h", "--poll", "1ms"}, env, "--poll must be at least 100ms"},
-	}
-	for name, tc := range cases {
-		var stdout, stderr bytes.Buffer
-		code := cmdSubmit(context.Background(), tc.args, tc.env, &stdout, &stderr)
-		require.Equal(t, exitError, code, name)
-		require.Contains(t, stderr.String(), tc.want, name)
-		require.True(t, strings.HasPrefix(stderr.String(), "accord submit: "), name)
-		require.NotContains(t, stdout.String()+stderr.String(), "secret-token-text", name)
-	}
-
-	// -h documents the flags and the exit codes.
-	var stdout, stderr bytes.Buffer
-	require.Equal(t, 0, cmdSubmit(context.Background(), []string{"-h"}, env, &stdout, &stderr))
-	for _, want := range []string{"-server", "-token", "-program", "-profile", "-host", "-gate-set", "-baseline", "-label", "-confirm-readiness",
-		"-timeout", "-poll", "-report", "-junit", "-cancel-on-interrupt", "2  INCONCLUSIVE or INCOMPARABLE", "3  error"} {
-		require.Contains(t, stdout.String(), want)
-	}
-}
-
-// A server that cannot be reached, or a page that is not the API, is one
-// line and exit 3.
-func TestSubmitReportsUnreachableAndForeignServers(t *testing.T) {
-	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := "http://" + ln.Addr().String()
-	require.NoError(t, ln.Close())
-
-	foreign := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = io.WriteString(w, "<html>a wiki</html>")
-	})}
-	fl, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = foreign.Serve(fl) }()
-	t.Cleanup(func() { _ = foreign.Close() })
-
-	for server, want := range map[string]string{
-		closed:                         "connection refused",
-		"http://" + fl.Addr().String(): "answered text/html instead of JSON",
-	} {
-		var stdout, stderr bytes.Buffer
-		env := envMap(map[string]string{"ACCORD_SERVER": server, "ACCORD_TOKEN": "tok"})
-		code := cmdSubmit(context.Background(), []string{"--profile", "p", "--host", "h"}, env, &stdout, &stderr)
-		require.Equal(t, exitError, code)
-		require.Contains(t, stderr.String(), want)
-		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), stderr.String())
-	}
-}
-
-func TestParseSpecRef(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]struct {
-		name    string
-		version int
-	}{
-		"KV-cache lookups":    {"KV-cache lookups", 0},
-		"KV-cache lookups@v3": {"KV-cache lookups", 3},
-		"p99 budget@2":        {"p99 budget", 2},
-		"team@lab":            {"team@lab", 0},
-		"a@b@v12":             {"a@b", 12},
-		" spaced @v1 ":        {"spaced", 1},
-	} {
-		name, version, err := parseSpecRef(in)
-		require.NoError(t, err, in)
-		require.Equal(t, want.name, name, in)
-		require.Equal(t, want.version, version, in)
-	}
-	for _, bad := range []string{"", "@v1", "x@v0", "  "} {
-		_, _, err := parseSpecRef(bad)
-		require.Error(t, err, bad)
-	}
-}
-
-func FuzzParseSpecRef(f *testing.F) {
-	for _, s := range []string{"name", "name@v3", "a@b", "@v1", "x@v0", "x@-1", "x@+1", "x@v", "x@V7", "é@v٣"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		name, version, err := parseSpecRef(s)
-		if err != nil {
-			return
-		}
-		if name == "" || version < 0 {
-			t.Fatalf("%q: name %q version %d", s, name, version)
-		}
-		// What it parsed reads back the same.
-		ref := name
-		if version > 0 {
-			ref = fmt.Sprintf("%s@v%d", name, version)
-		}
-		n2, v2, err := parseSpecRef(ref)
-		if err != nil || n2 != name || v2 != version {
-			t.Fatalf("%q → %q v%d → %q → %q v%d (%v)", s, name, version, ref, n2, v2, err)
-		}
-	})
-}
-
-// Every verdict's JUnit mapping, with hostile text, against the schema.
-func TestJUnitMappingOfEveryVerdict(t *testing.T) {
-	t.Parallel()
-	u, _ := url.Parse("https://accord.example.com")
-	started := time.Date(2025, 3, 1, 10, 0, 0, 0, time.FixedZone("CET", 3600))
-	finished := started.Add(95500 * time.Millisecond)
-	gid := int64(4)
-	ev := &acceptance.Evaluation{EngineVersion: acceptance.EngineVersion, Verdict: acceptance.Fail, Explanation: "read-p99 fails.",
-		Inputs: acceptance.EvaluationInputs{Digest: strings.Repeat("a", 64), CandidateDigest: "sha256:c"}}
-	crit := func(name string, v acceptance.Verdict, sev acceptance.Severity) acceptance.CriterionResult {
-		return acceptance.CriterionResult{Name: name, Metric: "read_clat", Statistic: acceptance.StatP99, Mode: acceptance.Absolute,
-			Comparator: acceptance.LessOrEqual, Threshold: 500, ThresholdUnit: "us", Unit: "us", Severity: sev, Verdict: v,
-			Explanation: "p99 is 612 µs <&> \"limit\" ]]> 500 µs\x01\xff (n=1200)."}
-	}
-	ev.Criteria = []acceptance.CriterionResult{
-		crit("pass", acceptance.Pass, acceptance.Blocking), crit("fail", acceptance.Fail, acceptance.Blocking),
-		crit("inconclusive", acceptance.Inconclusive, acceptance.Blocking), crit("incomparable", acceptance.Incomparable, acceptance.Blocking),
-		crit("advisory-fail", acceptance.Fail, acceptance.Advisory),
-	}
-	for _, undecided := range []string{"skipped", "failure"} {
-		s := &submitter{
-			opts:    submitOptions{server: u, junitUndecided: undecided},
-			program: clientProgram{ID: 1, Name: "P"},
-			run: clientRun{ID: 7, State: "done", Verdict: "FAIL", Profile: "kv v3", Host: "gpu-07", GateSet: "budget v2", GateSetVersionID: &gid,
-				CreatedAt: started.Add(-time.Second), StartedAt: &started, FinishedAt: &finished, URL: "https://accord.example.com/programs/1/runs/7"},
-			eval: ev,
-		}
-		file := filepath.Join(t.TempDir(), "junit.xml")
-		require.NoError(t, os.WriteFile(file, s.junitDocument(nil), 0o644))
-		doc := readJUnit(t, file)
-		suite := doc.Suites[0]
-		require.Equal(t, "kv v3 × gpu-07", suite.Name)
-		require.Equal(t, "95.500", suite.Time)
-		require.Equal(t, "2025-03-01T09:00:00", suite.Timestamp, "UTC")
-		require.Equal(t, 5, suite.Tests)
-		byName := map[string]int{}
-		for i, c := range suite.Cases {
-			byName[c.Name] = i
-			require.Equal(t, "budget v2", c.Classname)
-		}
-		cs := suite.Cases
-		require.Nil(t, cs[byName["pass"]].Failure)
-		require.Nil(t, cs[byName["pass"]].Skipped)
-		require.Equal(t, "FAIL", cs[byName["fail"]].Failure.Type)
-		require.Contains(t, cs[byName["fail"]].Failure.Text, `<&> "limit" ]]> 500 µs`+"\uFFFD\uFFFD", "kept, or replaced where XML cannot carry it")
-		require.NotNil(t, cs[byName["advisory-fail"]].Skipped, "an advisory criterion does not fail the suite")
-		require.Contains(t, cs[byName["advisory-fail"]].Skipped.Message, "advisory")
-		if undecided == "skipped" {
-			require.Equal(t, 1, suite.Failures)
-			require.Equal(t, 3, suite.Skipped)
-			require.NotNil(t, cs[byName["inconclusive"]].Skipped)
-			require.NotNil(t, cs[byName["incomparable"]].Skipped)
-		} else {
-			require.Equal(t, 3, suite.Failures)
-			require.Equal(t, 1, suite.Skipped)
-			require.Equal(t, "INCONCLUSIVE", cs[byName["inconclusive"]].Failure.Type)
-			require.Equal(t, "INCOMPARABLE", cs[byName["incomparable"]].Failure.Type)
-		}
-		require.Equal(t, "7", doc.prop("accord.run_id"))
-		require.Equal(t, "FAIL", doc.prop("accord.verdict"))
-		require.Equal(t, strings.Repeat("a", 64), doc.prop("accord.evaluation_digest"))
-	}
-
-	// The schema is not a rubber stamp: a test case without a name, or a
-	// negative count, is refused.
-	for _, bad := range []string{
-		`<testsuites><testsuite name="s" tests="1"><testcase classname="c"/></testsuite></testsuites>`,
-		`<testsuites><testsuite name="s" tests="-1"/></testsuites>`,
-		`<testsuites><testsuite name="s" tests="1"><testcase name="n"><failure/><skipped/></testcase></testsuite></testsuites>`,
-	} {
-		file := filepath.Join(t.TempDir(), "bad.xml")
-		require.NoError(t, os.WriteFile(file, []byte(bad), 0o644))
-		out, err := exec.Command("xmllint", "--noout", "--schema", junitSchema, file).CombinedOutput()
-		var exitErr *exec.ExitError
-		require.True(t, errors.As(err, &exitErr), "xmllint refuses %s:\n%s", bad, out)
-	}
-}
-
-// Whatever text a criterion carries, the JUnit document stays well-formed
-// XML and carries the text back (less what XML 1.0 cannot hold).
-func FuzzJUnitDocument(f *testing.F) {
-	for _, s := range []string{"plain", "a <b> & \"c\"", "]]>", "x]]]]>>y", "\x00\x01\ud7ff", "\xff\xfe", "line\r\nline\rline", "\uFFFE\uFFFF"} {
-		f.Add(s, s)
-	}
-	u, _ := url.Parse("https://accord.example.com")
-	f.Fuzz(func(t *testing.T, name, explanation string) {
-		gid := int64(1)
-		s := &submitter{
-			opts: submitOptions{server: u, junitUndecided: "failure"},
-			run:  clientRun{ID: 1, State: "done", Profile: name, Host: "h", GateSet: "g v1", GateSetVersionID: &gid},
-			eval: &acceptance.Evaluation{Verdict: acceptance.Fail, Explanation: explanation, Criteria: []acceptance.CriterionResult{
-				{Name: name, Verdict: acceptance.Fail, Severity: acceptance.Blocking, Explanation: explanation},
-			}},
-		}
-		var doc readSuites
-		if err := xml.Unmarshal(s.junitDocument(nil), &doc); err != nil {
-			t.Fatalf("not well-formed: %v", err)
-		}
-		if len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 1 || doc.Suites[0].Cases[0].Failure == nil {
-			t.Fatalf("lost the test case: %+v", doc)
-		}
-		// XML parsers turn line ends into \n.
-		norm := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n") }
-		if got, want := norm(doc.Suites[0].Cases[0].Failure.Text), norm(xmlText(strings.TrimSpace(explanation))); got != want {
-			t.Fatalf("failure text %q, want %q", got, want)
-		}
-	})
 }
 
 // runProcesses lists the probe's processes of a run on the loopback host.

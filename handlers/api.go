@@ -2,10 +2,10 @@ package handlers
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/accordlab/accord/apiclient"
 	"github.com/accordlab/accord/store"
 )
 
@@ -20,17 +20,8 @@ func (s *Server) apiRoutes(r chi.Router) {
 	})
 }
 
-type apiProgram struct {
-	ID        int64     `json:"id"`
-	Name      string    `json:"name"`
-	Vendor    string    `json:"vendor"`
-	Customer  string    `json:"customer"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-func toAPIProgram(p store.ProgramAccess) apiProgram {
-	return apiProgram{ID: p.ID, Name: p.Name, Vendor: p.VendorName, Customer: p.CustomerName, Role: string(p.Role), CreatedAt: p.CreatedAt}
+func toAPIProgram(p store.ProgramAccess) apiclient.Program {
+	return apiclient.Program{ID: p.ID, Name: p.Name, Vendor: p.VendorName, Customer: p.CustomerName, Role: string(p.Role), CreatedAt: p.CreatedAt}
 }
 
 func (s *Server) apiListPrograms(w http.ResponseWriter, r *http.Request) {
@@ -40,7 +31,7 @@ func (s *Server) apiListPrograms(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	out := make([]apiProgram, 0, len(programs))
+	out := make([]apiclient.Program, 0, len(programs))
 	for _, p := range programs {
 		out = append(out, toAPIProgram(p))
 	}

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/apiclient"
 	"github.com/accordlab/accord/store"
 )
 
@@ -26,60 +26,22 @@ func (s *Server) apiRunRoutes(r chi.Router) {
 	r.With(s.need(capView)).Get("/runs/{runID}/report.tar.gz", s.downloadReport)
 }
 
-type apiHost struct {
-	ID       int64             `json:"id"`
-	Name     string            `json:"name"`
-	Address  string            `json:"address"`
-	Port     int               `json:"port"`
-	Pinned   bool              `json:"host_key_pinned"`
-	Emulated bool              `json:"emulated"`
-	Labels   map[string]string `json:"labels"`
-}
-
 func (s *Server) apiListHosts(w http.ResponseWriter, r *http.Request) {
 	hosts, err := s.store.ListHosts(r.Context(), programFrom(r.Context()).ID)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	out := make([]apiHost, 0, len(hosts))
+	out := make([]apiclient.Host, 0, len(hosts))
 	for _, h := range hosts {
-		out = append(out, apiHost{ID: h.ID, Name: h.Name, Address: h.Address, Port: h.Port, Pinned: h.Pinned(), Emulated: h.Emulated, Labels: h.Labels})
+		out = append(out, apiclient.Host{ID: h.ID, Name: h.Name, Address: h.Address, Port: h.Port, Pinned: h.Pinned(), Emulated: h.Emulated, Labels: h.Labels})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"hosts": out})
 }
 
-// APIRun is a run as the API shows it (and as `accord submit` reads it).
-type APIRun struct {
-	ID               int64      `json:"id"`
-	State            string     `json:"state"`
-	Final            bool       `json:"final"`
-	Settled          bool       `json:"settled"` // final, and judged when it has a gate set
-	Reason           string     `json:"reason,omitempty"`
-	Verdict          string     `json:"verdict,omitempty"`
-	Label            string     `json:"label,omitempty"`
-	Kind             string     `json:"kind"`
-	Emulated         bool       `json:"emulated"`
-	ProfileVersionID *int64     `json:"profile_version_id,omitempty"`
-	Profile          string     `json:"profile,omitempty"`
-	GateSetVersionID *int64     `json:"gate_set_version_id,omitempty"`
-	GateSet          string     `json:"gate_set,omitempty"`
-	HostID           *int64     `json:"host_id,omitempty"`
-	Host             string     `json:"host,omitempty"`
-	BaselineRunID    *int64     `json:"baseline_run_id,omitempty"`
-	Progress         float64    `json:"progress"`
-	ProgressText     string     `json:"progress_text"`
-	CreatedAt        time.Time  `json:"created_at"`
-	StartedAt        *time.Time `json:"started_at,omitempty"`
-	FinishedAt       *time.Time `json:"finished_at,omitempty"`
-	URL              string     `json:"url"`
-	// HasReport: the signed report bundle can be downloaded (report.tar.gz).
-	HasReport bool `json:"has_report"`
-}
-
-func (s *Server) toAPIRun(run store.Run) APIRun {
+func (s *Server) toAPIRun(run store.Run) apiclient.Run {
 	p := progressView(run)
-	out := APIRun{ID: run.ID, State: run.State, Final: store.RunFinal(run.State), Settled: runSettled(run), Reason: run.Reason, Verdict: run.Verdict,
+	out := apiclient.Run{ID: run.ID, State: run.State, Final: store.RunFinal(run.State), Settled: runSettled(run), Reason: run.Reason, Verdict: run.Verdict,
 		Label: run.Label, Kind: run.Kind, Emulated: run.Emulated, ProfileVersionID: run.ProfileVersionID, GateSetVersionID: run.GateSetVersionID,
 		HostID: run.HostID, Host: run.HostName, BaselineRunID: run.BaselineRunID, Progress: p.Fraction, ProgressText: p.Label,
 		CreatedAt: run.CreatedAt, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, HasReport: run.HasReport}
@@ -101,7 +63,7 @@ func (s *Server) apiListRuns(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	out := make([]APIRun, 0, len(runs))
+	out := make([]apiclient.Run, 0, len(runs))
 	for _, run := range runs {
 		out = append(out, s.toAPIRun(run))
 	}

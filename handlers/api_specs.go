@@ -1,18 +1,17 @@
 package handlers
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/apiclient"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -38,26 +37,8 @@ func versionsByIDPath(n web.SpecNouns) string {
 	return "/" + strings.TrimSuffix(n.Path, "s") + "-versions/{versionID}"
 }
 
-type apiSpec struct {
-	ID            int64     `json:"id"`
-	Name          string    `json:"name"`
-	LatestVersion int       `json:"latest_version"`
-	LatestDigest  string    `json:"latest_digest"`
-	UpdatedAt     time.Time `json:"updated_at"`
-}
-
-type apiSpecVersion struct {
-	SpecID    int64           `json:"spec_id"`
-	VersionID int64           `json:"version_id"`
-	Version   int             `json:"version"`
-	Digest    string          `json:"digest"`
-	Note      string          `json:"note,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	Spec      json.RawMessage `json:"spec"`
-}
-
-func toAPISpecVersion(sv store.SpecVersion) apiSpecVersion {
-	return apiSpecVersion{SpecID: sv.SpecID, VersionID: sv.ID, Version: sv.Version, Digest: sv.Digest, Note: sv.Note, CreatedAt: sv.CreatedAt, Spec: sv.Spec}
+func toAPISpecVersion(sv store.SpecVersion) apiclient.SpecVersion {
+	return apiclient.SpecVersion{SpecID: sv.SpecID, VersionID: sv.ID, Version: sv.Version, Digest: sv.Digest, Note: sv.Note, CreatedAt: sv.CreatedAt, Spec: sv.Spec}
 }
 
 func apiListSpecs[T any](s *Server, ops specOps[T]) http.HandlerFunc {
@@ -68,9 +49,9 @@ func apiListSpecs[T any](s *Server, ops specOps[T]) http.HandlerFunc {
 			s.serverError(w, r, err)
 			return
 		}
-		out := make([]apiSpec, 0, len(specs))
+		out := make([]apiclient.Spec, 0, len(specs))
 		for _, sp := range specs {
-			out = append(out, apiSpec{ID: sp.ID, Name: sp.Name, LatestVersion: sp.LatestVersion, LatestDigest: sp.LatestDigest, UpdatedAt: sp.UpdatedAt})
+			out = append(out, apiclient.Spec{ID: sp.ID, Name: sp.Name, LatestVersion: sp.LatestVersion, LatestDigest: sp.LatestDigest, UpdatedAt: sp.UpdatedAt})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{ops.nouns.Path: out})
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/apiclient"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
@@ -117,15 +118,10 @@ func (s *Server) renderNewRun(w http.ResponseWriter, r *http.Request, status int
 	s.render(w, r, status, web.RunNewPage(p, pr.ProgramAccess, f))
 }
 
-// RunRequest is a run submission, from the form or the API.
+// RunRequest is a run submission, from the form or the API (whose JSON
+// document is apiclient.RunRequest).
 type RunRequest struct {
-	ProfileVersionID int64  `json:"profile_version_id"`
-	HostID           int64  `json:"host_id"`
-	GateSetVersionID int64  `json:"gate_set_version_id,omitempty"`
-	BaselineRunID    int64  `json:"baseline_run_id,omitempty"`
-	Label            string `json:"label,omitempty"`
-	// ConfirmReadiness runs on a host whose blocking readiness checks fail.
-	ConfirmReadiness bool `json:"confirm_readiness,omitempty"`
+	apiclient.RunRequest
 	// IdempotencyKey comes from the API's Idempotency-Key header.
 	IdempotencyKey string `json:"-"`
 }
@@ -260,8 +256,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	form.Host, _ = strconv.ParseInt(r.PostFormValue("host"), 10, 64)
 	form.GateSet, _ = strconv.ParseInt(r.PostFormValue("gate_set_version"), 10, 64)
 	form.Baseline, _ = strconv.ParseInt(r.PostFormValue("baseline"), 10, 64)
-	runID, errs, failing, err := s.submitRun(r, RunRequest{ProfileVersionID: form.Profile, HostID: form.Host, GateSetVersionID: form.GateSet,
-		BaselineRunID: form.Baseline, Label: form.Label, ConfirmReadiness: form.Confirmed})
+	runID, errs, failing, err := s.submitRun(r, RunRequest{RunRequest: apiclient.RunRequest{ProfileVersionID: form.Profile, HostID: form.Host, GateSetVersionID: form.GateSet,
+		BaselineRunID: form.Baseline, Label: form.Label, ConfirmReadiness: form.Confirmed}})
 	if err != nil {
 		s.serverError(w, r, err)
 		return
