@@ -15,7 +15,25 @@ import (
 	"github.com/accordlab/accord/attest/sshsig"
 )
 
-var cosignerName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+// cosignerNamePattern is what NAME may be in MANIFEST.sha256.NAME.sig.
+const cosignerNamePattern = `[a-z0-9][a-z0-9_-]{0,63}`
+
+var cosignerName = regexp.MustCompile(`^` + cosignerNamePattern + `$`)
+
+// unlistedPathsERE matches, as a whole path from the bundle's top
+// directory, the only files MANIFEST.sha256 does not list: itself, its
+// signature and co-signatures. VERIFY.md's find | grep -v -x -E uses it, and
+// the bundle reader the same rule (isSignatureFile), so both see the same
+// files as unlisted.
+const unlistedPathsERE = `MANIFEST\.sha256(\.sig|\.` + cosignerNamePattern + `\.(sig|allowed_signers))?`
+
+var unlistedPaths = regexp.MustCompile(`^(` + unlistedPathsERE + `)$`)
+
+// isSignatureFile reports whether rel (a path under the bundle's top
+// directory) is the manifest's signature or a co-signature file.
+func isSignatureFile(rel string) bool {
+	return rel != FileManifest && unlistedPaths.MatchString(rel)
+}
 
 // CoSignature is a signature over a bundle's MANIFEST.sha256 by another
 // party (`ssh-keygen -Y sign -n accord-report@accordlab`), with the

@@ -180,7 +180,7 @@ func pack(t *testing.T, dir string) []byte {
 	return out
 }
 
-var fence = regexp.MustCompile("(?s)```([a-z-]+)\n(.*?)```")
+var fence = regexp.MustCompile("(?ms)^```([a-z-]+)\n(.*?)^```$")
 
 // verifyBlocks returns VERIFY.md's fenced blocks of the given language.
 func verifyBlocks(t *testing.T, dir, lang string) []string {

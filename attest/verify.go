@@ -242,7 +242,7 @@ func (br *bundleReader) readFile(rel string, size int64, r io.Reader) error {
 		b, err := readAll(maxMetadataFile)
 		br.manifest = b
 		return err
-	case strings.HasPrefix(rel, cosigPrefix) && (strings.HasSuffix(rel, cosigSigExt) || strings.HasSuffix(rel, cosigSignersExt)):
+	case isSignatureFile(rel):
 		b, err := readAll(maxSignatureFile)
 		br.sigs[rel] = b
 		return err

@@ -20,7 +20,12 @@ func verifyMarkdown(runID, title, signerID string, attestations []BundleAttestat
 	w("Run %s, signed by the Accord installation key `%s`.\n\n", mdEscape(runID), signerID)
 	w("Everything here can be checked offline with standard tools (coreutils, OpenSSH's\n")
 	w("ssh-keygen, OpenSSL), or with `accord verify` on this bundle. Run the commands in the\n")
-	w("directory this file is in, with bash.\n\n")
+	w("directory this file is in (`cd` into the unpacked bundle first), with bash; each must\n")
+	w("succeed (exit status 0). This runs every `sh` block below in order and stops at the\n")
+	w("first that fails:\n\n")
+	w("```console\n")
+	w("%s\n", RunAllCommand)
+	w("```\n\n")
 	w("**Which key to trust.** The files in `keys/` came with the bundle: a bundle re-signed\n")
 	w("by someone else brings their keys too. Compare `keys/allowed_signers` and\n")
 	w("`keys/signer.pem` with what the signing installation publishes under\n")
@@ -31,12 +36,18 @@ func verifyMarkdown(runID, title, signerID string, attestations []BundleAttestat
 	w("as active (`keys.pem` holds every key the installation ever had, revoked ones too).\n\n")
 
 	w("## 1. The files are the ones that were signed\n\n")
-	w("`MANIFEST.sha256` lists the SHA-256 of every file except itself and its signatures\n")
-	w("(`MANIFEST.sha256*`). The second command shows any file that is not listed (no\n")
-	w("output means none).\n\n")
+	w("`MANIFEST.sha256` lists the SHA-256 of every file of the bundle except, in this\n")
+	w("top directory only, itself, its signature `MANIFEST.sha256.sig` and co-signatures\n")
+	w("(`MANIFEST.sha256.NAME.sig` with `MANIFEST.sha256.NAME.allowed_signers`). Files with\n")
+	w("those names anywhere else (such as the probe's own `artifacts/MANIFEST.sha256`) are\n")
+	w("listed like any other. The second command compares the paths of all files with the\n")
+	w("listed ones and prints any file that is not listed or is missing (no output, exit\n")
+	w("status 0, means none).\n\n")
 	w("```sh\n")
 	w("sha256sum --strict -c MANIFEST.sha256\n")
-	w("find . -type f ! -name 'MANIFEST.sha256*' | sed 's|^\\./||' | sort | diff - <(cut -c67- MANIFEST.sha256 | sort)\n")
+	w("find . ! -type d | sed 's|^\\./||' \\\n")
+	w("  | grep -v -x -E '%s' \\\n", unlistedPathsERE)
+	w("  | LC_ALL=C sort | diff - <(cut -c67- MANIFEST.sha256 | LC_ALL=C sort)\n")
 	w("```\n\n")
 
 	w("## 2. The manifest is signed by the installation\n\n")
@@ -47,6 +58,10 @@ func verifyMarkdown(runID, title, signerID string, attestations []BundleAttestat
 	w("its signer's line in `MANIFEST.sha256.NAME.allowed_signers`. Check that each line is\n")
 	w("the engineer's real key, then:\n\n")
 	w("```sh\n")
+	w("for signers in MANIFEST.sha256.*.allowed_signers; do\n")
+	w("  [ -e \"$signers\" ] || continue\n")
+	w("  [ -e \"${signers%%.allowed_signers}.sig\" ] || { echo \"$signers: no signature beside it\"; exit 1; }\n")
+	w("done\n")
 	w("for sig in MANIFEST.sha256.*.sig; do\n")
 	w("  [ -e \"$sig\" ] || continue\n")
 	w("  signers=\"${sig%%.sig}.allowed_signers\"\n")
@@ -110,7 +125,23 @@ func verifyMarkdown(runID, title, signerID string, attestations []BundleAttestat
 	return b.Bytes()
 }
 
+// RunAllCommand runs VERIFY.md's sh blocks in order, stopping at the first
+// failure. It avoids three backticks in a row so that it can stand in a
+// fenced block itself.
+const RunAllCommand = "sed -n '/^`\\{3\\}sh$/,/^`\\{3\\}$/{/^`/!p}' " + FileVerifyMD + " | bash -e -o pipefail && echo 'All checks passed.'"
+
 // mdEscape keeps titles from breaking the markdown.
 func mdEscape(s string) string {
 	return strings.NewReplacer("\n", " ", "\r", " ", "`", "'", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// CheckCommands are the commands that check a downloaded bundle file with
+// standard tools, one per line as a person types them: unpack, go into the
+// bundle's folder, and run every check of its VERIFY.md.
+func CheckCommands(bundleFile, runID string) []string {
+	return []string{
+		"tar xzf " + bundleFile,
+		"cd " + BundleDir(runID),
+		RunAllCommand,
+	}
 }

@@ -74,7 +74,7 @@ func (s *Server) downloadReport(w http.ResponseWriter, r *http.Request) {
 	defer body.Close()
 	w.Header().Set("Content-Type", "application/gzip")
 	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="accord-run-%d-report-v%d.tar.gz"`, run.ID, rep.Version))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, web.ReportFileName(run.ID, rep.Version)))
 	w.Header().Set("X-Content-SHA256", rep.BundleSHA256)
 	_, _ = io.Copy(w, body)
 }

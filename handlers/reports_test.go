@@ -16,9 +16,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/html"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/attest/attesttest"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/store"
 )
@@ -186,3 +188,60 @@ func (pb *programBundle) keyringActiveID(t *testing.T) string {
 }
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+// elementText is the raw text (line breaks kept) of the element with the
+// id in an HTML page, as a browser has it in its DOM.
+func elementText(t *testing.T, page, id string) string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(page))
+	require.NoError(t, err)
+	var found *html.Node
+	var find func(*html.Node)
+	find = func(n *html.Node) {
+		for _, a := range n.Attr {
+			if a.Key == "id" && a.Val == id {
+				found = n
+			}
+		}
+		for c := n.FirstChild; c != nil && found == nil; c = c.NextSibling {
+			find(c)
+		}
+	}
+	find(doc)
+	require.NotNil(t, found, "the page has no #%s", id)
+	var b strings.Builder
+	var text func(*html.Node)
+	text = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			text(c)
+		}
+	}
+	text(found)
+	return b.String()
+}
+
+// The report page's "Check it without Accord" box gives one command a line
+// (unpack, cd into the folder, every check of VERIFY.md), and those lines,
+// typed into bash where the bundle was saved, verify it.
+func TestReportPageCheckCommandsRunAsShown(t *testing.T) {
+	t.Parallel()
+	attesttest.RequireTools(t, "bash", "tar", "sha256sum", "ssh-keygen", "openssl")
+	pb := setupProgram(t)
+	run := pb.signedRun(t)
+	base := pb.url("/runs/") + itoa64(run)
+	_, page := pb.get(t, pb.viewer, base+"/report")
+	lines := strings.Split(elementText(t, page, "verify-commands"), "\n")
+	file := "accord-run-" + itoa64(run) + "-report-v1.tar.gz"
+	require.Equal(t, []string{"tar xzf " + file, "cd accord-run-" + itoa64(run), attest.RunAllCommand}, lines)
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, file), pb.download(t, pb.viewer, base+"/report.tar.gz"), 0o644))
+	cmd := exec.Command("bash", "-e", "-c", strings.Join(lines, "\n"))
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.True(t, strings.HasSuffix(string(out), "All checks passed.\n"), string(out))
+}
