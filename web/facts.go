@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/facts"
@@ -28,8 +29,41 @@ func SummarizeFacts(hf store.HostFacts) *FactsSummary {
 	for _, c := range f.NVMe.Controllers {
 		lines = append(lines, SpecLine{Label: c.Name, Value: fmt.Sprintf("%s %s fw %s, %s, %s", c.Model.Value, c.Transport.Value, c.FirmwareRev.Value, c.State.Value, c.Address.Value)})
 	}
-	for _, g := range f.GPU.GPUs {
-		lines = append(lines, SpecLine{Label: fmt.Sprintf("GPU %d", g.Index), Value: fmt.Sprintf("%s, driver %s", g.Name, g.DriverVersion)})
+	for i, g := range f.GPU.GPUs {
+		v := fmt.Sprintf("%s, driver %s", g.Model(), g.DriverVersion)
+		if g.Firmware != "" {
+			v += ", firmware " + g.Firmware
+		}
+		if g.MemoryMiB > 0 {
+			v += fmt.Sprintf(", %.0f GiB", float64(g.MemoryMiB)/1024)
+		}
+		if g.PCIBusID != "" {
+			v += ", " + g.PCIBusID
+		}
+		if n := g.NUMANode.Value; n != "" && n != "-1" {
+			v += ", NUMA node " + n
+		}
+		label := fmt.Sprintf("GPU %d", i)
+		if g.Tool != "" {
+			label += " (" + g.Tool + ")"
+		}
+		lines = append(lines, SpecLine{Label: label, Value: v})
+	}
+	var present []string
+	for _, t := range f.GPU.Tools {
+		switch {
+		case t.Error != "":
+			present = append(present, t.Tool+" (failed: "+t.Error+")")
+		case !t.Absent():
+			present = append(present, t.Tool)
+		}
+	}
+	if len(f.GPU.Tools) > 0 {
+		v := "none of " + fmt.Sprint(len(f.GPU.Tools)) + " vendor tools is installed"
+		if len(present) > 0 {
+			v = strings.Join(present, ", ")
+		}
+		lines = append(lines, SpecLine{Label: "Accelerator tools", Value: v})
 	}
 	for _, t := range f.Tools {
 		v := t.Version

@@ -336,13 +336,17 @@ func (h *fakeHost) meminfo(totalKiB, availKiB int64) {
 	h.file("/proc/meminfo", fmt.Sprintf("MemTotal:       %d kB\nMemFree:        %d kB\nMemAvailable:   %d kB\nBuffers:          123456 kB\nCached:         8123456 kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n", totalKiB, availKiB-1000000, availKiB))
 }
 
-// gpus writes nvidia-smi's CSV and each GPU's numa_node in sysfs.
+// gpus writes nvidia-smi's XML report (-q -x) in the shape of the
+// recorded ones in runners/probe/gpu/testdata, trimmed to the elements
+// the adapter reads.
 func (h *fakeHost) gpus(driver string, rows [][4]string) {
-	var lines []string
-	for i, r := range rows { // name, uuid, bus id, memory MiB
-		lines = append(lines, fmt.Sprintf("%d, %s, %s, %s, %s, %s", i, r[0], r[1], driver, r[2], r[3]))
+	var b strings.Builder
+	fmt.Fprintf(&b, "<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM \"nvsmi_device_v12.dtd\">\n<nvidia_smi_log>\n\t<driver_version>%s</driver_version>\n\t<attached_gpus>%d</attached_gpus>\n", driver, len(rows))
+	for _, r := range rows { // name, uuid, bus id, memory MiB
+		fmt.Fprintf(&b, "\t<gpu id=\"%s\">\n\t\t<product_name>%s</product_name>\n\t\t<uuid>%s</uuid>\n\t\t<pci>\n\t\t\t<pci_bus_id>%s</pci_bus_id>\n\t\t</pci>\n\t\t<fb_memory_usage>\n\t\t\t<total>%s MiB</total>\n\t\t</fb_memory_usage>\n\t</gpu>\n", r[2], r[0], r[1], r[2], r[3])
 	}
-	h.cmd([]string{"nvidia-smi", "--query-gpu=index,name,uuid,driver_version,pci.bus_id,memory.total", "--format=csv,noheader,nounits"}, strings.Join(lines, "\n")+"\n")
+	b.WriteString("</nvidia_smi_log>\n")
+	h.cmd([]string{"nvidia-smi", "-q", "-x"}, b.String())
 }
 
 func (h *fakeHost) gpuNode(busID, node string) {

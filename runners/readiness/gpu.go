@@ -4,15 +4,27 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/accordlab/accord/runners/probe/facts"
 )
 
-// checkGPUDriver: nvidia-smi lists GPUs with one driver version.
+// checkGPUDriver: the vendor tools list accelerators, each tool's with
+// one driver version. Without any device, nvidia-smi's state and the
+// nvidia module say why (the NVIDIA path is the one programs expect most).
 func checkGPUDriver(e *env) result {
 	g := e.f.GPU
 	src := g.Source
 	var ev []Evidence
-	for _, d := range g.GPUs {
-		x := sourceEv(fmt.Sprintf("gpu.gpus[%d].driver_version", d.Index), src, smiLine(src.Raw, d.Index))
+	for i, d := range g.GPUs {
+		tsrc := toolSource(g, d.Tool, src)
+		needle := d.UUID
+		if needle == "" {
+			needle = d.Name
+		}
+		x := sourceEv(fmt.Sprintf("gpu.gpus[%d].driver_version", i), tsrc, linesAround(tsrc.Raw, needle, 0))
+		if len(g.Tools) == 0 { // facts from before the vendor adapters: nvidia-smi's CSV
+			x.Excerpt = clip(smiLine(src.Raw, d.Index))
+		}
 		x.Value = d.DriverVersion
 		ev = append(ev, x)
 	}
@@ -30,22 +42,47 @@ func checkGPUDriver(e *env) result {
 	installFix := "Install the NVIDIA driver the inference stack needs (nvidia-smi must list every GPU), or clear \"GPU expected\" for this host."
 
 	switch {
-	case src.OK() && len(g.GPUs) > 0:
-		drivers := map[string]int{}
+	case len(g.GPUs) > 0:
+		// One driver per vendor tool: two vendors' drivers differ by nature.
+		drivers := map[string]map[string]int{}
 		names := map[string]int{}
 		for _, d := range g.GPUs {
-			drivers[d.DriverVersion]++
-			names[d.Name]++
+			tool := d.Tool
+			if tool == "" {
+				tool = "nvidia-smi"
+			}
+			if drivers[tool] == nil {
+				drivers[tool] = map[string]int{}
+			}
+			drivers[tool][d.DriverVersion]++
+			names[d.Model()]++
 		}
 		var models []string
 		for _, n := range sortedKeys(names) {
 			models = append(models, fmt.Sprintf("%d × %s", names[n], n))
 		}
-		if len(drivers) > 1 || drivers[""] > 0 {
-			return result{WARN, fmt.Sprintf("%s with driver versions %s: one driver should serve every GPU.", strings.Join(models, ", "), strings.Join(sortedKeys(drivers), ", ")), ev,
-				"Reinstall one NVIDIA driver version and reboot so every GPU reports it."}
+		var mixed, one []string
+		for _, tool := range sortedKeys(drivers) {
+			vs := drivers[tool]
+			if len(vs) > 1 {
+				mixed = append(mixed, tool+": "+strings.Join(sortedKeys(vs), ", "))
+				continue
+			}
+			v := sortedKeys(vs)[0]
+			if v == "" && tool != "ixsmi" {
+				mixed = append(mixed, tool+": driver version not reported")
+				continue
+			}
+			if v == "" {
+				v = "not reported by its query"
+			}
+			one = append(one, "driver "+v+" ("+tool+")")
 		}
-		return result{PASS, fmt.Sprintf("%s, driver %s.", strings.Join(models, ", "), sortedKeys(drivers)[0]), ev, ""}
+		if len(mixed) > 0 {
+			return result{WARN, fmt.Sprintf("%s with driver versions %s: one driver should serve every device of a vendor.", strings.Join(models, ", "), strings.Join(mixed, "; ")), ev,
+				"Reinstall one driver version per vendor and reboot so every device reports it."}
+		}
+		return result{PASS, fmt.Sprintf("%s, %s.", strings.Join(models, ", "), strings.Join(one, ", ")), ev, ""}
 	case src.OK():
 		return result{failOrWarn, "nvidia-smi lists no GPU" + notExpected + ".", ev, installFix}
 	case src.Absent:
@@ -130,4 +167,15 @@ func smiLine(raw string, index int) string {
 		}
 	}
 	return ""
+}
+
+// toolSource is the first source of a vendor tool in the facts (its raw
+// output holds the device's lines); nvidia-smi's own source otherwise.
+func toolSource(g facts.GPU, tool string, def facts.Source) facts.Source {
+	for _, t := range g.Tools {
+		if t.Tool == tool && len(t.Sources) > 0 {
+			return t.Sources[0]
+		}
+	}
+	return def
 }

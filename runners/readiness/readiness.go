@@ -229,7 +229,7 @@ var checks = []checkDef{
 	{Definition{"host.numa-locality", AreaHost, "NUMA locality of NIC, NVMe and GPU", false,
 		"Storage I/O that crosses sockets pays the inter-socket link in latency and bandwidth."},
 		always, checkNUMA},
-	{Definition{"gpu.driver", AreaGPU, "NVIDIA driver", false,
+	{Definition{"gpu.driver", AreaGPU, "Accelerator driver", false,
 		"The GPU path needs a working driver; its version is part of what makes runs comparable."},
 		gpuRelevant, checkGPUDriver},
 	{Definition{"gpu.gds", AreaGPU, "GPUDirect Storage", false,

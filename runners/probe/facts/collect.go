@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/accordlab/accord/runners/probe/gpu"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -652,45 +654,56 @@ func collectCPUFreq(r *Runner) CPUFreq {
 	return c
 }
 
+// collectGPU asks every vendor tool (package gpu) for its devices. A tool
+// that is not installed is recorded absent; one whose output does not
+// parse keeps its raw output and an error, and lists no devices.
 func collectGPU(ctx context.Context, r *Runner) GPU {
-	g := GPU{Source: r.Run(ctx, "nvidia-smi", "--query-gpu=index,name,uuid,driver_version,pci.bus_id,memory.total", "--format=csv,noheader,nounits")}
-	if !g.Source.OK() {
-		return g
+	var g GPU
+	for _, a := range gpu.Adapters() {
+		t := GPUTool{Tool: a.Tool, Vendor: a.Vendor}
+		var outs [][]byte
+		for _, args := range a.Facts {
+			src := r.RunLarge(ctx, a.Argv(args)...)
+			t.Sources = append(t.Sources, src)
+			if src.Truncated {
+				src.Error = fmt.Sprintf("output longer than %d bytes", MaxLargeRaw)
+			}
+			if !src.OK() {
+				break
+			}
+			outs = append(outs, []byte(src.Raw))
+		}
+		if a.Tool == "nvidia-smi" {
+			g.Source = t.Sources[0]
+		}
+		if len(outs) == len(a.Facts) {
+			devs, err := a.ParseFacts(outs)
+			if err != nil {
+				t.Error = "parse: " + err.Error()
+				if a.Tool == "nvidia-smi" {
+					g.Source.Error = t.Error
+				}
+			}
+			for _, d := range devs {
+				gd := GPUDevice{Index: d.Index, Vendor: a.Vendor, Tool: a.Tool, Name: d.Name, UUID: d.UUID,
+					DriverVersion: d.Driver, Firmware: d.Firmware, PCIBusID: d.PCIAddress, MemoryMiB: d.MemoryBytes >> 20}
+				// sysfs is the authority; the tool's own NUMA node (rocm-smi
+				// reports one) stands in where sysfs has no entry.
+				if d.PCIAddress != "" {
+					gd.NUMANode = r.Attr("/sys/bus/pci/devices/" + d.PCIAddress + "/numa_node")
+				}
+				if (d.PCIAddress == "" || gd.NUMANode.Absent) && d.NUMANode != "" {
+					gd.NUMANode = Value{Value: d.NUMANode, Source: Source{Command: t.Sources[0].Command}}
+				} else if d.PCIAddress == "" {
+					gd.NUMANode = Value{Source: Source{Command: t.Sources[0].Command, Absent: true}}
+				}
+				g.GPUs = append(g.GPUs, gd)
+			}
+			t.Devices = len(devs)
+		}
+		g.Tools = append(g.Tools, t)
 	}
-	gpus, err := ParseNvidiaSMI(g.Source.Raw)
-	if err != nil {
-		g.Source.Error = "parse: " + err.Error()
-	}
-	for i := range gpus {
-		gpus[i].NUMANode = r.Attr("/sys/bus/pci/devices/" + SysfsPCIAddress(gpus[i].PCIBusID) + "/numa_node")
-	}
-	g.GPUs = gpus
 	return g
-}
-
-// ParseNvidiaSMI parses the CSV of nvidia-smi --query-gpu=index,name,uuid,
-// driver_version,pci.bus_id,memory.total --format=csv,noheader,nounits.
-func ParseNvidiaSMI(s string) ([]GPUDevice, error) {
-	var out []GPUDevice
-	for i, line := range strings.Split(strings.TrimSpace(s), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		f := strings.Split(line, ",")
-		if len(f) != 6 {
-			return out, fmt.Errorf("line %d: %d fields, want 6", i+1, len(f))
-		}
-		for j := range f {
-			f[j] = strings.TrimSpace(f[j])
-		}
-		idx, err := strconv.Atoi(f[0])
-		if err != nil {
-			return out, fmt.Errorf("line %d: index %q", i+1, f[0])
-		}
-		mem, _ := strconv.ParseInt(f[5], 10, 64)
-		out = append(out, GPUDevice{Index: idx, Name: f[1], UUID: f[2], DriverVersion: f[3], PCIBusID: f[4], MemoryMiB: mem})
-	}
-	return out, nil
 }
 
 // SysfsPCIAddress turns nvidia-smi's bus id (00000000:3B:00.0) into the

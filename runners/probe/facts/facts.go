@@ -230,21 +230,54 @@ type CPUFreq struct {
 	Absent    bool           `json:"absent,omitempty"`
 }
 
-// GPU is nvidia-smi's view.
+// GPU is the accelerators every vendor tool on the host reports (see
+// package gpu for the adapters). Source is nvidia-smi's, kept on its own
+// because older facts documents have only it.
 type GPU struct {
 	GPUs   []GPUDevice `json:"gpus,omitempty"`
 	Source Source      `json:"source"`
+	// Tools has one entry per vendor tool probed, present or absent.
+	Tools []GPUTool `json:"tools,omitempty"`
 }
 
-// GPUDevice is one GPU.
+// GPUTool is one vendor tool's account: the commands it ran with their
+// raw outputs, absent when the tool is not installed.
+type GPUTool struct {
+	Tool    string   `json:"tool"`
+	Vendor  string   `json:"vendor"`
+	Sources []Source `json:"sources"`
+	Devices int      `json:"devices"`
+	// Error is set when the tool ran but its output did not parse.
+	Error string `json:"error,omitempty"`
+}
+
+// Absent reports whether the tool is not installed.
+func (t GPUTool) Absent() bool { return len(t.Sources) > 0 && t.Sources[0].Absent }
+
+// GPUDevice is one accelerator.
 type GPUDevice struct {
 	Index         int    `json:"index"`
+	Vendor        string `json:"vendor,omitempty"`
+	Tool          string `json:"tool,omitempty"`
 	Name          string `json:"name"`
 	UUID          string `json:"uuid"`
 	DriverVersion string `json:"driver_version"`
+	Firmware      string `json:"firmware_version,omitempty"`
 	PCIBusID      string `json:"pci_bus_id"`
 	MemoryMiB     int64  `json:"memory_total_mib"`
 	NUMANode      Value  `json:"numa_node"`
+}
+
+// Model is the device's model as comparisons use it: the tool's name,
+// prefixed with the vendor where the name does not say it (npu-smi says
+// "910B3", not "Ascend 910B3"). NVIDIA names stay as nvidia-smi prints
+// them: facts from before the other vendors' tools have those names
+// without a vendor, and a baseline taken then must stay comparable.
+func (d GPUDevice) Model() string {
+	if d.Vendor == "" || d.Vendor == "NVIDIA" || strings.Contains(strings.ToLower(d.Name), strings.ToLower(strings.Fields(d.Vendor + " x")[0])) {
+		return d.Name
+	}
+	return d.Vendor + " " + d.Name
 }
 
 // GDS is GPUDirect Storage: the nvidia-fs driver's statistics and cuFile's
@@ -324,7 +357,7 @@ func (f *Facts) Comparable() map[string]string {
 	}
 	var gpuNames, drivers []string
 	for _, g := range f.GPU.GPUs {
-		gpuNames = append(gpuNames, g.Name)
+		gpuNames = append(gpuNames, g.Model())
 		drivers = append(drivers, g.DriverVersion)
 	}
 	if len(gpuNames) > 0 {

@@ -66,9 +66,23 @@ func (r *Runner) lookPath(name string) (string, error) {
 	return exec.LookPath(name)
 }
 
-// Run runs argv with a timeout and records its output. A program that is not
-// installed is recorded as absent.
+// Run runs argv with a timeout and records its output (up to MaxRaw). A
+// program that is not installed is recorded as absent.
 func (r *Runner) Run(ctx context.Context, argv ...string) Source {
+	return r.run(ctx, MaxRaw, argv)
+}
+
+// MaxLargeRaw bounds the output of the tools whose whole report is one
+// document that must be kept entire to parse (nvidia-smi -q -x lists
+// every supported clock: some 70 KiB per GPU).
+const MaxLargeRaw = 4 << 20
+
+// RunLarge is Run with MaxLargeRaw as the bound.
+func (r *Runner) RunLarge(ctx context.Context, argv ...string) Source {
+	return r.run(ctx, MaxLargeRaw, argv)
+}
+
+func (r *Runner) run(ctx context.Context, maxRaw int, argv []string) Source {
 	src := Source{Command: append([]string(nil), argv...)}
 	path, err := r.lookPath(argv[0])
 	if err != nil {
@@ -81,12 +95,12 @@ func (r *Runner) Run(ctx context.Context, argv ...string) Source {
 	cmd := exec.CommandContext(ctx, path, argv[1:]...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &limitedBuffer{buf: &stdout, max: MaxRaw}
+	cmd.Stdout = &limitedBuffer{buf: &stdout, max: maxRaw}
 	cmd.Stderr = &limitedBuffer{buf: &stderr, max: 16 << 10}
 	cmd.WaitDelay = 2 * time.Second
 	err = cmd.Run()
 	src.Raw = stdout.String()
-	src.Truncated = stdout.Len() >= MaxRaw
+	src.Truncated = stdout.Len() >= maxRaw
 	if err != nil {
 		var exitErr *exec.ExitError
 		switch {

@@ -1,0 +1,129 @@
+package gpu
+
+import (
+	"strconv"
+	"strings"
+)
+
+// npu-smi has no machine-readable report: `npu-smi info` prints a table
+// with two rows per chip,
+//
+//	| NPU   Name     | Health  | Power(W)  Temp(C)  Hugepages-Usage(page) |
+//	| Chip [Device]  | Bus-Id  | AICore(%) Memory-Usage(MB) [HBM-Usage(MB)] |
+//
+// followed by a process table, which is skipped. The title row carries
+// the driver package version ("npu-smi 24.1.RC2   Version: 24.1.RC2").
+// Memory is the HBM where the chip has it (training parts), otherwise the
+// DDR of the Memory-Usage column. The same table is the telemetry sample.
+func init() {
+	register(Adapter{
+		Tool:           "npu-smi",
+		Vendor:         "Huawei Ascend",
+		Facts:          [][]string{{"info"}},
+		Telemetry:      [][]string{{"info"}},
+		ParseFacts:     func(o [][]byte) ([]Device, error) { d, _, err := parseNPUSMI(one(o)); return d, err },
+		ParseTelemetry: func(o [][]byte) ([]Sample, error) { _, s, err := parseNPUSMI(one(o)); return s, err },
+	})
+}
+
+// cells splits a table row "| a | b | c |" into its trimmed cells.
+func cells(line string) []string {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "|") {
+		return nil
+	}
+	parts := strings.Split(strings.Trim(line, "|"), "|")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}
+
+// usedTotal reads "4252 / 15137" (spaces optional).
+func usedTotal(s string) (used, total *float64) {
+	u, t, ok := strings.Cut(s, "/")
+	if !ok {
+		return nil, nil
+	}
+	return number(u), number(t)
+}
+
+func parseNPUSMI(b []byte) ([]Device, []Sample, error) {
+	var devs []Device
+	var samples []Sample
+	driver := ""
+	var first []string // the first row of a chip, waiting for its second
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "Process id") || strings.Contains(line, "Process name") {
+			break
+		}
+		c := cells(line)
+		if len(c) == 1 && strings.HasPrefix(c[0], "npu-smi") {
+			if _, v, ok := strings.Cut(c[0], "Version:"); ok {
+				driver = strings.TrimSpace(v)
+			} else if f := strings.Fields(c[0]); len(f) > 1 {
+				driver = f[1]
+			}
+			continue
+		}
+		if len(c) != 3 || strings.HasPrefix(c[0], "NPU") || strings.HasPrefix(c[0], "Chip") {
+			continue
+		}
+		if first == nil {
+			if f := strings.Fields(c[0]); len(f) >= 1 {
+				if _, err := strconv.Atoi(f[0]); err == nil {
+					first = c
+				}
+			}
+			continue
+		}
+		// The second row: chip, bus id, AICore and memory.
+		row1, row2 := first, c
+		first = nil
+		f1, f2 := strings.Fields(row1[0]), strings.Fields(row2[0])
+		if len(f2) == 0 {
+			continue
+		}
+		npu := f1[0]
+		name := strings.Join(f1[1:], " ")
+		idx := len(devs)
+		d := Device{Index: idx, Name: name, UUID: "npu" + npu + "-chip" + f2[0], Driver: driver, PCIAddress: PCIAddress(row2[1])}
+		s := Sample{Index: idx}
+		p := strings.Fields(row1[2])
+		if len(p) > 0 {
+			s.PowerW = number(p[0])
+		}
+		// "0   4252 / 15137   0 / 32768": AICore, then one or two used/total pairs.
+		usage := strings.Fields(strings.ReplaceAll(row2[2], "/", " / "))
+		if len(usage) > 0 {
+			s.UtilPct = percent(usage[0])
+		}
+		var pairs [][2]*float64
+		for i := 1; i+2 < len(usage); i++ {
+			if usage[i+1] == "/" {
+				u, t := number(usage[i]), number(usage[i+2])
+				pairs = append(pairs, [2]*float64{u, t})
+				i += 2
+			}
+		}
+		var mem [2]*float64
+		for _, pr := range pairs {
+			if pr[1] != nil && *pr[1] > 0 {
+				mem = pr // the last non-empty pair: HBM when present
+			}
+		}
+		if mem[1] != nil {
+			d.MemoryBytes = int64(*mem[1]) << 20
+		}
+		if mem[0] != nil {
+			used := int64(*mem[0]) << 20
+			s.MemUsedBytes = &used
+		}
+		devs = append(devs, d)
+		samples = append(samples, s)
+	}
+	if len(devs) == 0 {
+		return nil, nil, errNoDevices("npu-smi")
+	}
+	return devs, samples, nil
+}

@@ -1,0 +1,226 @@
+package gpu
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func read(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	return b
+}
+
+func f(v float64) *float64 { return &v }
+func i(v int64) *int64     { return &v }
+
+const MiB = 1 << 20
+
+func TestEveryVendorHasAnAdapter(t *testing.T) {
+	t.Parallel()
+	var tools []string
+	for _, a := range Adapters() {
+		tools = append(tools, a.Tool)
+		require.NotEmpty(t, a.Vendor)
+	}
+	require.Equal(t, []string{"brsmi", "cnmon", "efsmi", "hy-smi", "ixsmi", "mthreads-gmi", "mx-smi", "npu-smi", "nvidia-smi", "rocm-smi", "xpu-smi"}, tools)
+}
+
+// facts runs an adapter's facts parser on recorded outputs.
+func facts(t *testing.T, tool string, files ...string) []Device {
+	t.Helper()
+	a, ok := Lookup(tool)
+	require.True(t, ok)
+	var outs [][]byte
+	for _, f := range files {
+		outs = append(outs, read(t, f))
+	}
+	d, err := a.ParseFacts(outs)
+	require.NoError(t, err)
+	return d
+}
+
+func telemetry(t *testing.T, tool string, files ...string) []Sample {
+	t.Helper()
+	a, _ := Lookup(tool)
+	var outs [][]byte
+	for _, f := range files {
+		outs = append(outs, read(t, f))
+	}
+	s, err := a.ParseTelemetry(outs)
+	require.NoError(t, err)
+	return s
+}
+
+func TestNvidiaSMI(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "nvidia-smi", "nvidia-smi-q-x-a100-sxm4-v12.xml")
+	require.Equal(t, []Device{{Index: 0, Name: "NVIDIA A100-SXM4-80GB", UUID: "GPU-513536b6-7d19-9063-b049-1e69664bb298",
+		Driver: "535.54.03", Firmware: "92.00.36.00.02", MemoryBytes: 81920 * MiB, PCIAddress: "0000:01:00.0"}}, d)
+	// With MIG on, whole-GPU utilisation is N/A: absent, not zero.
+	s := telemetry(t, "nvidia-smi", "nvidia-smi-q-x-a100-sxm4-v12.xml")
+	require.Equal(t, []Sample{{Index: 0, MemUsedBytes: i(50 * MiB), PowerW: f(67.03)}}, s)
+
+	// Drivers before 530 put power_draw under power_readings.
+	s = telemetry(t, "nvidia-smi", "nvidia-smi-q-x-tesla-t4.xml")
+	require.Equal(t, []Sample{{Index: 0, UtilPct: f(0), MemBWPct: f(0), MemUsedBytes: i(1032 * MiB), PowerW: f(26.78)}}, s)
+	d = facts(t, "nvidia-smi", "nvidia-smi-q-x-tesla-t4.xml")
+	require.Equal(t, "Tesla T4", d[0].Name)
+	require.Equal(t, "515.105.01", d[0].Driver)
+
+	d = facts(t, "nvidia-smi", "nvidia-smi-q-x-rtx-4000-sff-ada-v13.xml")
+	require.Len(t, d, 1)
+	require.NotEmpty(t, d[0].PCIAddress)
+	require.Positive(t, d[0].MemoryBytes)
+}
+
+func TestROCmSMI(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "rocm-smi", "rocm-smi-mi100-rocm602.json")
+	require.Len(t, d, 4)
+	require.Equal(t, Device{Index: 1, Name: "Arcturus GL-XL [Instinct MI100]", UUID: "0x4edfb117a17a07d", Driver: "6.3.6",
+		Firmware: "113-D3431401-101", MemoryBytes: 34342961152, PCIAddress: "0000:a3:00.0", NUMANode: "1"}, d[1])
+	s := telemetry(t, "rocm-smi", "rocm-smi-mi100-rocm602.json")
+	require.Equal(t, Sample{Index: 3, UtilPct: f(0), MemBWPct: f(0), MemUsedBytes: i(6750208), PowerW: f(39)}, s[3])
+
+	d = facts(t, "rocm-smi", "rocm-smi-rx6700xt-rocm612.json")
+	require.Equal(t, "Navi 22 [Radeon RX 6700/6700 XT / 6800M]", d[0].Name)
+	require.Equal(t, "55069", d[0].UUID, "Unique ID is N/A: the GUID stands in")
+}
+
+func TestHySMI(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "hy-smi", "hy-smi-dcu-dtk24.04.3.json")
+	require.Equal(t, []Device{{Index: 0, Name: "DCU xxxx", UUID: "7100fa8866904061", MemoryBytes: 65520 * MiB}}, d)
+	s := telemetry(t, "hy-smi", "hy-smi-dcu-dtk24.04.3.json")
+	require.Equal(t, []Sample{{Index: 0, UtilPct: f(0), MemUsedBytes: i(2 * MiB), PowerW: f(80)}}, s)
+}
+
+func TestNPUSMI(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "npu-smi", "npu-smi-info-atlas800-9010-24.1.RC2.txt")
+	require.Len(t, d, 8, "the process table is not read as devices")
+	require.Equal(t, Device{Index: 3, Name: "xxx", UUID: "npu3-chip0", Driver: "24.1.RC2", MemoryBytes: 32768 * MiB, PCIAddress: "0000:01:00.0"}, d[3])
+	s := telemetry(t, "npu-smi", "npu-smi-info-atlas800-9010-24.1.RC2.txt")
+	require.Equal(t, Sample{Index: 3, UtilPct: f(0), MemUsedBytes: i(0), PowerW: f(206.9)}, s[3])
+
+	// Inference parts have DDR only: its Memory-Usage is the memory.
+	d = facts(t, "npu-smi", "npu-smi-info-atlas800-3000-21.0.4.txt")
+	require.Len(t, d, 4)
+	require.Equal(t, Device{Index: 1, Name: "310", UUID: "npu6-chip1", Driver: "21.0.4.B030", MemoryBytes: 8192 * MiB, PCIAddress: "0000:8a:00.0"}, d[1])
+	s = telemetry(t, "npu-smi", "npu-smi-info-atlas800-3000-21.0.4.txt")
+	require.Equal(t, Sample{Index: 0, UtilPct: f(0), MemUsedBytes: i(2703 * MiB), PowerW: f(12.8)}, s[0])
+}
+
+func TestEfsmi(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "efsmi", "efsmi-q-s60.txt")
+	require.Equal(t, []Device{{Index: 0, Name: "S60", UUID: "TR6Y46010302", Driver: "1.4.3.4", MemoryBytes: 42976 * MiB, PCIAddress: "0000:17:00.0"}}, d)
+	s := telemetry(t, "efsmi", "efsmi-q-s60.txt")
+	require.Equal(t, []Sample{{Index: 0, UtilPct: f(0), MemUsedBytes: i(0), PowerW: f(96)}}, s)
+	s = telemetry(t, "efsmi", "efsmi-q-d-memory-usage-old-driver.txt")
+	require.Equal(t, []Sample{{Index: 0, UtilPct: f(0), MemUsedBytes: i(1129 * MiB)}, {Index: 1, UtilPct: f(0), MemUsedBytes: i(1129 * MiB)}}, s)
+}
+
+func TestIxsmi(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "ixsmi", "ixsmi-query-gpu.csv")
+	require.Equal(t, []Device{{Index: 0, Name: "Iluvatar MR-V50", MemoryBytes: 16384 * MiB}, {Index: 1, Name: "Iluvatar MR-V100", MemoryBytes: 32768 * MiB}}, d)
+	s := telemetry(t, "ixsmi", "ixsmi-query-gpu.csv")
+	require.Equal(t, Sample{Index: 1, UtilPct: f(0), MemUsedBytes: i(27996 * MiB)}, s[1])
+}
+
+func TestCnmon(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "cnmon", "cnmon-info-mlu370.txt")
+	require.Equal(t, Device{Index: 0, Name: "MLU370-X8", UUID: "2c7c1b1e-4f4e-4f4b-9d2a-000000000000", Driver: "v5.10.22", Firmware: "v1.1.6",
+		MemoryBytes: 24576 * MiB, PCIAddress: "0000:3b:00.0"}, d[0])
+	s := telemetry(t, "cnmon", "cnmon-info-mlu370.txt")
+	require.Equal(t, []Sample{{Index: 0, UtilPct: f(37), MemUsedBytes: i(420 * MiB), PowerW: f(72)}, {Index: 1, UtilPct: f(0), MemUsedBytes: i(0)}}, s)
+}
+
+func TestXPUSMI(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "xpu-smi", "xpu-smi-m-p800.txt", "xpu-smi-q-p800.txt")
+	require.Equal(t, []Device{{Index: 0, Name: "P800 OAM", Driver: "5.0.21.16", MemoryBytes: 98304 * MiB}, {Index: 1, Name: "P800 OAM", Driver: "5.0.21.16", MemoryBytes: 98304 * MiB}}, d)
+	s := telemetry(t, "xpu-smi", "xpu-smi-m-p800.txt")
+	require.Equal(t, Sample{Index: 0, UtilPct: f(12), MemUsedBytes: i(2048 * MiB), PowerW: f(85)}, s[0])
+}
+
+func TestMthreadsGMI(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "mthreads-gmi", "mthreads-gmi-q-json-s4000.json")
+	require.Equal(t, Device{Index: 0, Name: "MTT S4000", UUID: "7de4d75b-7522-1fdc-8dc4-db9a169a5e88", Driver: "2.7.0", MemoryBytes: 49152 * MiB, PCIAddress: "0000:4f:00.0"}, d[0])
+	s := telemetry(t, "mthreads-gmi", "mthreads-gmi-q-json-s4000.json")
+	require.Equal(t, []Sample{{Index: 0, UtilPct: f(63), MemBWPct: f(20), MemUsedBytes: i(1024 * MiB), PowerW: f(210)}, {Index: 1, UtilPct: f(0), MemBWPct: f(0), MemUsedBytes: i(0)}}, s)
+}
+
+func TestMxSMI(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "mx-smi", "mx-smi-c500.txt")
+	require.Equal(t, []Device{{Index: 0, Name: "MetaX C500", Driver: "2.1.12", MemoryBytes: 65536 * MiB, PCIAddress: "0000:0f:00.0"},
+		{Index: 1, Name: "MetaX C500", Driver: "2.1.12", MemoryBytes: 65536 * MiB, PCIAddress: "0000:34:00.0"}}, d)
+	s := telemetry(t, "mx-smi", "mx-smi-show-usage.txt", "mx-smi-show-memory.txt", "mx-smi-show-board-power.txt")
+	require.Equal(t, []Sample{{Index: 0, UtilPct: f(41), MemUsedBytes: i(878592 * 1024), PowerW: f(56)}, {Index: 1, UtilPct: f(0), MemUsedBytes: i(878592 * 1024), PowerW: f(55)}}, s)
+}
+
+func TestBrsmi(t *testing.T) {
+	t.Parallel()
+	d := facts(t, "brsmi", "brsmi-query-facts.csv")
+	require.Equal(t, Device{Index: 1, Name: "Biren BR104P", UUID: "BR-8c4e6a1f-0002", Driver: "1.3.0", MemoryBytes: 32768 * MiB, PCIAddress: "0000:1b:00.0"}, d[1])
+	s := telemetry(t, "brsmi", "brsmi-query-telemetry.csv")
+	require.Equal(t, []Sample{{Index: 0, UtilPct: f(55), MemUsedBytes: i(12288 * MiB), PowerW: f(180.5)}, {Index: 1, UtilPct: f(0), MemUsedBytes: i(0)}}, s)
+}
+
+func TestBadOutputsFail(t *testing.T) {
+	t.Parallel()
+	for _, a := range Adapters() {
+		_, err := a.ParseFacts([][]byte{[]byte("")})
+		require.Error(t, err, a.Tool)
+		_, err = a.ParseTelemetry([][]byte{[]byte("garbage\n")})
+		require.Error(t, err, a.Tool)
+	}
+}
+
+func TestPCIAddress(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "0000:3b:00.0", PCIAddress("00000000:3B:00.0"))
+	require.Equal(t, "0000:2d:00.0", PCIAddress("00:2d:00.0"))
+	require.Equal(t, "0000:3b:00.0", PCIAddress("3b:00.0"))
+	require.Equal(t, "", PCIAddress("N/A"))
+}
+
+func FuzzParsers(f *testing.F) {
+	entries, _ := os.ReadDir("testdata")
+	for _, e := range entries {
+		if b, err := os.ReadFile(filepath.Join("testdata", e.Name())); err == nil && len(b) < 32<<10 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, a := range Adapters() {
+			outs := [][]byte{b, b, b}
+			if d, err := a.ParseFacts(outs); err == nil {
+				for _, x := range d {
+					if x.MemoryBytes < 0 {
+						t.Fatalf("%s: negative memory", a.Tool)
+					}
+				}
+			}
+			if s, err := a.ParseTelemetry(outs); err == nil {
+				for _, x := range s {
+					if x.UtilPct != nil && (*x.UtilPct < 0 || *x.UtilPct > 105) {
+						t.Fatalf("%s: utilisation %v", a.Tool, *x.UtilPct)
+					}
+					if x.MemUsedBytes != nil && *x.MemUsedBytes < 0 {
+						t.Fatalf("%s: negative memory used", a.Tool)
+					}
+				}
+			}
+		}
+	})
+}
