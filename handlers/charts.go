@@ -16,7 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/accordlab/accord/acceptance"
-	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/acceptance/chartdata"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 	"github.com/accordlab/accord/web/charts"
@@ -30,89 +30,18 @@ func (s *Server) chartRoutes(r chi.Router) {
 
 // ---- the run page's charts ----
 
-// runAggregates are a run's decoded chart aggregates.
-type runAggregates struct {
-	meta    store.ChartMeta
-	summary []store.SeriesStats
-	cdf     map[string]map[string]store.CDFCurve // by cdf key, then metric
-	overRun map[string]store.OverRun             // by step
-	series  []store.TimeSeriesAgg
-	pct     map[string][]store.PercentileComparison // by pct key
-	facts   map[string]string
-	hist    []store.LogHistogram
-}
-
 // loadAggregates reads and decodes the aggregates whose keys match the
 // patterns. ok is false when the run has none of this build's version.
-func (s *Server) loadAggregates(ctx context.Context, runID int64, patterns ...string) (runAggregates, bool, error) {
+func (s *Server) loadAggregates(ctx context.Context, runID int64, patterns ...string) (chartdata.Aggregates, bool, error) {
 	docs, err := s.store.RunCharts(ctx, runID, patterns...)
 	if err != nil {
-		return runAggregates{}, false, err
+		return chartdata.Aggregates{}, false, err
 	}
-	return decodeAggregates(runID, docs)
-}
-
-func decodeAggregates(runID int64, docs map[string]json.RawMessage) (runAggregates, bool, error) {
-	a := runAggregates{cdf: map[string]map[string]store.CDFCurve{}, overRun: map[string]store.OverRun{}, pct: map[string][]store.PercentileComparison{}}
-	raw, ok := docs[store.ChartKeyMeta]
-	if !ok {
-		return a, false, nil
+	a, ok, err := chartdata.Decode(docs)
+	if err != nil {
+		return a, false, fmt.Errorf("charts of run %d: %w", runID, err)
 	}
-	if err := json.Unmarshal(raw, &a.meta); err != nil {
-		return a, false, fmt.Errorf("charts of run %d: meta: %w", runID, err)
-	}
-	if a.meta.Version != store.ChartsVersion {
-		return a, false, nil
-	}
-	for key, raw := range docs {
-		var err error
-		switch {
-		case key == store.ChartKeyMeta:
-		case key == store.ChartKeySummary:
-			err = json.Unmarshal(raw, &a.summary)
-		case key == store.ChartKeyTimeSeries:
-			err = json.Unmarshal(raw, &a.series)
-		case key == store.ChartKeyFacts:
-			err = json.Unmarshal(raw, &a.facts)
-		case key == store.ChartKeyHist:
-			err = json.Unmarshal(raw, &a.hist)
-		case strings.HasPrefix(key, "cdf:"):
-			var m map[string]store.CDFCurve
-			err = json.Unmarshal(raw, &m)
-			a.cdf[key] = m
-		case strings.HasPrefix(key, "overrun:"):
-			var o store.OverRun
-			err = json.Unmarshal(raw, &o)
-			a.overRun[strings.TrimPrefix(key, "overrun:")] = o
-		case strings.HasPrefix(key, "pct:"):
-			var rows []store.PercentileComparison
-			err = json.Unmarshal(raw, &rows)
-			a.pct[key] = rows
-		}
-		if err != nil {
-			return a, false, fmt.Errorf("charts of run %d: %s: %w", runID, key, err)
-		}
-	}
-	return a, true, nil
-}
-
-// stat returns a statistic of a metric in a series.
-func (a runAggregates) stat(metric, step, level, statistic string) (float64, bool) {
-	for _, s := range a.summary {
-		if s.Metric == metric && s.Step == step && s.Level == level {
-			return s.Stat(statistic)
-		}
-	}
-	return 0, false
-}
-
-func (a runAggregates) stats(metric, step, level string) (store.SeriesStats, bool) {
-	for _, s := range a.summary {
-		if s.Metric == metric && s.Step == step && s.Level == level {
-			return s, true
-		}
-	}
-	return store.SeriesStats{}, false
+	return a, ok, nil
 }
 
 // gateLimit is an absolute criterion of a gate set, in the metric's
@@ -222,7 +151,7 @@ func toPoints(p [][2]float64) []charts.Point {
 }
 
 // cdfSeries makes a chart series of a stored curve.
-func cdfSeries(name string, role charts.Role, line string, c store.CDFCurve) charts.CDFSeries {
+func cdfSeries(name string, role charts.Role, line string, c chartdata.CDFCurve) charts.CDFSeries {
 	s := charts.CDFSeries{Name: name, Role: role, LineType: line}
 	if c.Values != nil {
 		s.Values = c.Values
@@ -249,12 +178,12 @@ func chartID(prefix string, i int) string { return fmt.Sprintf("chart-%s-%d", pr
 
 // worstLevel is the level of a step whose p99 TTFT (E2E, clat when there
 // is no TTFT) is highest: the one a gate on tail latency is decided by.
-func worstLevel(a runAggregates, step store.ChartStep) string {
+func worstLevel(a chartdata.Aggregates, step chartdata.Step) string {
 	best, bestV := step.Levels[len(step.Levels)-1], math.Inf(-1)
 	for _, metric := range []string{acceptance.MetricTTFT, acceptance.MetricE2EL, acceptance.MetricReadCLat, acceptance.MetricWriteCLat} {
 		found := false
 		for _, lv := range step.Levels {
-			if v, ok := a.stat(metric, step.Name, lv, "p99"); ok {
+			if v, ok := a.Stat(metric, step.Name, lv, "p99"); ok {
 				found = true
 				if v > bestV {
 					best, bestV = lv, v
@@ -277,7 +206,7 @@ func (s *Server) runCharts(r *http.Request, run store.Run) ([]web.ChartBlock, er
 	if err != nil || !ok {
 		return nil, err
 	}
-	var base runAggregates
+	var base chartdata.Aggregates
 	hasBase := false
 	if run.BaselineRunID != nil {
 		if base, hasBase, err = s.loadAggregates(ctx, *run.BaselineRunID, "meta", "summary", "cdf:%"); err != nil {
@@ -294,7 +223,7 @@ func (s *Server) runCharts(r *http.Request, run store.Run) ([]web.ChartBlock, er
 
 type runChartBuilder struct {
 	run     store.Run
-	a, base runAggregates
+	a, base chartdata.Aggregates
 	hasBase bool
 	limits  []gateLimit
 	blocks  []web.ChartBlock
@@ -324,8 +253,8 @@ func (b *runChartBuilder) baseName() string {
 }
 
 func (b *runChartBuilder) build() ([]web.ChartBlock, error) {
-	var fioSteps []store.ChartStep
-	for i, step := range b.a.meta.Steps {
+	var fioSteps []chartdata.Step
+	for i, step := range b.a.Meta.Steps {
 		if len(step.Levels) == 0 {
 			continue
 		}
@@ -342,7 +271,7 @@ func (b *runChartBuilder) build() ([]web.ChartBlock, error) {
 	return b.blocks, b.err
 }
 
-func (b *runChartBuilder) inferenceCharts(i int, step store.ChartStep) {
+func (b *runChartBuilder) inferenceCharts(i int, step chartdata.Step) {
 	level := worstLevel(b.a, step)
 	where := "step " + step.Name
 	if level != "" {
@@ -351,11 +280,11 @@ func (b *runChartBuilder) inferenceCharts(i int, step store.ChartStep) {
 			where += " (the sweep level with the highest p99)"
 		}
 	}
-	cdfKey := store.ChartKeyCDF(step.Name, level)
-	if curves := b.a.cdf[cdfKey]; len(curves) > 0 {
+	cdfKey := chartdata.KeyCDF(step.Name, level)
+	if curves := b.a.CDF[cdfKey]; len(curves) > 0 {
 		var series []charts.CDFSeries
 		var lim []charts.Limit
-		baseCurves := b.base.cdf[cdfKey]
+		baseCurves := b.base.CDF[cdfKey]
 		for _, m := range []struct{ id, line string }{{acceptance.MetricTTFT, "solid"}, {acceptance.MetricE2EL, "dashed"}} {
 			c, ok := curves[m.id]
 			if !ok {
@@ -377,7 +306,7 @@ func (b *runChartBuilder) inferenceCharts(i int, step store.ChartStep) {
 		})
 	}
 	b.percentileCharts(i, step.Name, level, where, []string{acceptance.MetricTTFT, acceptance.MetricE2EL})
-	if or, ok := b.a.overRun[step.Name]; ok {
+	if or, ok := b.a.OverRun[step.Name]; ok {
 		b.overRunChart(i, step, or)
 	}
 	if len(step.Levels) > 1 {
@@ -388,7 +317,7 @@ func (b *runChartBuilder) inferenceCharts(i int, step store.ChartStep) {
 // percentileCharts draws candidate against baseline for each metric with
 // a comparison.
 func (b *runChartBuilder) percentileCharts(i int, step, level, where string, metrics []string) {
-	rows := b.a.pct[store.ChartKeyPercentiles(step, level)]
+	rows := b.a.Percentiles[chartdata.KeyPercentiles(step, level)]
 	for k, metric := range metrics {
 		var pr []charts.PercentileRow
 		for _, c := range rows {
@@ -420,7 +349,7 @@ func orNaN(v *float64) float64 {
 	return *v
 }
 
-func (b *runChartBuilder) overRunChart(i int, step store.ChartStep, or store.OverRun) {
+func (b *runChartBuilder) overRunChart(i int, step chartdata.Step, or chartdata.OverRun) {
 	series := []charts.OverRunSeries{{Name: shortMetric(or.Metric), Role: charts.RoleCandidate, Points: toPoints(or.Points), Rolling: toPoints(or.Rolling)}}
 	if len(or.Warmup) > 0 {
 		series = append(series, charts.OverRunSeries{Name: shortMetric(or.Metric) + " in warm-up (not measured)", Points: toPoints(or.Warmup)})
@@ -445,15 +374,15 @@ func (b *runChartBuilder) overRunChart(i int, step store.ChartStep, or store.Ove
 }
 
 // kneeSeries lists a sweep's levels: throughput against p99 TTFT.
-func kneeSeries(a runAggregates, step store.ChartStep, name string, role charts.Role) (charts.KneeSeries, string) {
+func kneeSeries(a chartdata.Aggregates, step chartdata.Step, name string, role charts.Role) (charts.KneeSeries, string) {
 	ks := charts.KneeSeries{Name: name, Role: role}
 	tp := acceptance.MetricOutputTokenThroughput
-	if _, ok := a.stat(tp, step.Name, step.Levels[0], "rate"); !ok {
+	if _, ok := a.Stat(tp, step.Name, step.Levels[0], "rate"); !ok {
 		tp = acceptance.MetricRequestThroughput
 	}
 	for _, lv := range step.Levels {
-		t, ok1 := a.stat(tp, step.Name, lv, "rate")
-		l, ok2 := a.stat(acceptance.MetricTTFT, step.Name, lv, "p99")
+		t, ok1 := a.Stat(tp, step.Name, lv, "rate")
+		l, ok2 := a.Stat(acceptance.MetricTTFT, step.Name, lv, "p99")
 		if !ok1 || !ok2 {
 			continue
 		}
@@ -463,14 +392,14 @@ func kneeSeries(a runAggregates, step store.ChartStep, name string, role charts.
 	return ks, tp
 }
 
-func (b *runChartBuilder) kneeChart(i int, step store.ChartStep) {
+func (b *runChartBuilder) kneeChart(i int, step chartdata.Step) {
 	cand, tp := kneeSeries(b.a, step, runName(b.run.ID), charts.RoleCandidate)
 	if len(cand.Points) < 2 {
 		return
 	}
 	series := []charts.KneeSeries{cand}
 	if b.hasBase {
-		for _, bs := range b.base.meta.Steps {
+		for _, bs := range b.base.Meta.Steps {
 			if bs.Name == step.Name && len(bs.Levels) > 0 {
 				if ks, _ := kneeSeries(b.base, bs, b.baseName(), charts.RoleBaseline); len(ks.Points) > 0 {
 					series = append(series, ks)
@@ -503,7 +432,7 @@ func (b *runChartBuilder) kneeChart(i int, step store.ChartStep) {
 		})
 }
 
-func (b *runChartBuilder) fioCharts(steps []store.ChartStep) {
+func (b *runChartBuilder) fioCharts(steps []chartdata.Step) {
 	var jobsIn []charts.FioJob
 	fromTool := false // some percentiles are fio's own (no latency bins were kept)
 	for _, step := range steps {
@@ -512,9 +441,9 @@ func (b *runChartBuilder) fioCharts(steps []store.ChartStep) {
 				{"read", acceptance.MetricReadCLat, acceptance.MetricReadBW, acceptance.MetricReadIOPS},
 				{"write", acceptance.MetricWriteCLat, acceptance.MetricWriteBW, acceptance.MetricWriteIOPS},
 			} {
-				bw, okBW := b.a.stat(dir.bw, step.Name, lv, "rate")
-				iops, _ := b.a.stat(dir.iops, step.Name, lv, "rate")
-				lat, okLat := b.a.stats(dir.clat, step.Name, lv)
+				bw, okBW := b.a.Stat(dir.bw, step.Name, lv, "rate")
+				iops, _ := b.a.Stat(dir.iops, step.Name, lv, "rate")
+				lat, okLat := b.a.Stats(dir.clat, step.Name, lv)
 				if !okBW && !okLat {
 					continue
 				}
@@ -565,7 +494,7 @@ func (b *runChartBuilder) timeCharts() {
 	}
 	for _, g := range groups {
 		var series []charts.TimeSeries
-		for _, ts := range b.a.series {
+		for _, ts := range b.a.TimeSeries {
 			if ts.Group == g.group {
 				role := charts.RoleNone
 				series = append(series, charts.TimeSeries{Name: ts.Name, Unit: ts.Unit, Role: role, Points: toPoints(ts.Points)})
@@ -577,14 +506,14 @@ func (b *runChartBuilder) timeCharts() {
 		b.add(web.ChartBlock{ID: g.id, Title: g.title, Help: g.help},
 			func() (json.RawMessage, charts.Table, error) {
 				opt, _, err := charts.OverTime(charts.TimeSeriesInput{Series: series})
-				return opt, exactSeriesTable(b.a.series, g.group), err
+				return opt, exactSeriesTable(b.a.TimeSeries, g.group), err
 			})
 	}
 }
 
 // exactSeriesTable summarises each per-second series over every second
 // (the chart draws a reduced line).
-func exactSeriesTable(all []store.TimeSeriesAgg, group string) charts.Table {
+func exactSeriesTable(all []chartdata.TimeSeries, group string) charts.Table {
 	t := charts.Table{Head: []string{"Series", "Unit", "Seconds", "min", "mean", "max"}}
 	for _, ts := range all {
 		if ts.Group == group {
@@ -626,7 +555,7 @@ const (
 // compareRun is one chosen run with its aggregates.
 type compareRun struct {
 	run  store.Run
-	agg  runAggregates
+	agg  chartdata.Aggregates
 	has  bool
 	name string
 }
@@ -754,7 +683,7 @@ func (s *Server) compareData(ctx context.Context, programID int64, runs []compar
 	refAgg := runs[ref].agg
 	var keys []string
 	var worst string
-	for _, st := range refAgg.meta.Steps {
+	for _, st := range refAgg.Meta.Steps {
 		for _, lv := range st.Levels {
 			keys = append(keys, seriesKey(st.Name, lv))
 			d.Series = append(d.Series, web.CompareSeries{Value: seriesKey(st.Name, lv), Label: seriesLabelText(st.Name, lv)})
@@ -796,14 +725,14 @@ func (s *Server) compareData(ctx context.Context, programID int64, runs []compar
 // seriesMeasurements rebuilds a run's measurements of one series from its
 // aggregates: log histograms for distributions (≤ 0.1 % bucket error) and
 // each repetition's value for rates.
-func seriesMeasurements(a runAggregates, step, level string) []acceptance.Measurement {
+func seriesMeasurements(a chartdata.Aggregates, step, level string) []acceptance.Measurement {
 	var out []acceptance.Measurement
-	for _, h := range a.hist {
+	for _, h := range a.Hist {
 		if h.Step == step && h.Level == level {
-			out = append(out, jobs.LogHistogramMeasurement(h))
+			out = append(out, chartdata.HistogramMeasurement(h))
 		}
 	}
-	for _, st := range a.summary {
+	for _, st := range a.Summary {
 		if st.Step != step || st.Level != level || !st.Rate {
 			continue
 		}
@@ -820,7 +749,7 @@ func compareTable(runs []compareRun, ref int, step, level string, d *web.Compare
 	refAgg := runs[ref].agg
 	var rows []compareRow
 	for _, cr := range compareRows {
-		if _, ok := refAgg.stat(cr.metric, step, level, string(cr.statistic)); ok {
+		if _, ok := refAgg.Stat(cr.metric, step, level, string(cr.statistic)); ok {
 			rows = append(rows, cr)
 		}
 	}
@@ -832,22 +761,18 @@ func compareTable(runs []compareRun, ref int, step, level string, d *web.Compare
 			continue
 		}
 		ms := seriesMeasurements(cr.agg, step, level)
-		gates := acceptance.GateSetSpec{SchemaVersion: acceptance.GateSchemaVersion, Name: "compare", Correction: "none"}
+		var criteria []chartdata.MetricStatistic
 		for _, row := range rows {
-			if _, ok := cr.agg.stat(row.metric, step, level, string(row.statistic)); !ok {
-				continue
+			if _, ok := cr.agg.Stat(row.metric, step, level, string(row.statistic)); ok {
+				criteria = append(criteria, chartdata.MetricStatistic{Metric: row.metric, Statistic: row.statistic})
 			}
-			gates.Criteria = append(gates.Criteria, acceptance.Criterion{
-				Name:   strings.ReplaceAll(row.metric+"-"+string(row.statistic), ".", "_"),
-				Metric: row.metric, Statistic: row.statistic, Mode: acceptance.Relative, Comparator: acceptance.LessOrEqual,
-				Threshold: 0, Unit: "%", Confidence: 0.975, Severity: acceptance.Advisory, Step: step,
-			})
 		}
 		results[i] = map[compareRow]acceptance.SeriesResult{}
-		if len(gates.Criteria) == 0 {
+		if len(criteria) == 0 {
 			continue
 		}
-		ev, err := acceptance.Evaluate(acceptance.EvaluationInput{Gates: gates.Normalized(), Candidate: ms, Baseline: refMs, Resamples: compareResamples})
+		gates := chartdata.ComparisonGates(criteria, step)
+		ev, err := acceptance.Evaluate(acceptance.EvaluationInput{Gates: gates, Candidate: ms, Baseline: refMs, Resamples: compareResamples})
 		if err != nil {
 			return fmt.Errorf("compare %s with %s: %w", cr.name, runs[ref].name, err)
 		}
@@ -867,9 +792,9 @@ func compareTable(runs []compareRun, ref int, step, level string, d *web.Compare
 		}
 		for i, cr := range runs {
 			cell := web.CompareCell{Value: "–"}
-			if v, ok := cr.agg.stat(row.metric, step, level, string(row.statistic)); ok && cr.has {
+			if v, ok := cr.agg.Stat(row.metric, step, level, string(row.statistic)); ok && cr.has {
 				cell.Value = web.Num(v)
-				if st, _ := cr.agg.stats(row.metric, step, level); st.Summary {
+				if st, _ := cr.agg.Stats(row.metric, step, level); st.Summary {
 					cell.Value += " (the tool's own)" // no samples: the import's summary, not Accord's percentile
 				}
 			}
@@ -914,11 +839,11 @@ func signedPct(v float64) string {
 }
 
 func compareCDFs(runs []compareRun, step, level string, d *web.ComparePageData) error {
-	key := store.ChartKeyCDF(step, level)
+	key := chartdata.KeyCDF(step, level)
 	for k, metric := range []string{acceptance.MetricTTFT, acceptance.MetricE2EL} {
 		var series []charts.CDFSeries
 		for _, cr := range runs {
-			if c, ok := cr.agg.cdf[key][metric]; ok {
+			if c, ok := cr.agg.CDF[key][metric]; ok {
 				name := cr.name
 				if cr.run.Label != "" {
 					name += " " + cr.run.Label
@@ -945,7 +870,7 @@ func compareCDFs(runs []compareRun, step, level string, d *web.ComparePageData) 
 func compareFacts(runs []compareRun, d *web.ComparePageData) {
 	keys := map[string]bool{}
 	for _, cr := range runs {
-		for k := range cr.agg.facts {
+		for k := range cr.agg.Facts {
 			keys[k] = true
 		}
 	}
@@ -957,7 +882,7 @@ func compareFacts(runs []compareRun, d *web.ComparePageData) {
 	for _, k := range names {
 		row := web.FactRow{Fact: k}
 		for _, cr := range runs {
-			v, ok := cr.agg.facts[k]
+			v, ok := cr.agg.Facts[k]
 			if !ok {
 				v = "–"
 			}
@@ -991,7 +916,7 @@ const maxTrendCharts = 4
 // trendRun is one run of the profile with its summary.
 type trendRun struct {
 	run     store.Run
-	summary []store.SeriesStats
+	summary []chartdata.SeriesStats
 	facts   map[string]string
 	// changeNote says which host facts changed since the host's previous run.
 	changeNote string
@@ -1052,11 +977,11 @@ func (s *Server) trendData(ctx context.Context, programID, profileID int64, q ur
 			ids = append(ids, run.ID)
 		}
 	}
-	summaries, err := s.store.ChartOfRuns(ctx, ids, store.ChartKeySummary)
+	summaries, err := s.store.ChartOfRuns(ctx, ids, chartdata.KeySummary)
 	if err != nil {
 		return err
 	}
-	factDocs, err := s.store.ChartOfRuns(ctx, ids, store.ChartKeyFacts)
+	factDocs, err := s.store.ChartOfRuns(ctx, ids, chartdata.KeyFacts)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,18 +72,29 @@ func EvaluateRun(ctx context.Context, d Deps, runID int64) (acceptance.Evaluatio
 	if in.Candidate, err = st.LoadMeasurements(ctx, run.ID); err != nil {
 		return acceptance.Evaluation{}, 0, err
 	}
-	if in.CandidateFacts, err = comparableFacts(ctx, st, run.ID); err != nil {
+	// Unreadable facts fail the run as bad inputs do (below); a database
+	// error is retried.
+	var factsErr error
+	if in.CandidateFacts, _, err = comparableFacts(ctx, st, run.ID); errors.Is(err, errUnreadableFacts) {
+		factsErr = err
+	} else if err != nil {
 		return acceptance.Evaluation{}, 0, err
 	}
 	if run.BaselineRunID != nil {
 		if in.Baseline, err = st.LoadMeasurements(ctx, *run.BaselineRunID); err != nil {
 			return acceptance.Evaluation{}, 0, err
 		}
-		if in.BaselineFacts, err = comparableFacts(ctx, st, *run.BaselineRunID); err != nil {
+		if in.BaselineFacts, _, err = comparableFacts(ctx, st, *run.BaselineRunID); errors.Is(err, errUnreadableFacts) {
+			factsErr = cmp.Or(factsErr, err)
+		} else if err != nil {
 			return acceptance.Evaluation{}, 0, err
 		}
 	}
-	ev, err := acceptance.Evaluate(in)
+	var ev acceptance.Evaluation
+	err = factsErr
+	if err == nil {
+		ev, err = acceptance.Evaluate(in)
+	}
 	if err != nil {
 		// Bad inputs never get better by retrying.
 		_ = st.AddRunNote(ctx, run.ID, "error", "the gate set could not be applied: "+err.Error())
@@ -118,18 +130,27 @@ func EvaluateRun(ctx context.Context, d Deps, runID int64) (acceptance.Evaluatio
 	return ev, id, err
 }
 
+// errUnreadableFacts: a run's host facts are there but do not decode, so
+// comparability cannot be judged.
+var errUnreadableFacts = errors.New("the host facts cannot be read")
+
 // comparableFacts reads the facts that decide comparability from a run's
-// host facts ({} when the run has none, as an imported run).
-func comparableFacts(ctx context.Context, st *store.Store, runID int64) (map[string]string, error) {
+// host facts, or, for an imported run, from the facts file among its
+// artifacts: an empty map and false when the run has neither. Facts that
+// do not decode are an error, not "no facts".
+func comparableFacts(ctx context.Context, st *store.Store, runID int64) (map[string]string, bool, error) {
 	raw, err := runFactsJSON(ctx, st, runID)
-	if err != nil || raw == nil {
-		return map[string]string{}, err
+	if err != nil {
+		return nil, false, err
+	}
+	if raw == nil {
+		return map[string]string{}, false, nil
 	}
 	var f facts.Facts
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, fmt.Errorf("facts of run %d: %w", runID, err)
+		return nil, false, fmt.Errorf("facts of run %d: %w: %w", runID, errUnreadableFacts, err)
 	}
-	return f.Comparable(), nil
+	return f.Comparable(), true, nil
 }
 
 // runFactsJSON returns the host facts taken for a run, or, for an imported
@@ -155,8 +176,11 @@ func runFactsJSON(ctx context.Context, st *store.Store, runID int64) (json.RawMe
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(rc)
-	if err != nil || !json.Valid(b) {
-		return nil, err
+	if err != nil {
+		return nil, fmt.Errorf("facts of run %d: %w", runID, err)
+	}
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("facts of run %d: %w: %s is not valid JSON", runID, errUnreadableFacts, wire.FactsFile)
 	}
 	return b, nil
 }

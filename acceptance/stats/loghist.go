@@ -18,6 +18,14 @@ func bucketIndex(v float64) int { return int(math.Ceil(math.Log(v) / histLogGamm
 
 func bucketValue(i int) float64 { return 2 * math.Exp(float64(i)*histLogGamma) / (histGamma + 1) }
 
+// LogBucket is the bucket of a value v > 0 on the log grid: ⌈ln v / ln γ⌉.
+// Chart data keep histograms on this grid (acceptance/chartdata).
+func LogBucket(v float64) int { return bucketIndex(v) }
+
+// LogBucketValue is the representative value of bucket i, within
+// HistogramRelativeError of every value in it.
+func LogBucketValue(i int) float64 { return bucketValue(i) }
+
 // logHistograms puts every repetition on one dense grid of buckets spanning
 // the smallest to the largest value of all of them, with a cumulative count
 // per repetition, so that the count of any repetition in any range of

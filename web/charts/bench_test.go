@@ -2,35 +2,11 @@ package charts
 
 import "testing"
 
-// Benchmarks of a million-point input (run with -benchmem): the
-// downsamplers alone and each builder that takes per-request data. Each
-// reports the option's size in bytes as "option-B".
+// Benchmarks of a million-point input (run with -benchmem): each builder
+// that takes per-request data (acceptance/chartdata has the downsamplers
+// alone). Each reports the option's size in bytes as "option-B".
 
 const benchN = 1_000_000
-
-func BenchmarkLTTB1M(b *testing.B) {
-	pts := requestsOverRun(1, benchN, 3600, 500_000, 9000)
-	b.ResetTimer()
-	for b.Loop() {
-		LTTB(pts, 3000)
-	}
-}
-
-func BenchmarkMinMax1M(b *testing.B) {
-	pts := requestsOverRun(1, benchN, 3600, 500_000, 9000)
-	b.ResetTimer()
-	for b.Loop() {
-		MinMax(pts, 3000)
-	}
-}
-
-func BenchmarkMinMaxSampled1M(b *testing.B) {
-	pts := requestsOverRun(1, benchN, 3600, 500_000, 9000)
-	b.ResetTimer()
-	for b.Loop() {
-		MinMaxSampled(pts, 4000)
-	}
-}
 
 // Sorted samples, as the store gives them.
 func BenchmarkLatencyCDF1M(b *testing.B) {

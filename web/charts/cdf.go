@@ -239,13 +239,13 @@ func valueCurve(values []float64, budget int) (cdfCurve, error) {
 	}
 	// One point is the curve's start at (min, 0).
 	cv.points = make([]Point, 0, min(n+1, budget))
-	cv.points = append(cv.points, Point{values[0], 0})
+	cv.points = append(cv.points, Point{X: values[0], Y: 0})
 	if countDistinct(values, budget-1) >= 0 {
 		// Every distinct value fits: the exact empirical CDF.
 		cv.whole = true
 		for i := 0; i < n; {
 			i += sortSearchAbove(values[i:], values[i])
-			cv.points = append(cv.points, Point{values[i-1], 100 * float64(i) / float64(n)})
+			cv.points = append(cv.points, Point{X: values[i-1], Y: 100 * float64(i) / float64(n)})
 		}
 		return cv, nil
 	}
@@ -257,7 +257,7 @@ func valueCurve(values []float64, budget int) (cdfCurve, error) {
 			continue
 		}
 		last = j
-		cv.points = append(cv.points, Point{values[j], 100 * float64(j+1) / float64(n)})
+		cv.points = append(cv.points, Point{X: values[j], Y: 100 * float64(j+1) / float64(n)})
 	}
 	return cv, nil
 }
@@ -335,7 +335,7 @@ func bucketCurve(in []Bucket, budget int) (cdfCurve, error) {
 	idx := pickRanks(len(bs), at(stats.Rank(0.99, total)), budget)
 	cv.points = make([]Point, len(idx))
 	for k, i := range idx {
-		cv.points[k] = Point{bs[i].Value, 100 * float64(cum[i]) / float64(total)}
+		cv.points[k] = Point{X: bs[i].Value, Y: 100 * float64(cum[i]) / float64(total)}
 	}
 	return cv, nil
 }

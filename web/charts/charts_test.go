@@ -124,7 +124,7 @@ func pairsOf(t *testing.T, s seriesJSON) []Point {
 	for i, d := range s.Data {
 		var p [2]float64
 		require.NoError(t, json.Unmarshal(d, &p), "series %s point %d: %s", s.Name, i, d)
-		out[i] = Point{p[0], p[1]}
+		out[i] = Point{X: p[0], Y: p[1]}
 	}
 	return out
 }
@@ -176,11 +176,11 @@ func TestLatencyCDFSmallIsTheExactECDF(t *testing.T) {
 	cand := o.series(t, "TTFT candidate")
 	require.Equal(t, ColorCandidate, cand.Color)
 	require.Equal(t, "end", cand.Step, "exact ECDF drawn as steps")
-	require.Equal(t, []Point{{1, 0}, {1, 20}, {2, 60}, {3, 80}, {10, 100}}, pairsOf(t, cand))
+	require.Equal(t, []Point{{X: 1, Y: 0}, {X: 1, Y: 20}, {X: 2, Y: 60}, {X: 3, Y: 80}, {X: 10, Y: 100}}, pairsOf(t, cand))
 
 	base := o.series(t, "TTFT baseline")
 	require.Equal(t, ColorBaseline, base.Color)
-	require.Equal(t, []Point{{2, 50}, {4, 75}, {8, 100}}, pairsOf(t, base))
+	require.Equal(t, []Point{{X: 2, Y: 50}, {X: 4, Y: 75}, {X: 8, Y: 100}}, pairsOf(t, base))
 
 	require.Equal(t, map[float64]string{20: "p99 limit 20 ms"}, markLines(t, o.series(t, "Gate limits"), true))
 	require.Equal(t, map[float64]string{50: "p50", 99: "p99"}, markLines(t, o.series(t, "Percentiles"), false))
@@ -219,8 +219,8 @@ func TestLatencyCDFKeepsEverySampleAboveP99(t *testing.T) {
 		require.InDelta(t, 100*float64(j+1)/n, p.Y, 1e-7)
 	}
 	require.Less(t, pts[len(pts)-(n-start)-1].X, v[start], "and no other point is among them")
-	require.Equal(t, Point{round(v[n-1], 6), 100}, pts[len(pts)-1])
-	require.Equal(t, Point{round(v[0], 6), 0}, pts[0])
+	require.Equal(t, Point{X: round(v[n-1], 6), Y: 100}, pts[len(pts)-1])
+	require.Equal(t, Point{X: round(v[0], 6), Y: 0}, pts[0])
 }
 
 // With a million samples the 10,000 above p99 exceed the budget: the
@@ -375,8 +375,8 @@ func TestLatencyOverRunMillionRequests(t *testing.T) {
 	require.Equal(t, "scatter", sc.Type)
 	pts := pairsOf(t, sc)
 	require.LessOrEqual(t, len(pts), DefaultScatterPoints)
-	require.Contains(t, pts, Point{round(cand[777_777].X, 7), 15_000}, "the spike is on the chart")
-	require.Equal(t, Point{0, round(cand[0].Y, 6)}, pts[0])
+	require.Contains(t, pts, Point{X: round(cand[777_777].X, 7), Y: 15_000}, "the spike is on the chart")
+	require.Equal(t, Point{X: 0, Y: round(cand[0].Y, 6)}, pts[0])
 
 	line := pairsOf(t, o.series(t, "candidate p99 per 20 s"))
 	require.Len(t, line, 90, "1800 s in 20 s windows")
@@ -408,18 +408,6 @@ func TestLatencyOverRunLinear(t *testing.T) {
 	require.Equal(t, 12_000.0, o.YAxis[0].Max, "the limit above the data is in view")
 	require.Len(t, pairsOf(t, o.series(t, "TTFT p99 per 10 s")), 6)
 	require.Equal(t, 3000, len(pairsOf(t, o.series(t, "TTFT"))), "small series are not reduced")
-}
-
-func TestWindowQuantileIsNearestRank(t *testing.T) {
-	t.Parallel()
-	var pts []Point
-	for i := range 200 {
-		pts = append(pts, Point{float64(i) / 100, float64(200 - i)}) // two 1 s windows
-	}
-	got := windowQuantile(pts, 0, 1, 0.99)
-	require.Equal(t, []Point{{0.5, 199}, {1.5, 99}}, got) // rank 99 of 100: the 2nd largest
-	got = windowQuantile(pts, 0, 1, 0.5)
-	require.Equal(t, []Point{{0.5, 150}, {1.5, 50}}, got)
 }
 
 func TestOverTimeAxesByUnit(t *testing.T) {
@@ -575,34 +563,6 @@ func TestLabelsAreNotTemplates(t *testing.T) {
 	require.Equal(t, map[float64]string{2: "limit (a|x) (c)"}, markLines(t, decode(t, raw).series(t, "Gate limits"), true))
 }
 
-func TestSelectKthAgreesWithSort(t *testing.T) {
-	t.Parallel()
-	for _, n := range []int{1, 2, 3, 10, 101, 5000} {
-		for _, kind := range []string{"random", "sorted", "reversed", "equal", "two values"} {
-			v := lognormal(uint64(n), n, 100, 1, false)
-			switch kind {
-			case "sorted":
-				slices.Sort(v)
-			case "reversed":
-				slices.Sort(v)
-				slices.Reverse(v)
-			case "equal":
-				for i := range v {
-					v[i] = 7
-				}
-			case "two values":
-				for i := range v {
-					v[i] = float64(i % 2)
-				}
-			}
-			want := slices.Sorted(slices.Values(v))
-			for _, k := range []int{0, n / 2, n * 99 / 100, n - 1} {
-				require.Equal(t, want[k], selectKth(slices.Clone(v), k), "%s n=%d k=%d", kind, n, k)
-			}
-		}
-	}
-}
-
 func TestLatencyCDFManyBucketsIsBounded(t *testing.T) {
 	t.Parallel()
 	var bs []Bucket
@@ -617,7 +577,7 @@ func TestLatencyCDFManyBucketsIsBounded(t *testing.T) {
 	require.Nil(t, s.Step)
 	pts := pairsOf(t, s)
 	require.LessOrEqual(t, len(pts), 500)
-	require.Equal(t, Point{round(bs[len(bs)-1].Value, 6), 100}, pts[len(pts)-1])
+	require.Equal(t, Point{X: round(bs[len(bs)-1].Value, 6), Y: 100}, pts[len(pts)-1])
 	require.Equal(t, round(bs[0].Value, 6), pts[0].X)
 	require.Equal(t, fmt.Sprint(total), table.Rows[0][1], "n is the sum of the counts")
 }

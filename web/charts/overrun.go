@@ -1,20 +1,22 @@
 package charts
 
 import (
+	"github.com/accordlab/accord/acceptance/chartdata"
+
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 
-	"github.com/accordlab/accord/acceptance/stats"
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
 )
 
-// DefaultScatterPoints bounds the scatter points of one series.
-const DefaultScatterPoints = 4000
+// DefaultScatterPoints bounds the scatter points of one series: the
+// bound chart data are reduced to at ingest, so a stored scatter is drawn
+// whole.
+const DefaultScatterPoints = chartdata.ScatterPoints
 
 // OverRunSeries is one latency per request against the time it was sent
 // (X in seconds since the run's start, Y the latency).
@@ -78,7 +80,7 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 		if err := checkFinite("latency over run: series "+s.Name, s.Points); err != nil {
 			return nil, Table{}, err
 		}
-		pts := sortedByX(s.Points)
+		pts := chartdata.SortedByX(s.Points)
 		sorted[i] = pts
 		if len(pts) > 0 {
 			t0, t1 = min(t0, pts[0].X), max(t1, pts[len(pts)-1].X)
@@ -101,7 +103,7 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 		}
 	}
 	if window <= 0 {
-		window = autoWindow(t1-t0, total/len(in.Series))
+		window = chartdata.AutoWindow(t1-t0, total/len(in.Series))
 	}
 	if !finite(window) {
 		return nil, Table{}, fmt.Errorf("charts: latency over run: window %v", window)
@@ -138,7 +140,7 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 	for i, s := range in.Series {
 		color := colorFor(s.Role, i)
 		sc := series(c, s.Name, "scatter")
-		sc.Data = pairs(MinMaxSampled(sorted[i], maxPts), 7, 6)
+		sc.Data = pairs(chartdata.MinMaxSampled(sorted[i], maxPts), 7, 6)
 		sc.Color = color
 		sc.SymbolSize = 3
 		sc.ItemStyle = &opts.ItemStyle{Color: color, Opacity: opts.Float(0.45)}
@@ -146,9 +148,9 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 		sc.Large = opts.Bool(true)
 
 		if s.Rolling != nil {
-			rolling[i] = sortedByX(s.Rolling)
+			rolling[i] = chartdata.SortedByX(s.Rolling)
 		} else {
-			rolling[i] = windowQuantile(sorted[i], t0, window, q)
+			rolling[i] = chartdata.WindowQuantile(sorted[i], t0, window, q)
 		}
 		ln := series(c, s.Name+" "+qLabel+" per "+num(window)+" s", "line")
 		ln.Data = pairs(rolling[i], 7, 6)
@@ -167,126 +169,6 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 		return nil, Table{}, err
 	}
 	return option, rollingTable(in, rolling, window, qLabel), nil
-}
-
-// RollingQuantile computes the rolling line LatencyOverRun draws for one
-// series from all of its points (any order; pts is not changed): the
-// nearest-rank q-quantile (0.99 when 0) of each window of width window
-// seconds (autoWindow's choice when 0) that has points, at the window's
-// middle. It returns the window used, for OverRunInput.Window.
-func RollingQuantile(pts []Point, window, q float64) (float64, []Point, error) {
-	if q == 0 {
-		q = 0.99
-	}
-	if !(q > 0 && q <= 1) {
-		return 0, nil, fmt.Errorf("charts: rolling quantile: quantile %v", q)
-	}
-	if err := checkFinite("rolling quantile", pts); err != nil {
-		return 0, nil, err
-	}
-	if len(pts) == 0 {
-		return max(window, 1), nil, nil
-	}
-	sorted := sortedByX(pts)
-	t0, t1 := sorted[0].X, sorted[len(sorted)-1].X
-	if window <= 0 {
-		window = autoWindow(t1-t0, len(sorted))
-	}
-	if !finite(window) {
-		return 0, nil, fmt.Errorf("charts: rolling quantile: window %v", window)
-	}
-	return window, windowQuantile(sorted, t0, window, q), nil
-}
-
-// autoWindow picks a round window width: about 120 windows over the run,
-// widened so that a window holds about 100 requests when the run has
-// fewer than 12,000.
-func autoWindow(span float64, perSeries int) float64 {
-	if span <= 0 {
-		return 1
-	}
-	w := span / 120
-	if perSeries > 0 {
-		w = max(w, span*100/float64(perSeries))
-	}
-	return ceil125(min(w, span))
-}
-
-// ceil125 rounds up to 1, 2 or 5 times a power of ten.
-func ceil125(v float64) float64 {
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5} {
-		if v <= m*p*(1+1e-12) {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-// windowQuantile is the nearest-rank q-quantile of each window
-// [t0 + k·w, t0 + (k+1)·w) that has requests, placed at the window's
-// middle. pts are ordered by X.
-func windowQuantile(pts []Point, t0, w, q float64) []Point {
-	var out []Point
-	var buf []float64
-	for i := 0; i < len(pts); {
-		k := math.Floor((pts[i].X - t0) / w)
-		end := t0 + (k+1)*w
-		buf = buf[:0]
-		for ; i < len(pts) && pts[i].X < end; i++ {
-			buf = append(buf, pts[i].Y)
-		}
-		if len(buf) == 0 { // rounding at a window edge
-			buf = append(buf, pts[i].Y)
-			i++
-		}
-		r := int(stats.Rank(q, int64(len(buf)))) - 1
-		out = append(out, Point{t0 + (k+0.5)*w, selectKth(buf, r)})
-	}
-	return out
-}
-
-// selectKth returns the k-th smallest of v (0-based), reordering v:
-// quickselect, expected linear time (a window's p99 needs no full sort),
-// falling back to sorting what is left if the partitions stay uneven.
-func selectKth(v []float64, k int) float64 {
-	lo, hi := 0, len(v)-1
-	for budget := 2 * bits.Len(uint(len(v))); lo < hi; budget-- {
-		if budget == 0 {
-			slices.Sort(v[lo : hi+1])
-			break
-		}
-		// Median of three as pivot, moved to hi.
-		mid := lo + (hi-lo)/2
-		if v[mid] < v[lo] {
-			v[mid], v[lo] = v[lo], v[mid]
-		}
-		if v[hi] < v[lo] {
-			v[hi], v[lo] = v[lo], v[hi]
-		}
-		if v[mid] < v[hi] {
-			v[mid], v[hi] = v[hi], v[mid]
-		}
-		pivot := v[hi]
-		// Lomuto partition: v[lo:p] < pivot ≤ v[p:hi].
-		p := lo
-		for i := lo; i < hi; i++ {
-			if v[i] < pivot {
-				v[i], v[p] = v[p], v[i]
-				p++
-			}
-		}
-		v[p], v[hi] = v[hi], v[p]
-		switch {
-		case k < p:
-			hi = p - 1
-		case k > p:
-			lo = p + 1
-		default:
-			return v[k]
-		}
-	}
-	return v[k]
 }
 
 func rollingTable(in OverRunInput, rolling [][]Point, window float64, qLabel string) Table {

@@ -1,10 +1,11 @@
 package charts
 
 import (
-	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance/chartdata"
 )
 
 // A page precomputed at ingest stores a reduced scatter and the rolling
@@ -12,13 +13,13 @@ import (
 func TestLatencyOverRunWithPrecomputedRollingLine(t *testing.T) {
 	t.Parallel()
 	all := requestsOverRun(9, 200_000, 600, 123_456, 12_000)
-	window, rolling, err := RollingQuantile(all, 0, 0)
+	window, rolling, err := chartdata.RollingQuantile(all, 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, 5.0, window, "600 s in about 120 windows")
 
 	full, fullTable, err := LatencyOverRun(OverRunInput{Unit: "ms", Series: []OverRunSeries{{Name: "TTFT", Points: all}}})
 	require.NoError(t, err)
-	reduced := MinMaxSampled(all, DefaultScatterPoints)
+	reduced := chartdata.MinMaxSampled(all, DefaultScatterPoints)
 	pre, preTable, err := LatencyOverRun(OverRunInput{Unit: "ms", Window: window,
 		Series: []OverRunSeries{{Name: "TTFT", Points: reduced, Rolling: rolling}}})
 	require.NoError(t, err)
@@ -32,17 +33,8 @@ func TestLatencyOverRunWithPrecomputedRollingLine(t *testing.T) {
 	require.NotEqual(t, string(full), string(biased))
 }
 
-func TestRollingQuantileRejectsBadInput(t *testing.T) {
+func TestLatencyOverRunRejectsARollingLineWithoutWindow(t *testing.T) {
 	t.Parallel()
-	_, _, err := RollingQuantile([]Point{{0, 1}, {1, math.NaN()}}, 1, 0.99)
-	require.Error(t, err)
-	_, _, err = RollingQuantile([]Point{{0, 1}}, 1, 1.5)
-	require.Error(t, err)
-	w, line, err := RollingQuantile(nil, 0, 0)
-	require.NoError(t, err)
-	require.Equal(t, 1.0, w)
-	require.Empty(t, line)
-
-	_, _, err = LatencyOverRun(OverRunInput{Series: []OverRunSeries{{Name: "TTFT", Points: []Point{{0, 1}}, Rolling: []Point{{0.5, 1}}}}})
+	_, _, err := LatencyOverRun(OverRunInput{Series: []OverRunSeries{{Name: "TTFT", Points: []Point{{X: 0, Y: 1}}, Rolling: []Point{{X: 0.5, Y: 1}}}}})
 	require.ErrorContains(t, err, "no window")
 }

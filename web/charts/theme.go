@@ -15,6 +15,8 @@
 package charts
 
 import (
+	"github.com/accordlab/accord/acceptance/chartdata"
+
 	"encoding/json"
 	"fmt"
 	"math"
@@ -61,9 +63,9 @@ func colorFor(r Role, i int) string {
 	return Palette[i%len(Palette)]
 }
 
-// Point is one (x, y) point. Series given to the builders and the
-// downsamplers are ordered by X.
-type Point struct{ X, Y float64 }
+// Point is one (x, y) point (acceptance/chartdata's, which reduces
+// series).
+type Point = chartdata.Point
 
 // Limit is a gate threshold drawn as a marked line with its label
 // ("p99 limit 2000 ms"). Vertical on CDFs, horizontal elsewhere.
@@ -396,27 +398,13 @@ func pairs(pts []Point, xDigits, yDigits int) [][2]float64 {
 
 // checkFinite reports the first NaN or infinite value of a series.
 func checkFinite(what string, pts []Point) error {
-	for i, p := range pts {
-		if !finite(p.X) || !finite(p.Y) {
-			return fmt.Errorf("charts: %s: point %d is (%v, %v)", what, i, p.X, p.Y)
-		}
+	if err := chartdata.CheckFinite(pts); err != nil {
+		return fmt.Errorf("charts: %s: %w", what, err)
 	}
 	return nil
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-
-// sortedByX returns pts ordered by X, copying only when they are not.
-func sortedByX(pts []Point) []Point {
-	for i := 1; i < len(pts); i++ {
-		if pts[i].X < pts[i-1].X {
-			cp := append([]Point(nil), pts...)
-			sortPoints(cp)
-			return cp
-		}
-	}
-	return pts
-}
 
 // paddedMax is an axis maximum that shows v (a limit beyond the data):
 // ECharts leaves marked lines out of an axis' extent.

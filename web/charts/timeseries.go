@@ -1,6 +1,8 @@
 package charts
 
 import (
+	"github.com/accordlab/accord/acceptance/chartdata"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,9 +98,9 @@ func OverTime(in TimeSeriesInput) (json.RawMessage, Table, error) {
 
 	t := Table{Head: []string{"Series", "Unit", "Points", "min", "mean", "max"}}
 	for i, s := range in.Series {
-		pts := sortedByX(s.Points)
+		pts := chartdata.SortedByX(s.Points)
 		ls := series(c, s.Name, "line")
-		ls.Data = pairs(LTTB(pts, maxPts), 7, 6)
+		ls.Data = pairs(chartdata.LTTB(pts, maxPts), 7, 6)
 		ls.Color = colorFor(s.Role, i)
 		ls.ShowSymbol = opts.Bool(false)
 		ls.Symbol = "none"

@@ -1,25 +1,28 @@
-package charts
+package chartdata_test
 
 import (
+	"github.com/accordlab/accord/acceptance/chartdata"
 	"math"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance/chartdata/chartdatatest"
 )
 
-// downsampler is LTTB or MinMax.
+// downsampler is chartdata.LTTB or chartdata.MinMax.
 type downsampler struct {
 	name string
-	fn   func([]Point, int) []Point
+	fn   func([]chartdata.Point, int) []chartdata.Point
 }
 
-var downsamplers = []downsampler{{"LTTB", LTTB}, {"MinMax", MinMax}, {"MinMaxSampled", MinMaxSampled}}
+var downsamplers = []downsampler{{"chartdata.LTTB", chartdata.LTTB}, {"chartdata.MinMax", chartdata.MinMax}, {"chartdata.MinMaxSampled", chartdata.MinMaxSampled}}
 
 // requireSubsequence checks the invariants both downsamplers promise:
 // first and last kept, at most target points, a subsequence of the input
 // (so X is monotonic and every point was measured).
-func requireSubsequence(t *testing.T, in, out []Point, target int) {
+func requireSubsequence(t *testing.T, in, out []chartdata.Point, target int) {
 	t.Helper()
 	require.LessOrEqual(t, len(out), target)
 	require.Equal(t, in[0], out[0], "first point kept")
@@ -43,7 +46,7 @@ func TestDownsampleSpikeInAMillionSurvives(t *testing.T) {
 	for _, d := range downsamplers {
 		t.Run(d.name, func(t *testing.T) {
 			t.Parallel()
-			pts := requestsOverRun(7, n, 3600, 612_345, 9000)
+			pts := chartdatatest.RequestsOverRun(7, n, 3600, 612_345, 9000)
 			// And a dip: the fastest request of the run.
 			pts[345_678].Y = 0.5
 			out := d.fn(pts, 3000)
@@ -56,15 +59,15 @@ func TestDownsampleSpikeInAMillionSurvives(t *testing.T) {
 	}
 }
 
-// MinMax keeps the lowest and highest point of every bucket: every local
+// chartdata.MinMax keeps the lowest and highest point of every bucket: every local
 // extreme at the bucket scale, not only the global ones.
 func TestMinMaxKeepsEveryBucketExtreme(t *testing.T) {
 	t.Parallel()
-	pts := requestsOverRun(11, 100_003, 600, -1, 0)
+	pts := chartdatatest.RequestsOverRun(11, 100_003, 600, -1, 0)
 	const target = 1002
-	out := MinMax(pts, target)
+	out := chartdata.MinMax(pts, target)
 	requireSubsequence(t, pts, out, target)
-	kept := map[Point]bool{}
+	kept := map[chartdata.Point]bool{}
 	for _, p := range out {
 		kept[p] = true
 	}
@@ -85,17 +88,17 @@ func TestMinMaxKeepsEveryBucketExtreme(t *testing.T) {
 	}
 }
 
-// LTTB keeps the shape: on a clean sine, each kept point lies on it and
+// chartdata.LTTB keeps the shape: on a clean sine, each kept point lies on it and
 // the peaks and troughs are kept to within one bucket's width.
 func TestLTTBKeepsPeaks(t *testing.T) {
 	t.Parallel()
 	n := 200_000
-	pts := make([]Point, n)
+	pts := make([]chartdata.Point, n)
 	for i := range pts {
 		x := float64(i) / float64(n) * 10 * math.Pi
-		pts[i] = Point{x, math.Sin(x)}
+		pts[i] = chartdata.Point{x, math.Sin(x)}
 	}
-	out := LTTB(pts, 500)
+	out := chartdata.LTTB(pts, 500)
 	requireSubsequence(t, pts, out, 500)
 	hi, lo := math.Inf(-1), math.Inf(1)
 	for _, p := range out {
@@ -107,17 +110,17 @@ func TestLTTBKeepsPeaks(t *testing.T) {
 
 func TestDownsampleSmallInputsUnchanged(t *testing.T) {
 	t.Parallel()
-	pts := []Point{{0, 1}, {1, 5}, {2, 2}}
+	pts := []chartdata.Point{{0, 1}, {1, 5}, {2, 2}}
 	for _, d := range downsamplers {
 		require.Equal(t, pts, d.fn(pts, 10), d.name)
 		require.Empty(t, d.fn(nil, 10), d.name)
 	}
 	// A target too small to hold first, last and something between is
 	// raised to the smallest that does.
-	many := requestsOverRun(3, 100, 10, 50, 1e4)
-	require.Len(t, LTTB(many, 1), 3)
-	require.Len(t, MinMax(many, 1), 4)
-	require.Contains(t, MinMax(many, 1), many[50])
+	many := chartdatatest.RequestsOverRun(3, 100, 10, 50, 1e4)
+	require.Len(t, chartdata.LTTB(many, 1), 3)
+	require.Len(t, chartdata.MinMax(many, 1), 4)
+	require.Contains(t, chartdata.MinMax(many, 1), many[50])
 }
 
 // FuzzDownsample checks the invariants on arbitrary series (with repeated
@@ -130,16 +133,16 @@ func FuzzDownsample(f *testing.F) {
 		if len(ys) == 0 {
 			return
 		}
-		pts := make([]Point, len(ys))
+		pts := make([]chartdata.Point, len(ys))
 		for i, y := range ys {
-			pts[i] = Point{float64(i / 3), float64(int(y) - 128)}
+			pts[i] = chartdata.Point{float64(i / 3), float64(int(y) - 128)}
 		}
 		for _, d := range downsamplers {
 			out := d.fn(pts, int(target))
-			bound := map[string]int{"LTTB": 3, "MinMax": 4, "MinMaxSampled": 8}[d.name]
+			bound := map[string]int{"chartdata.LTTB": 3, "chartdata.MinMax": 4, "chartdata.MinMaxSampled": 8}[d.name]
 			bound = max(int(target), bound)
 			requireSubsequence(t, pts, out, bound)
-			if d.name != "LTTB" {
+			if d.name != "chartdata.LTTB" {
 				// The global extremes survive.
 				lo, hi := math.Inf(1), math.Inf(-1)
 				olo, ohi := math.Inf(1), math.Inf(-1)
@@ -156,18 +159,18 @@ func FuzzDownsample(f *testing.F) {
 	})
 }
 
-// On noisy latencies MinMax keeps the edges of the band only; MinMaxSampled
+// On noisy latencies chartdata.MinMax keeps the edges of the band only; chartdata.MinMaxSampled
 // also shows where most requests are.
 func TestMinMaxSampledShowsTheBody(t *testing.T) {
 	t.Parallel()
-	pts := requestsOverRun(13, 500_000, 1800, -1, 0)[25_000:] // past the warm-up
+	pts := chartdatatest.RequestsOverRun(13, 500_000, 1800, -1, 0)[25_000:] // past the warm-up
 	ys := make([]float64, len(pts))
 	for i, p := range pts {
 		ys[i] = p.Y
 	}
 	slices.Sort(ys)
 	q25, q75 := ys[len(ys)/4], ys[3*len(ys)/4]
-	share := func(out []Point) float64 {
+	share := func(out []chartdata.Point) float64 {
 		in := 0
 		for _, p := range out {
 			if p.Y >= q25 && p.Y <= q75 {
@@ -176,6 +179,6 @@ func TestMinMaxSampledShowsTheBody(t *testing.T) {
 		}
 		return float64(in) / float64(len(out))
 	}
-	require.Less(t, share(MinMax(pts, 4000)), 0.05)
-	require.Greater(t, share(MinMaxSampled(pts, 4000)), 0.2)
+	require.Less(t, share(chartdata.MinMax(pts, 4000)), 0.05)
+	require.Greater(t, share(chartdata.MinMaxSampled(pts, 4000)), 0.2)
 }

@@ -1,9 +1,4 @@
-package charts
-
-import (
-	"cmp"
-	"slices"
-)
+package chartdata
 
 // Two downsamplers for series ordered by X. Both keep the first and the
 // last point, return a subsequence of the input (so X stays monotonic and
@@ -162,7 +157,6 @@ func pick(pts []Point, idx []int) []Point {
 	return out
 }
 
-// sortPoints orders by X, keeping the order of equal X.
-func sortPoints(pts []Point) {
-	slices.SortStableFunc(pts, func(a, b Point) int { return cmp.Compare(a.X, b.X) })
-}
+// ScatterPoints bounds the stored scatter of one series (web/charts
+// draws as many).
+const ScatterPoints = 4000
