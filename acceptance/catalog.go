@@ -19,6 +19,10 @@ const (
 	UnitBytesPerSec    Unit = "B/s"   // bandwidth
 	UnitRatio          Unit = "ratio" // 0..1
 	UnitPercent        Unit = "%"     // 0..100, utilisation
+	UnitPerSecond      Unit = "/s"    // counted events per second (retransmits, pause frames)
+	UnitWatt           Unit = "W"     // power
+	UnitBytes          Unit = "B"     // an amount of memory
+	UnitCPUSecPerGiB   Unit = "s/GiB" // CPU time spent per GiB moved
 )
 
 // Kind says what a metric's samples are.
@@ -94,6 +98,32 @@ const (
 	MetricDiskUtil   = "disk_util"
 	MetricNICRxBytes = "nic_rx_bw"
 	MetricNICTxBytes = "nic_tx_bw"
+
+	// Accelerators, from the vendor tools (runners/probe/gpu).
+	MetricGPUMemUsed = "gpu_mem_used"    // memory in use, summed over devices
+	MetricGPUMemBW   = "gpu_mem_bw_util" // share of time the memory was busy, mean over devices
+	MetricGPUPower   = "gpu_power"       // power draw, summed over devices
+
+	// The fabric and the drives, per-second rates (runners/probe/counters).
+	MetricRDMARetransmits = "rdma_retransmits"
+	MetricRDMASeqErrors   = "rdma_seq_errors"
+	MetricRDMACNPSent     = "rdma_cnp_sent"
+	MetricRDMACNPHandled  = "rdma_cnp_handled"
+	MetricRDMAECNMarked   = "rdma_ecn_marked"
+	MetricRDMADiscards    = "rdma_discards"
+	MetricNICErrors       = "nic_errors"
+	MetricNICDrops        = "nic_drops"
+	MetricNICPauseFrames  = "nic_pause_frames"
+	MetricNSReadIOPS      = "ns_read_iops"
+	MetricNSWriteIOPS     = "ns_write_iops"
+	MetricNSReadBW        = "ns_read_bw"
+	MetricNSWriteBW       = "ns_write_bw"
+	MetricNSReadLatency   = "ns_read_latency"
+	MetricNSWriteLatency  = "ns_write_latency"
+
+	// The storage-to-accelerator data path (gpu-path steps).
+	MetricGPUPathBandwidth = "gpu_path_bandwidth"  // bytes per second from storage into (or towards) accelerator memory
+	MetricCPUSecondsPerGiB = "cpu_seconds_per_gib" // CPU seconds the host spent per GiB moved
 )
 
 var catalog = []Metric{
@@ -145,6 +175,46 @@ var catalog = []Metric{
 		"Share of time the target devices were busy, from /proc/diskstats."},
 	{MetricNICRxBytes, "NIC receive bandwidth", UnitBytesPerSec, KindDistribution, HigherIsBetter, GroupSystem, "Bytes received per second on the host's interfaces."},
 	{MetricNICTxBytes, "NIC transmit bandwidth", UnitBytesPerSec, KindDistribution, HigherIsBetter, GroupSystem, "Bytes sent per second on the host's interfaces."},
+	{MetricGPUMemUsed, "Accelerator memory used", UnitBytes, KindDistribution, LowerIsBetter, GroupSystem,
+		"Accelerator memory in use, summed over the devices, sampled every second from the vendor tool."},
+	{MetricGPUMemBW, "Accelerator memory busy", UnitPercent, KindDistribution, HigherIsBetter, GroupSystem,
+		"Share of time the accelerators' memory was read or written (the vendor tools' memory bandwidth measure), mean over the devices."},
+	{MetricGPUPower, "Accelerator power", UnitWatt, KindDistribution, LowerIsBetter, GroupSystem,
+		"Power drawn by the accelerators, summed over the devices, where the vendor tool reports it."},
+	{MetricRDMARetransmits, "RDMA retransmits", UnitPerSecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"Retransmissions and their timeouts per second over the RDMA ports (mlx5 roce_adp_retrans, local_ack_timeout_err, rnr_nak_retry_err; bnxt_re to_retransmits)."},
+	{MetricRDMASeqErrors, "RDMA sequence errors", UnitPerSecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"Out-of-sequence packets and sequence-error NAKs per second over the RDMA ports."},
+	{MetricRDMACNPSent, "RDMA CNPs sent", UnitPerSecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"Congestion notification packets sent per second (the host saw ECN-marked traffic)."},
+	{MetricRDMACNPHandled, "RDMA CNPs handled", UnitPerSecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"Congestion notification packets received and acted on per second (the host slowed down)."},
+	{MetricRDMAECNMarked, "RDMA ECN-marked packets", UnitPerSecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"ECN-marked RoCE packets received per second."},
+	{MetricRDMADiscards, "RDMA discards", UnitPerSecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"Packets discarded per second (port_xmit_discards, port_rcv_errors, out_of_buffer)."},
+	{MetricNICErrors, "NIC errors", UnitPerSecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"Receive and transmit errors per second on the physical interfaces."},
+	{MetricNICDrops, "NIC drops", UnitPerSecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"Dropped packets per second on the physical interfaces."},
+	{MetricNICPauseFrames, "NIC pause frames", UnitPerSecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"Pause (PFC and global) frames sent and received per second, from ethtool -S."},
+	{MetricNSReadIOPS, "Namespace read IOPS", UnitIOPS, KindDistribution, HigherIsBetter, GroupSystem,
+		"Reads completed per second on the NVMe namespaces, from /sys/block/*/stat."},
+	{MetricNSWriteIOPS, "Namespace write IOPS", UnitIOPS, KindDistribution, HigherIsBetter, GroupSystem,
+		"Writes completed per second on the NVMe namespaces."},
+	{MetricNSReadBW, "Namespace read bandwidth", UnitBytesPerSec, KindDistribution, HigherIsBetter, GroupSystem,
+		"Bytes read per second on the NVMe namespaces."},
+	{MetricNSWriteBW, "Namespace write bandwidth", UnitBytesPerSec, KindDistribution, HigherIsBetter, GroupSystem,
+		"Bytes written per second on the NVMe namespaces."},
+	{MetricNSReadLatency, "Namespace read latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"Mean time per read completed in each second (read ticks / reads), over the NVMe namespaces."},
+	{MetricNSWriteLatency, "Namespace write latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"Mean time per write completed in each second."},
+	{MetricGPUPathBandwidth, "GPU data path bandwidth", UnitBytesPerSec, KindRate, HigherIsBetter, GroupIO,
+		"Bytes per second moved from the storage under test towards accelerator memory by a gpu-path step (GPU-direct, or CPU-mediated: O_DIRECT read plus the staging copy)."},
+	{MetricCPUSecondsPerGiB, "CPU seconds per GiB", UnitCPUSecPerGiB, KindRate, LowerIsBetter, GroupIO,
+		"CPU time (user + system) the host spent per GiB a gpu-path step moved: what the CPU pays without GPU-direct."},
 }
 
 var catalogByID = func() map[string]Metric {

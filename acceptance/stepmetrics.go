@@ -31,7 +31,11 @@ var (
 	writeMetrics = []string{MetricWriteIOPS, MetricWriteBW, MetricWriteCLat, MetricWriteSLat, MetricWriteLat}
 	// telemetryMetrics are sampled on the host during every load step; GPU
 	// utilisation only where nvidia-smi is present.
-	telemetryMetrics = []string{MetricCPUUtil, MetricGPUUtil, MetricDiskUtil, MetricNICRxBytes, MetricNICTxBytes}
+	telemetryMetrics = []string{MetricCPUUtil, MetricGPUUtil, MetricDiskUtil, MetricNICRxBytes, MetricNICTxBytes,
+		MetricGPUMemUsed, MetricGPUMemBW, MetricGPUPower,
+		MetricRDMARetransmits, MetricRDMASeqErrors, MetricRDMACNPSent, MetricRDMACNPHandled, MetricRDMAECNMarked, MetricRDMADiscards,
+		MetricNICErrors, MetricNICDrops, MetricNICPauseFrames,
+		MetricNSReadIOPS, MetricNSWriteIOPS, MetricNSReadBW, MetricNSWriteBW, MetricNSReadLatency, MetricNSWriteLatency}
 )
 
 // StepMetrics lists the metric ids a step can produce. Steps that apply no

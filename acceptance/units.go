@@ -24,6 +24,10 @@ const (
 	dimRequests  = "requests"
 	dimTokens    = "tokens"
 	dimShare     = "share"
+	dimEvents    = "events"  // counted events per second
+	dimPower     = "power"   // watts
+	dimBytes     = "bytes"   // an amount of memory
+	dimCPUCost   = "cpucost" // CPU seconds per GiB moved
 )
 
 // unitDefs lists the units accepted in thresholds, in the order forms offer
@@ -50,6 +54,14 @@ var unitDefs = []unitDef{
 
 	{"ratio", dimShare, 1},
 	{"%", dimShare, 0.01},
+
+	{"/s", dimEvents, 1},
+	{"W", dimPower, 1},
+	{"B", dimBytes, 1},
+	{"KiB", dimBytes, 1 << 10},
+	{"MiB", dimBytes, 1 << 20},
+	{"GiB", dimBytes, 1 << 30},
+	{"s/GiB", dimCPUCost, 1},
 }
 
 func lookupUnit(name string) (unitDef, bool) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/wire"
@@ -23,6 +24,8 @@ func ImportTelemetry(r io.Reader, opts Options) ([]acceptance.Measurement, []str
 	in := opts.name(wire.TelemetryFile)
 	br := bufio.NewReaderSize(&limitedReader{r: r, limit: opts.limit(MaxRecordBytes), input: in}, 64<<10)
 	var cpu, gpu, disk, rx, tx []float64
+	var gpuMem, gpuBW, gpuPower []float64
+	counterVals := map[string][]float64{}
 	lineNo, gpuMissing := 0, 0
 	for {
 		line, err := br.ReadSlice('\n')
@@ -76,6 +79,19 @@ func ImportTelemetry(r io.Reader, opts Options) ([]acceptance.Measurement, []str
 			} else {
 				gpuMissing++
 			}
+			if err := addGPUSamples(s.GPUs, &gpuMem, &gpuBW, &gpuPower); err != nil {
+				return nil, nil, &Error{Input: in, Line: lineNo, Field: "gpus", Err: err}
+			}
+			for id, v := range s.Counters {
+				m, known := acceptance.LookupMetric(id)
+				if !known || m.Group != acceptance.GroupSystem {
+					continue // a counter this build has no metric for is kept in the raw file only
+				}
+				if err := checkRate(v, maxBandwidth); err != nil {
+					return nil, nil, &Error{Input: in, Line: lineNo, Field: "counters." + id, Err: err}
+				}
+				counterVals[id] = append(counterVals[id], v)
+			}
 		}
 		if err != nil {
 			break
@@ -102,7 +118,59 @@ func ImportTelemetry(r io.Reader, opts Options) ([]acceptance.Measurement, []str
 	add(acceptance.MetricDiskUtil, disk, "disk_busy_pct")
 	add(acceptance.MetricNICRxBytes, rx, "nic_rx_bps")
 	add(acceptance.MetricNICTxBytes, tx, "nic_tx_bps")
+	add(acceptance.MetricGPUMemUsed, gpuMem, "gpus[].mem_used_bytes (sum)")
+	add(acceptance.MetricGPUMemBW, gpuBW, "gpus[].mem_bw_pct (mean)")
+	add(acceptance.MetricGPUPower, gpuPower, "gpus[].power_w (sum)")
+	ids := make([]string, 0, len(counterVals))
+	for id := range counterVals {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		add(id, counterVals[id], "counters."+id)
+	}
 	return out, warnings, nil
+}
+
+// addGPUSamples folds one second's device readings into the host's:
+// memory used and power summed over the devices that report them, memory
+// busy averaged. A second where no device reports a reading adds nothing.
+func addGPUSamples(gs []wire.GPUSample, mem, bw, power *[]float64) error {
+	var m, p, b float64
+	var nm, np, nb int
+	for _, g := range gs {
+		if g.MemUsedBytes != nil {
+			if *g.MemUsedBytes < 0 {
+				return fmt.Errorf("%s device %d: negative memory used", g.Tool, g.Index)
+			}
+			m += float64(*g.MemUsedBytes)
+			nm++
+		}
+		if g.PowerW != nil {
+			if err := checkRate(*g.PowerW, 1e6); err != nil {
+				return fmt.Errorf("%s device %d: power: %w", g.Tool, g.Index, err)
+			}
+			p += *g.PowerW
+			np++
+		}
+		if g.MemBWPct != nil {
+			if err := checkRate(*g.MemBWPct, maxPercent); err != nil {
+				return fmt.Errorf("%s device %d: memory busy: %w", g.Tool, g.Index, err)
+			}
+			b += *g.MemBWPct
+			nb++
+		}
+	}
+	if nm > 0 {
+		*mem = append(*mem, m)
+	}
+	if np > 0 {
+		*power = append(*power, p)
+	}
+	if nb > 0 {
+		*bw = append(*bw, b/float64(nb))
+	}
+	return nil
 }
 
 // jsonErr makes encoding/json's errors say what was wrong in plain words.

@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,7 +16,9 @@ import (
 	"time"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/counters"
 	"github.com/accordlab/accord/runners/probe/facts"
+	"github.com/accordlab/accord/runners/probe/gpu"
 	"github.com/accordlab/accord/runners/probe/wire"
 )
 
@@ -164,7 +165,8 @@ type telemetry struct {
 	f       *os.File
 	start   time.Time
 	devices []string
-	gpu     string // nvidia-smi path, empty when absent
+	gpus    []presentTool // the vendor tools on this host
+	counter *counters.Reader
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -179,19 +181,24 @@ func startTelemetry(ctx context.Context, dir string, devices []string) (*telemet
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	t := &telemetry{f: f, start: time.Now(), devices: devices, cancel: cancel, done: make(chan struct{})}
-	if p, err := exec.LookPath("nvidia-smi"); err == nil {
-		t.gpu = p
-	}
+	t := &telemetry{f: f, start: time.Now(), devices: devices, cancel: cancel, done: make(chan struct{}),
+		gpus: presentTools(exec.LookPath), counter: counters.NewReader()}
 	go t.loop(ctx)
 	return t, nil
 }
 
 type telemetryState struct {
-	at   time.Time
-	cpu  cpuTimes
-	disk map[string]diskCounters
-	net  map[string]netCounters
+	at       time.Time
+	cpu      cpuTimes
+	disk     map[string]diskCounters
+	net      map[string]netCounters
+	counters counters.Reading
+}
+
+func (t *telemetry) readState(ctx context.Context) telemetryState {
+	s := readTelemetryState()
+	s.counters = t.counter.Read(ctx)
+	return s
 }
 
 func readTelemetryState() telemetryState {
@@ -210,7 +217,7 @@ func readTelemetryState() telemetryState {
 
 func (t *telemetry) loop(ctx context.Context) {
 	defer close(t.done)
-	prev := readTelemetryState()
+	prev := t.readState(ctx)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -219,7 +226,7 @@ func (t *telemetry) loop(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		cur := readTelemetryState()
+		cur := t.readState(ctx)
 		s := t.sample(ctx, prev, cur)
 		prev = cur
 		b, _ := json.Marshal(s)
@@ -263,29 +270,78 @@ func (t *telemetry) sample(ctx context.Context, prev, cur telemetryState) wire.T
 		s.NICRxBps += float64(c.Rx-p.Rx) / sec
 		s.NICTxBps += float64(c.Tx-p.Tx) / sec
 	}
-	if t.gpu != "" {
-		s.GPUUtilPct = gpuUtil(ctx, t.gpu)
+	s.Counters, s.CounterDetail = counters.Rates(prev.counters, cur.counters)
+	if len(t.gpus) > 0 {
+		s.GPUs = sampleGPUs(ctx, t.gpus)
+		s.GPUUtilPct = meanUtil(s.GPUs)
 	}
 	return s
 }
 
-// gpuUtil is the mean utilisation of the GPUs, nil when nvidia-smi fails.
-func gpuUtil(ctx context.Context, path string) *float64 {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits")
-	cmd.SysProcAttr = childAttr()
-	out, err := cmd.Output()
-	if err != nil {
-		return nil
+// presentTool is a vendor tool found on PATH.
+type presentTool struct {
+	adapter gpu.Adapter
+	path    string
+}
+
+// presentTools finds the vendor tools installed on this host, once per
+// step: a tool that is absent costs nothing after that.
+func presentTools(lookPath func(string) (string, error)) []presentTool {
+	var out []presentTool
+	for _, a := range gpu.Adapters() {
+		if p, err := lookPath(a.Tool); err == nil {
+			out = append(out, presentTool{a, p})
+		}
 	}
+	return out
+}
+
+// sampleGPUs runs every present tool's telemetry commands side by side
+// (each within a second, so a slow tool cannot stall the sampling) and
+// returns the devices' readings; a tool that fails this second gives
+// none.
+func sampleGPUs(ctx context.Context, tools []presentTool) []wire.GPUSample {
+	results := make([][]wire.GPUSample, len(tools))
+	var wg sync.WaitGroup
+	for i, pt := range tools {
+		wg.Go(func() {
+			var outs [][]byte
+			for _, args := range pt.adapter.Telemetry {
+				cctx, cancel := context.WithTimeout(ctx, time.Second)
+				cmd := exec.CommandContext(cctx, pt.path, args...)
+				cmd.SysProcAttr = childAttr()
+				out, err := cmd.Output()
+				cancel()
+				if err != nil {
+					return
+				}
+				outs = append(outs, out)
+			}
+			samples, err := pt.adapter.ParseTelemetry(outs)
+			if err != nil {
+				return
+			}
+			for _, x := range samples {
+				results[i] = append(results[i], wire.GPUSample{Tool: pt.adapter.Tool, Index: x.Index, UtilPct: x.UtilPct,
+					MemUsedBytes: x.MemUsedBytes, MemBWPct: x.MemBWPct, PowerW: x.PowerW})
+			}
+		})
+	}
+	wg.Wait()
+	var out []wire.GPUSample
+	for _, r := range results {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// meanUtil is the mean utilisation over the devices that report one.
+func meanUtil(gs []wire.GPUSample) *float64 {
 	var sum float64
-	var n int
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		v, err := strconv.ParseFloat(strings.TrimSpace(sc.Text()), 64)
-		if err == nil {
-			sum += v
+	n := 0
+	for _, g := range gs {
+		if g.UtilPct != nil {
+			sum += *g.UtilPct
 			n++
 		}
 	}
@@ -325,6 +381,10 @@ func (t *telemetry) takeWindow(ids []string) map[string]wire.InterimStats {
 			case acceptance.MetricGPUUtil:
 				if s.GPUUtilPct != nil {
 					vals = append(vals, *s.GPUUtilPct)
+				}
+			default:
+				if v, ok := s.Counters[id]; ok {
+					vals = append(vals, v)
 				}
 			}
 		}

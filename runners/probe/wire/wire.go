@@ -237,5 +237,25 @@ type TelemetrySample struct {
 	DiskBusyPct  float64  `json:"disk_busy_pct"`
 	NICRxBps     float64  `json:"nic_rx_bps"`
 	NICTxBps     float64  `json:"nic_tx_bps"`
-	GPUUtilPct   *float64 `json:"gpu_pct,omitempty"`
+	// GPUUtilPct is the mean utilisation over every accelerator sampled.
+	GPUUtilPct *float64 `json:"gpu_pct,omitempty"`
+	// GPUs are the accelerators' own readings, one per device and tool.
+	GPUs []GPUSample `json:"gpus,omitempty"`
+	// Counters are per-second rates over the last second of the fabric's
+	// and drives' counters (RDMA, NIC errors and pauses, per-namespace
+	// I/O), summed over devices, keyed by acceptance metric id;
+	// CounterDetail has the same per device ("metric{device}").
+	Counters      map[string]float64 `json:"counters,omitempty"`
+	CounterDetail map[string]float64 `json:"counter_detail,omitempty"`
+}
+
+// GPUSample is one accelerator's reading; a nil field is one the tool
+// does not give.
+type GPUSample struct {
+	Tool         string   `json:"tool"`
+	Index        int      `json:"index"`
+	UtilPct      *float64 `json:"util_pct,omitempty"`
+	MemUsedBytes *int64   `json:"mem_used_bytes,omitempty"`
+	MemBWPct     *float64 `json:"mem_bw_pct,omitempty"`
+	PowerW       *float64 `json:"power_w,omitempty"`
 }
