@@ -62,7 +62,7 @@ func testEvidence(runID string) RunEvidence {
 }
 
 // testInput is a complete bundle input for runID signed by s.
-func testInput(t *testing.T, s *Signer, keys []PublicKey, runID string, decisions []byte) BundleInput {
+func testInput(t testing.TB, s *Signer, keys []PublicKey, runID string, decisions []byte) BundleInput {
 	t.Helper()
 	atts, err := SignRun(s, testEvidence(runID))
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ func testInput(t *testing.T, s *Signer, keys []PublicKey, runID string, decision
 	return in
 }
 
-func writeBundle(t *testing.T, s *Signer, in BundleInput) []byte {
+func writeBundle(t testing.TB, s *Signer, in BundleInput) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	_, err := WriteBundle(context.Background(), &buf, s, in)

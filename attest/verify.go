@@ -1,13 +1,10 @@
 package attest
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
+	"cmp"
 	"context"
 	"crypto"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,12 +19,11 @@ import (
 	"github.com/accordlab/accord/attest/sshsig"
 )
 
-// Limits of what verification holds in memory. Artifacts are streamed and
-// have no limit.
+// Limits of one signature file, and of a decision log verified on its
+// own; a bundle's other budgets are Limits.
 const (
 	maxMetadataFile  = 64 << 20
 	maxSignatureFile = 64 << 10
-	maxBundleEntries = 100_000
 )
 
 // Report says what VerifyBundle checked and with which keys.
@@ -103,7 +99,7 @@ type Imported struct {
 // is returned with it. With trusted nil, the bundle's own keys are used and
 // Report.SelfTrusted is set.
 func VerifyBundle(ctx context.Context, r io.Reader, trusted *KeySet) (*Report, error) {
-	imp, err := readBundle(ctx, r, trusted, nil)
+	imp, err := readBundle(ctx, r, trusted, nil, false, DefaultLimits)
 	if imp == nil {
 		return nil, err
 	}
@@ -118,179 +114,11 @@ func ImportBundle(ctx context.Context, r io.Reader, pinned *KeySet, sink Artifac
 	if pinned.Len() == 0 {
 		return nil, errors.New("attest: import: no pinned key")
 	}
-	imp, err := readBundle(ctx, r, pinned, sink)
+	imp, err := readBundle(ctx, r, pinned, sink, true, DefaultLimits)
 	if err != nil {
 		return nil, err
 	}
 	return imp, nil
-}
-
-type bundleEntry struct {
-	sha256 string
-	size   int64
-}
-
-type bundleReader struct {
-	ctx  context.Context
-	sink ArtifactSink
-
-	top      string
-	seen     map[string]bool
-	files    map[string]bundleEntry // covered by the manifest
-	kept     map[string][]byte      // metadata held in memory
-	manifest []byte
-	sigs     map[string][]byte // MANIFEST.sha256[.NAME].sig / .allowed_signers
-	atts     map[string][]byte
-}
-
-// keptFiles are held in memory (and hashed) for checks and import.
-var keptFiles = map[string]bool{
-	FileBundleJSON: true, FileReportHTML: true, FileSummary: true, FileFacts: true,
-	FileEvaluation: true, FileDecisions: true, FileKeysJSON: true, FileSignerPEM: true,
-}
-
-func readBundle(ctx context.Context, r io.Reader, trusted *KeySet, sink ArtifactSink) (*Imported, error) {
-	br := &bundleReader{
-		ctx: ctx, sink: sink,
-		seen: map[string]bool{}, files: map[string]bundleEntry{}, kept: map[string][]byte{},
-		sigs: map[string][]byte{}, atts: map[string][]byte{},
-	}
-	if err := br.read(r); err != nil {
-		return nil, err
-	}
-	return br.verify(trusted)
-}
-
-func (br *bundleReader) read(r io.Reader) error {
-	gz, err := gzip.NewReader(r)
-	if err != nil {
-		return fmt.Errorf("bundle: not a gzip file: %w", err)
-	}
-	defer gz.Close()
-	tr := tar.NewReader(gz)
-	for n := 0; ; n++ {
-		if err := br.ctx.Err(); err != nil {
-			return err
-		}
-		if n > maxBundleEntries {
-			return fmt.Errorf("bundle: more than %d entries", maxBundleEntries)
-		}
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("bundle: read tar: %w", err)
-		}
-		rel, isDir, err := br.entryName(hdr)
-		if err != nil {
-			return err
-		}
-		if isDir {
-			continue
-		}
-		if err := br.readFile(rel, hdr.Size, tr); err != nil {
-			return err
-		}
-	}
-	if br.top == "" {
-		return errors.New("bundle: empty archive")
-	}
-	return nil
-}
-
-// entryName checks a tar entry: a regular file or directory, under the one
-// top directory, with a clean relative name seen once.
-func (br *bundleReader) entryName(hdr *tar.Header) (string, bool, error) {
-	name := strings.TrimSuffix(hdr.Name, "/")
-	top, rel, _ := strings.Cut(name, "/")
-	if br.top == "" {
-		br.top = top
-	}
-	if top != br.top || top == "" || top == "." || top == ".." {
-		return "", false, tamper(hdr.Name, "outside the bundle directory "+br.top, nil)
-	}
-	if hdr.Typeflag == tar.TypeDir {
-		return "", true, nil
-	}
-	if hdr.Typeflag != tar.TypeReg {
-		return "", false, tamper(hdr.Name, fmt.Sprintf("not a regular file (type %q)", hdr.Typeflag), nil)
-	}
-	if err := checkArtifactName(rel); err != nil {
-		return "", false, tamper(hdr.Name, "bad file name", err)
-	}
-	if br.seen[rel] {
-		return "", false, tamper(rel, "appears twice in the archive", nil)
-	}
-	br.seen[rel] = true
-	return rel, false, nil
-}
-
-func (br *bundleReader) readFile(rel string, size int64, r io.Reader) error {
-	readAll := func(limit int64) ([]byte, error) {
-		if size > limit {
-			return nil, tamper(rel, fmt.Sprintf("%d bytes, more than the %d allowed", size, limit), nil)
-		}
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return nil, fmt.Errorf("bundle: read %s: %w", rel, err)
-		}
-		return b, nil
-	}
-	switch {
-	case rel == FileManifest:
-		b, err := readAll(maxMetadataFile)
-		br.manifest = b
-		return err
-	case isSignatureFile(rel):
-		b, err := readAll(maxSignatureFile)
-		br.sigs[rel] = b
-		return err
-	case strings.HasPrefix(rel, dirAttestations):
-		b, err := readAll(maxMetadataFile)
-		br.atts[rel] = b
-		return err
-	case keptFiles[rel] || strings.HasPrefix(rel, "keys/"):
-		b, err := readAll(maxMetadataFile)
-		if err != nil {
-			return err
-		}
-		br.kept[rel] = b
-		br.files[rel] = bundleEntry{sha256: sha256Hex(b), size: int64(len(b))}
-		return nil
-	}
-	h := sha256.New()
-	var n int64
-	var err error
-	if name, ok := strings.CutPrefix(rel, dirArtifacts); ok && br.sink != nil {
-		counted := &countingReader{r: io.TeeReader(r, h)}
-		if err := br.sink(br.ctx, name, size, counted); err != nil {
-			return fmt.Errorf("bundle: store artifact %s: %w", name, err)
-		}
-		// Hash whatever the sink left unread.
-		if _, err := io.Copy(io.Discard, counted); err != nil {
-			return fmt.Errorf("bundle: read %s: %w", rel, err)
-		}
-		n = counted.n
-	} else {
-		n, err = io.Copy(h, r)
-		if err != nil {
-			return fmt.Errorf("bundle: read %s: %w", rel, err)
-		}
-	}
-	br.files[rel] = bundleEntry{sha256: hex.EncodeToString(h.Sum(nil)), size: n}
-	return nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
@@ -305,15 +133,23 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 	}
 
 	// The manifest and its signature.
-	if br.manifest == nil {
+	manifest, ok, err := br.file(FileManifest)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, tamper(FileManifest, "missing", nil)
 	}
+	br.manifest = manifest
 	listed, err := parseManifest(br.manifest)
 	if err != nil {
 		return nil, tamper(FileManifest, "malformed", err)
 	}
 	if trusted == nil {
-		keysJSON, ok := br.kept[FileKeysJSON]
+		keysJSON, ok, err := br.file(FileKeysJSON)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			return nil, tamper(FileKeysJSON, "missing (needed when no trusted keys are given)", nil)
 		}
@@ -322,7 +158,10 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 		}
 		report.SelfTrusted = true
 	}
-	sigText, ok := br.sigs[FileManifestSig]
+	sigText, ok, err := br.file(FileManifestSig)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, tamper(FileManifestSig, "missing", nil)
 	}
@@ -337,7 +176,11 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 	signer, known := trusted.Lookup(signerID)
 	if !known {
 		reason := fmt.Sprintf("signed by key %s, which is not a trusted key", signerID)
-		if bundleKeys, err := ParseKeysJSON(br.kept[FileKeysJSON]); err == nil {
+		keysJSON, err := br.kept(FileKeysJSON)
+		if err != nil {
+			return nil, err
+		}
+		if bundleKeys, err := ParseKeysJSON(keysJSON); err == nil {
 			if _, ok := bundleKeys.Lookup(signerID); ok {
 				reason += " (the key comes from the bundle's own " + FileKeysJSON + " and " + FileAllowedSigners + ": were they replaced?)"
 			}
@@ -362,14 +205,14 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 	slices.Sort(names)
 	for _, n := range names {
 		want, isListed := listed[n]
-		if data, isAtt := br.atts[n]; isAtt && isListed {
+		if att, isAtt := br.atts[n]; isAtt && isListed {
 			// Bundles list their attestations too, so that sha256sum -c
 			// alone catches a swapped or dropped statement (older bundles
 			// bind them only through bundle.json, checked below).
-			if got := sha256Hex(data); got != want {
-				return nil, tamper(n, fmt.Sprintf("SHA-256 %s, the manifest says %s (changed file)", got, want), nil)
+			if att.sha256 != want {
+				return nil, tamper(n, fmt.Sprintf("SHA-256 %s, the manifest says %s (changed file)", att.sha256, want), nil)
 			}
-			report.Files = append(report.Files, FileCheck{Name: n, SHA256: want, Size: int64(len(data))})
+			report.Files = append(report.Files, FileCheck{Name: n, SHA256: want, Size: att.size})
 			continue
 		}
 		got, isPresent := br.files[n]
@@ -387,7 +230,10 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 	}
 
 	// bundle.json and the keys the bundle carries.
-	infoJSON, ok := br.kept[FileBundleJSON]
+	infoJSON, ok, err := br.file(FileBundleJSON)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, tamper(FileBundleJSON, "missing", nil)
 	}
@@ -401,7 +247,11 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 	if info.Signer != signerID {
 		return nil, tamper(FileBundleJSON, fmt.Sprintf("names signer %s, the manifest is signed by %s", info.Signer, signerID), nil)
 	}
-	if pemText, ok := br.kept[FileSignerPEM]; ok {
+	pemText, ok, err := br.file(FileSignerPEM)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		keys, err := parsePEMPublicKeys(pemText)
 		if err != nil || len(keys) != 1 || keys[0].ID != signerID {
 			return nil, tamper(FileSignerPEM, "is not the key that signed the manifest", err)
@@ -437,13 +287,18 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 	}
 	slices.Sort(attNames)
 	for _, n := range attNames {
-		data, present := br.atts[n]
+		_, present := br.atts[n]
 		listedAtt, isListed := listedAtts[n]
 		switch {
 		case !isListed:
 			return nil, tamper(n, "not listed in "+FileBundleJSON+" (added file)", nil)
 		case !present:
 			return nil, tamper(n, "missing (listed in "+FileBundleJSON+")", nil)
+		}
+		// One attestation in memory at a time: read back, checked, dropped.
+		data, _, err := br.file(n)
+		if err != nil {
+			return nil, err
 		}
 		env, err := dsse.Parse(data)
 		if err != nil {
@@ -501,7 +356,11 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 	report.CoSignatures = cosigs
 
 	// The decision log, when decisions.json holds one.
-	if data := br.kept[FileDecisions]; isDecisionLog(data) {
+	decisions, err := br.kept(FileDecisions)
+	if err != nil {
+		return nil, err
+	}
+	if data := decisions; isDecisionLog(data) {
 		log, err := ParseDecisionLog(data)
 		if err != nil {
 			return nil, tamper(FileDecisions, "unreadable decision log", err)
@@ -517,11 +376,19 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 		report.Decisions = chain
 	}
 
-	imp.ReportHTML = br.kept[FileReportHTML]
-	imp.Summary = br.kept[FileSummary]
-	imp.Facts = br.kept[FileFacts]
-	imp.Evaluation = br.kept[FileEvaluation]
-	imp.Decisions = br.kept[FileDecisions]
+	if br.contents {
+		var kerr error
+		keep := func(name string) []byte {
+			b, err := br.kept(name)
+			kerr = cmp.Or(kerr, err)
+			return b
+		}
+		imp.ReportHTML, imp.Summary, imp.Facts, imp.Evaluation = keep(FileReportHTML), keep(FileSummary), keep(FileFacts), keep(FileEvaluation)
+		imp.Decisions = decisions
+		if kerr != nil {
+			return nil, kerr
+		}
+	}
 	for _, f := range report.Files {
 		if name, ok := strings.CutPrefix(f.Name, dirArtifacts); ok {
 			imp.Artifacts = append(imp.Artifacts, ArtifactDigest{Name: name, SHA256: f.SHA256, Size: f.Size})
@@ -544,14 +411,17 @@ func (br *bundleReader) verifyCoSignatures(trusted *KeySet, noteRevoked func(str
 	var out []SignatureCheck
 	for _, f := range names {
 		if base, ok := strings.CutSuffix(f, cosigSignersExt); ok {
-			if _, ok := br.sigs[base+cosigSigExt]; !ok {
+			if !br.sigs[base+cosigSigExt] {
 				return nil, tamper(f, "has no "+path.Base(base+cosigSigExt), nil)
 			}
 			continue
 		}
 		base := strings.TrimSuffix(f, cosigSigExt)
 		signersFile := base + cosigSignersExt
-		signersText, ok := br.sigs[signersFile]
+		signersText, ok, err := br.file(signersFile)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			return nil, tamper(f, "co-signature without "+signersFile, nil)
 		}
@@ -559,7 +429,11 @@ func (br *bundleReader) verifyCoSignatures(trusted *KeySet, noteRevoked func(str
 		if err != nil {
 			return nil, tamper(signersFile, "unreadable", err)
 		}
-		sig, err := sshsig.Unarmor(br.sigs[f])
+		sigText, _, err := br.file(f)
+		if err != nil {
+			return nil, err
+		}
+		sig, err := sshsig.Unarmor(sigText)
 		if err != nil {
 			return nil, tamper(f, "unreadable signature", err)
 		}

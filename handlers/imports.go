@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -156,7 +155,7 @@ func (s *Server) importResultFile(w http.ResponseWriter, r *http.Request) {
 		s.renderImport(w, r, http.StatusUnprocessableEntity, "result", "The file could not be imported as "+string(format)+": "+err.Error())
 		return
 	}
-	files := map[string][]byte{"imported/" + fileSafeName(name): data}
+	files := collectionOf(map[string][]byte{"imported/" + fileSafeName(name): data})
 	runID, err := s.saveImportedRun(r, t, files, ms, warnings, fmt.Sprintf("imported from %s (%s)", name, format))
 	if err != nil {
 		s.serverError(w, r, err)
@@ -194,23 +193,28 @@ func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
-	files := map[string][]byte{}
-	var total int64
-	sink := func(ctx context.Context, name string, size int64, rd io.Reader) error {
-		total += size
-		if total > maxBundleUpload {
-			return errors.New("the bundle's artifacts are too large")
-		}
-		b, err := io.ReadAll(rd)
-		files[name] = b
-		return err
-	}
-	imp, err := attest.ImportBundle(r.Context(), f, pinned, sink)
+	spool, err := newImportSpool()
 	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	defer func() {
+		if err := spool.remove(); err != nil {
+			s.log.Warn("import: temporary files not removed", "request_id", requestID(r.Context()), "err", err)
+		}
+	}()
+	imp, err := attest.ImportBundle(r.Context(), f, pinned, spool.sink)
+	var tooLarge *importTooLarge
+	var limit *attest.LimitError
+	switch {
+	case errors.As(err, &tooLarge) || errors.As(err, &limit):
+		s.renderImport(w, r, http.StatusRequestEntityTooLarge, "report", "The bundle was not imported: "+err.Error())
+		return
+	case err != nil:
 		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", "The bundle was not imported: it did not verify against the key you pinned: "+err.Error())
 		return
 	}
-	coll := collectionOf(files)
+	coll := spool.collection()
 	ms, warnings, err := jobs.ImportCollection(coll, t.spec, "imported")
 	if err != nil {
 		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", "The bundle verified, but its raw outputs could not be read: "+err.Error())
@@ -219,7 +223,7 @@ func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
 	if t.label == "" {
 		t.label = "imported: " + imp.Info.Title
 	}
-	runID, err := s.saveImportedRun(r, t, files, ms, warnings, fmt.Sprintf("imported from a report signed by %s (run %s of another installation)", imp.Report.Manifest.KeyID, imp.Info.RunID))
+	runID, err := s.saveImportedRun(r, t, coll, ms, warnings, fmt.Sprintf("imported from a report signed by %s (run %s of another installation)", imp.Report.Manifest.KeyID, imp.Info.RunID))
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -241,8 +245,9 @@ func collectionOf(files map[string][]byte) *sshrun.Collection {
 }
 
 // saveImportedRun stores an imported run with its files and measurements,
-// and enqueues its evaluation when it has a gate set: one transaction.
-func (s *Server) saveImportedRun(r *http.Request, t importTarget, files map[string][]byte, ms []acceptance.Measurement, warnings []string, note string) (int64, error) {
+// and enqueues its evaluation when it has a gate set: one transaction. The
+// files are read one at a time.
+func (s *Server) saveImportedRun(r *http.Request, t importTarget, files *sshrun.Collection, ms []acceptance.Measurement, warnings []string, note string) (int64, error) {
 	pr := programFrom(r.Context())
 	v := viewerFrom(r.Context())
 	ctx := r.Context()
@@ -254,17 +259,16 @@ func (s *Server) saveImportedRun(r *http.Request, t importTarget, files map[stri
 		if err != nil {
 			return err
 		}
-		names := make([]string, 0, len(files))
-		for name := range files {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			digest, err := tx.Artifacts().Put(ctx, files[name])
+		for _, f := range files.Files {
+			data, err := readCollected(f)
 			if err != nil {
 				return err
 			}
-			if err := tx.AddRunArtifact(ctx, store.RunArtifact{RunID: runID, Path: name, SHA256: digest, Size: int64(len(files[name]))}); err != nil {
+			digest, err := tx.Artifacts().Put(ctx, data)
+			if err != nil {
+				return err
+			}
+			if err := tx.AddRunArtifact(ctx, store.RunArtifact{RunID: runID, Path: f.Name, SHA256: digest, Size: int64(len(data))}); err != nil {
 				return err
 			}
 		}

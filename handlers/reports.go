@@ -219,8 +219,15 @@ func (s *Server) showVerify(w http.ResponseWriter, r *http.Request) {
 // offline, exactly as `accord verify` does.
 func (s *Server) verifyBundle(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBundleUpload)
-	f, _, err := r.FormFile("bundle")
 	p := s.page(r, "Verify a report", "verify")
+	// The upload waits on disk past 1 MiB (ParseMultipartForm's default
+	// keeps 32 MiB in memory).
+	var tooLarge *http.MaxBytesError
+	if err := r.ParseMultipartForm(1 << 20); errors.As(err, &tooLarge) {
+		s.render(w, r, http.StatusRequestEntityTooLarge, web.VerifyPage(p, web.VerifyResult{Error: fmt.Sprintf("The bundle is larger than %d MiB, the most this page checks.", maxBundleUpload>>20)}))
+		return
+	}
+	f, _, err := r.FormFile("bundle")
 	if err != nil {
 		s.render(w, r, http.StatusUnprocessableEntity, web.VerifyPage(p, web.VerifyResult{Error: "Choose a report bundle (.tar.gz) to check."}))
 		return
@@ -242,8 +249,12 @@ func (s *Server) verifyBundle(w http.ResponseWriter, r *http.Request) {
 	if verr != nil {
 		res.Error = verr.Error()
 	}
+	var limit *attest.LimitError
 	status := http.StatusOK
-	if verr != nil {
+	switch {
+	case errors.As(verr, &limit):
+		status = http.StatusRequestEntityTooLarge
+	case verr != nil:
 		status = http.StatusUnprocessableEntity
 	}
 	s.render(w, r, status, web.VerifyPage(p, res))
