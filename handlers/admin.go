@@ -136,7 +136,12 @@ func (s *Server) setUserDisabled(disabled bool) http.HandlerFunc {
 				return err
 			}
 			if disabled {
+				// Sessions and API tokens end for good: enabling the
+				// account again brings neither back.
 				if err := tx.RevokeUserSessions(r.Context(), id); err != nil {
+					return err
+				}
+				if err := tx.RevokeUserAPITokens(r.Context(), id); err != nil {
 					return err
 				}
 			}

@@ -64,6 +64,16 @@ func (s *Store) RevokeUserSessions(ctx context.Context, userID int64) error {
 	return nil
 }
 
+// RevokeUserAPITokens revokes every API token of a user (disable): an
+// account enabled again starts without tokens.
+func (s *Store) RevokeUserAPITokens(ctx context.Context, userID int64) error {
+	_, err := s.db.Exec(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`, userID)
+	if err != nil {
+		return fmt.Errorf("store: revoke API tokens of user %d: %w", userID, err)
+	}
+	return nil
+}
+
 // BeginSignInAttempt records an attempt as failed before the password is
 // checked, so that it counts towards throttling at once: parallel guesses
 // cannot all slip under the limit before any of them is recorded.
