@@ -83,16 +83,22 @@ const (
 	MetricErrorRate             = "error_rate"              // failed / all requests
 	MetricCacheHitRatio         = "cache_hit_ratio"         // prefix/KV cache hits / queries (server counters)
 
-	MetricReadIOPS   = "read_iops"
-	MetricWriteIOPS  = "write_iops"
-	MetricReadBW     = "read_bw"
-	MetricWriteBW    = "write_bw"
-	MetricReadCLat   = "read_clat"
-	MetricWriteCLat  = "write_clat"
-	MetricReadSLat   = "read_slat"
-	MetricWriteSLat  = "write_slat"
-	MetricReadLat    = "read_lat"
-	MetricWriteLat   = "write_lat"
+	MetricReadIOPS  = "read_iops"
+	MetricWriteIOPS = "write_iops"
+	MetricReadBW    = "read_bw"
+	MetricWriteBW   = "write_bw"
+	MetricReadCLat  = "read_clat"
+	MetricWriteCLat = "write_clat"
+	MetricReadSLat  = "read_slat"
+	MetricWriteSLat = "write_slat"
+	MetricReadLat   = "read_lat"
+	MetricWriteLat  = "write_lat"
+	// fio with unified_rw_reporting: reads and writes reported as one.
+	MetricMixedIOPS  = "mixed_iops"
+	MetricMixedBW    = "mixed_bw"
+	MetricMixedCLat  = "mixed_clat"
+	MetricMixedSLat  = "mixed_slat"
+	MetricMixedLat   = "mixed_lat"
 	MetricCPUUtil    = "cpu_util"
 	MetricGPUUtil    = "gpu_util"
 	MetricDiskUtil   = "disk_util"
@@ -167,6 +173,16 @@ var catalog = []Metric{
 	{MetricWriteSLat, "Write submission latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO, "Time to submit a write, as fio's slat."},
 	{MetricReadLat, "Read total latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO, "slat + clat of a read, as fio's lat."},
 	{MetricWriteLat, "Write total latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO, "slat + clat of a write, as fio's lat."},
+	{MetricMixedIOPS, "Mixed IOPS", UnitIOPS, KindRate, HigherIsBetter, GroupIO,
+		"Reads and writes per second together, as fio reports them with unified_rw_reporting (its \"mixed\" direction)."},
+	{MetricMixedBW, "Mixed bandwidth", UnitBytesPerSec, KindRate, HigherIsBetter, GroupIO,
+		"Bytes read and written per second together, as fio's \"mixed\" direction."},
+	{MetricMixedCLat, "Mixed completion latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO,
+		"Completion latency of reads and writes together, as fio's \"mixed\" clat."},
+	{MetricMixedSLat, "Mixed submission latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO,
+		"Submission latency of reads and writes together, as fio's \"mixed\" slat."},
+	{MetricMixedLat, "Mixed total latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO,
+		"slat + clat of reads and writes together, as fio's \"mixed\" lat."},
 	{MetricCPUUtil, "CPU utilisation", UnitPercent, KindDistribution, LowerIsBetter, GroupSystem,
 		"Busy share of all CPUs, sampled every second from /proc/stat."},
 	{MetricGPUUtil, "GPU utilisation", UnitPercent, KindDistribution, HigherIsBetter, GroupSystem,

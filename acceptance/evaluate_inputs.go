@@ -67,6 +67,12 @@ func MeasurementsDigest(ms []Measurement) string {
 		w.str(m.Source.ToolVersion)
 		w.str(m.Source.Field)
 		w.str(m.Source.PercentileMethod)
+		if m.Source.PercentileDefinition != "" {
+			// Like Trials below: only when set, behind a byte no metric
+			// name's length can be.
+			w.byte(0xfe)
+			w.str(string(m.Source.PercentileDefinition))
+		}
 		if m.Trials > 0 {
 			// Only when known, so that digests of measurements made before
 			// Trials existed are unchanged. 0xff cannot start the next

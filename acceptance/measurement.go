@@ -1,5 +1,7 @@
 package acceptance
 
+import "github.com/accordlab/accord/acceptance/stats"
+
 // Source says where a value came from, so that both sides can trace it.
 type Source struct {
 	Tool        string `json:"tool"`                   // accord-probe, fio, vllm-bench, genai-perf, aiperf
@@ -8,6 +10,13 @@ type Source struct {
 	// PercentileMethod says how Accord computes percentiles from Values, for
 	// example "raw samples, nearest rank" or "fio latency bins (≤ 1/64 relative error)".
 	PercentileMethod string `json:"percentile_method,omitempty"`
+	// PercentileDefinition is the tool's own rule for the percentiles in
+	// ToolSummary (numpy linear interpolation for vLLM, GenAI-Perf and
+	// AIPerf; fio's bin rule for fio); empty for Accord's own
+	// measurements. Accord's canonical percentiles are nearest rank
+	// whatever it says; this is the rule Accord also uses where its figure
+	// stands beside the tool's, so that the two are read the same way.
+	PercentileDefinition stats.Definition `json:"percentile_definition,omitempty"`
 }
 
 // Measurement is what one repetition of one step produced for one metric.

@@ -29,6 +29,9 @@ var (
 	}
 	readMetrics  = []string{MetricReadIOPS, MetricReadBW, MetricReadCLat, MetricReadSLat, MetricReadLat}
 	writeMetrics = []string{MetricWriteIOPS, MetricWriteBW, MetricWriteCLat, MetricWriteSLat, MetricWriteLat}
+	// mixedMetrics are fio's "mixed" direction (unified_rw_reporting), which
+	// a command step's own fio options may ask for.
+	mixedMetrics = []string{MetricMixedIOPS, MetricMixedBW, MetricMixedCLat, MetricMixedSLat, MetricMixedLat}
 	// telemetryMetrics are sampled on the host during every load step; GPU
 	// utilisation only where nvidia-smi is present.
 	telemetryMetrics = []string{MetricCPUUtil, MetricGPUUtil, MetricDiskUtil, MetricNICRxBytes, MetricNICTxBytes,
@@ -69,6 +72,7 @@ func StepMetrics(s StepSpec) []string {
 		case FormatFioJSON:
 			out = append(out, readMetrics...)
 			out = append(out, writeMetrics...)
+			out = append(out, mixedMetrics...)
 		case FormatVLLMBenchJSON:
 			out = append(out, vllmBenchMetrics...)
 		case FormatGenAIPerfJSON:

@@ -3,7 +3,9 @@ package parse
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -12,22 +14,23 @@ import (
 	"github.com/accordlab/accord/acceptance"
 )
 
-// fio's JSON, as far as Accord reads it. Numbers are json.Number so that
-// null (a non-finite value cleaned by nullNonFinite) and absence can be told
-// apart from zero.
+// fio's JSON, as far as Accord reads it. Every release writes one object:
+// "fio version", then "jobs" (one entry per job, or per reporting group
+// with group_reporting) or, in client/server mode, "client_stats" (one
+// entry per job per client, and with two or more clients an "All clients"
+// entry that sums them but carries neither percentiles nor bins). Each
+// entry has a direction object per data direction that did I/O: "read",
+// "write", "trim", "sync" (fsync), and with unified_rw_reporting a
+// "mixed" one instead of (or, with =both, beside) read and write.
+//
+// Units: fio ≥ 3 writes slat_ns/clat_ns/lat_ns in nanoseconds and bw_bytes
+// in B/s; fio 2 writes slat/clat/lat in microseconds and only bw in KiB/s.
+// Both write bw in KiB/s. json+ adds "bins" (bin value → count) to clat,
+// and to slat and lat when their percentiles are on.
 type fioOutput struct {
-	Version     string   `json:"fio version"`
-	Jobs        []fioJob `json:"jobs"`
-	ClientStats []fioJob `json:"client_stats"`
-}
-
-type fioJob struct {
-	JobName  string          `json:"jobname"`
-	Hostname string          `json:"hostname"`
-	Error    *json.Number    `json:"error"`
-	Read     json.RawMessage `json:"read"`
-	Write    json.RawMessage `json:"write"`
-	Trim     json.RawMessage `json:"trim"`
+	Version     string            `json:"fio version"`
+	Jobs        []json.RawMessage `json:"jobs"`
+	ClientStats []json.RawMessage `json:"client_stats"`
 }
 
 type fioDir struct {
@@ -56,107 +59,232 @@ type fioLat struct {
 	Bins       map[string]*json.Number `json:"bins"`
 }
 
-// ImportFio reads fio's --output-format=json or json+ output (fio 2 or 3):
-// per direction with I/O, read/write iops and bandwidth (summed over jobs;
-// fio's bw is KiB/s, bw_bytes B/s) and clat, slat and lat in µs (fio 3's
-// *_ns fields are nanoseconds, fio 2's are microseconds). With json+ bins the
-// latency samples are the merged bins (Values + Counts); without, Values is
-// empty and ToolSummary holds fio's own mean and percentiles. In
-// client/server mode the client_stats are read (the "All clients" entry when
-// fio wrote one).
+// fioDirections are the directions Accord imports, with their metrics.
+var fioDirections = []struct {
+	name                      string
+	iops, bw, clat, slat, lat string
+}{
+	{"read", acceptance.MetricReadIOPS, acceptance.MetricReadBW, acceptance.MetricReadCLat, acceptance.MetricReadSLat, acceptance.MetricReadLat},
+	{"write", acceptance.MetricWriteIOPS, acceptance.MetricWriteBW, acceptance.MetricWriteCLat, acceptance.MetricWriteSLat, acceptance.MetricWriteLat},
+	{"mixed", acceptance.MetricMixedIOPS, acceptance.MetricMixedBW, acceptance.MetricMixedCLat, acceptance.MetricMixedSLat, acceptance.MetricMixedLat},
+}
+
+// Why fio's other fields are not imported.
+var fioTopReasons = map[string]string{
+	"timestamp":      "when fio ran: the run records its own times",
+	"timestamp_ms":   "when fio ran: the run records its own times",
+	"time":           "when fio ran: the run records its own times",
+	"global options": "fio's job configuration: kept in the stored file",
+	"disk_util":      "device utilisation as fio saw it: the probe's telemetry measures disk utilisation",
+}
+
+var fioEntryReasons = map[string]string{
+	"groupid":            "fio's reporting group (shown in the per-job view)",
+	"eta":                "fio's progress estimate",
+	"elapsed":            "wall time of the job in seconds: rates are fio's own",
+	"job options":        "fio's job configuration: kept in the stored file",
+	"job_runtime":        "fio's job run time: rates are fio's own",
+	"usr_cpu":            "fio's own CPU use: the probe's telemetry measures the host's CPU",
+	"sys_cpu":            "fio's own CPU use: the probe's telemetry measures the host's CPU",
+	"ctx":                "fio's context switches: not a catalog metric",
+	"majf":               "fio's page faults: not a catalog metric",
+	"minf":               "fio's page faults: not a catalog metric",
+	"iodepth_level":      "queue depth distribution: not a catalog metric",
+	"iodepth_submit":     "queue depth distribution: not a catalog metric",
+	"iodepth_complete":   "queue depth distribution: not a catalog metric",
+	"latency_ns":         "fio's coarse latency buckets: Accord reads the clat percentiles or bins instead",
+	"latency_us":         "fio's coarse latency buckets: Accord reads the clat percentiles or bins instead",
+	"latency_ms":         "fio's coarse latency buckets: Accord reads the clat percentiles or bins instead",
+	"latency_depth":      "latency_target settings: not a measurement",
+	"latency_target":     "latency_target settings: not a measurement",
+	"latency_percentile": "latency_target settings: not a measurement",
+	"latency_window":     "latency_target settings: not a measurement",
+	"hostname":           "the client's host (shown in the per-client view)",
+	"port":               "the client's port (shown in the per-client view)",
+	"trim":               "trim I/O: Accord's catalog has no trim metrics",
+	"sync":               "fsync latency: Accord's catalog has no fsync metrics",
+	"steadystate":        "fio's steady-state detection: not a catalog metric",
+	"desc":               "the job's description",
+	"error":              "fio's error code (0: the job succeeded)",
+}
+
+var fioDirReasons = map[string]string{
+	"io_bytes":     "bytes moved: the rate (bw_bytes) is imported",
+	"io_kbytes":    "KiB moved: the rate (bw_bytes) is imported",
+	"runtime":      "the direction's run time in ms: rates are fio's own",
+	"total_ios":    "I/Os completed: the rate (iops) is imported",
+	"short_ios":    "short I/Os: not a catalog metric",
+	"drop_ios":     "dropped I/Os: not a catalog metric",
+	"bw_min":       "per-interval bandwidth samples: Accord imports the whole-run rate",
+	"bw_max":       "per-interval bandwidth samples: Accord imports the whole-run rate",
+	"bw_agg":       "per-interval bandwidth samples: Accord imports the whole-run rate",
+	"bw_mean":      "per-interval bandwidth samples: Accord imports the whole-run rate",
+	"bw_dev":       "per-interval bandwidth samples: Accord imports the whole-run rate",
+	"bw_samples":   "per-interval bandwidth samples: Accord imports the whole-run rate",
+	"iops_min":     "per-interval IOPS samples: Accord imports the whole-run rate",
+	"iops_max":     "per-interval IOPS samples: Accord imports the whole-run rate",
+	"iops_mean":    "per-interval IOPS samples: Accord imports the whole-run rate",
+	"iops_stddev":  "per-interval IOPS samples: Accord imports the whole-run rate",
+	"iops_samples": "per-interval IOPS samples: Accord imports the whole-run rate",
+}
+
+// fioLatStats is one latency block of one entry, in µs.
+type fioLatStats struct {
+	field                     string // clat_ns, clat, …
+	n                         float64
+	hasN                      bool
+	mean, min, max, stddev    float64
+	pct                       map[string]float64 // p99 → µs
+	bins                      map[float64]int64  // µs → count
+	hasBins                   bool
+	binTotal                  float64
+	notMeasured, allZeroBlock bool
+}
+
+// fioDirStats is one direction of one entry.
+type fioDirStats struct {
+	iops, bw float64
+	bwField  string
+	lat      map[string]*fioLatStats // clat, slat, lat
+}
+
+// fioEntry is one entry of jobs or client_stats.
+type fioEntry struct {
+	index   int
+	name    string
+	client  string
+	groupID int
+	dirs    map[string]*fioDirStats
+}
+
+// ImportFio reads fio's JSON output (json or json+, fio 2 or 3, also with
+// text around it as --output-format=json,normal writes): per direction
+// with I/O (read, write, and "mixed" with unified_rw_reporting), IOPS and
+// bandwidth (summed over jobs; in client/server mode fio's "All clients"
+// sum), and clat, slat and lat in µs. With json+ bins, a latency's samples
+// are the merged bins (Values + Counts); without, Values is empty and
+// ToolSummary holds fio's own mean and percentiles (percentiles only where
+// one job or group holds them all). Each job's own figures go to the
+// report's per-job view.
 func ImportFio(data []byte, opts Options) ([]acceptance.Measurement, []string, error) {
+	r, err := importFio(data, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.Measurements, r.Report.Warnings, nil
+}
+
+func importFio(data []byte, opts Options) (Result, error) {
 	in := opts.name("fio.json")
+	rep := newReport(in, FormatFio, ToolFio)
 	if int64(len(data)) > opts.limit(MaxToolJSONBytes) {
-		return nil, nil, tooLarge(in, int64(len(data)), opts.limit(MaxToolJSONBytes))
+		return Result{}, tooLarge(in, int64(len(data)), opts.limit(MaxToolJSONBytes))
 	}
-	var warnings []string
-	body, skipped := fioJSONStart(data)
-	if skipped > 0 {
-		warnings = append(warnings, fmt.Sprintf("skipped %d bytes of text before fio's JSON", skipped))
-	}
+	body, before := fioJSONStart(data)
 	body, nulls := nullNonFinite(body)
+	var top map[string]json.RawMessage
+	after, err := decodeFirst(body, &top)
+	if err != nil {
+		return Result{}, &Error{Input: in, Err: err}
+	}
+	if before > 0 {
+		rep.warn("skipped %d bytes of text before fio's JSON", before)
+	}
+	if after > 0 {
+		rep.warn("skipped %d bytes of text after fio's JSON (fio's normal output, as --output-format=json,normal writes it)", after)
+	}
 	if nulls > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d non-finite numbers (nan, inf) in fio's output were treated as missing", nulls))
+		rep.warn("%d non-finite numbers (nan, inf) in fio's output were treated as missing", nulls)
+	}
+	if top == nil {
+		return Result{}, errf(in, 0, "", "not a JSON object")
 	}
 	var doc fioOutput
-	if err := decodeOne(body, &doc); err != nil {
-		return nil, nil, &Error{Input: in, Err: err}
+	if _, err := decodeFirst(body, &doc); err != nil {
+		return Result{}, &Error{Input: in, Err: err}
+	}
+	topLedger := newLedger("", top)
+	topLedger.use("fio version", "jobs", "client_stats")
+	if _, ok := top["fio version"]; ok {
+		rep.read("fio version", "", "the tool version of every measurement")
 	}
 	version := doc.Version
 	if version == "" {
 		version = opts.ToolVersion
-		warnings = append(warnings, "fio's output does not say its version (\"fio version\")")
+		rep.warn("fio's output does not say its version (\"fio version\")")
 	}
+	rep.ToolVersion = version
 
-	jobs, where := doc.Jobs, "jobs"
+	raw, where := doc.Jobs, "jobs"
 	if len(doc.ClientStats) > 0 {
-		jobs, where = doc.ClientStats, "client_stats"
-		for _, j := range doc.ClientStats {
-			if j.JobName == "All clients" {
-				jobs = []fioJob{j}
-				break
-			}
+		raw, where = doc.ClientStats, "client_stats"
+		if len(doc.Jobs) > 0 {
+			rep.ignore("jobs", "the file has client_stats (client/server mode): those are imported")
 		}
 	}
-	if len(jobs) == 0 {
-		return nil, nil, errf(in, 0, "jobs", "no jobs in fio's output")
+	if len(raw) == 0 {
+		return Result{}, errf(in, 0, "jobs", "no jobs in fio's output")
 	}
-	for i, j := range jobs {
-		if j.Error != nil {
-			e, err := num(j.Error)
-			if err != nil {
-				return nil, nil, errf(in, 0, fmt.Sprintf("%s[%d].error", where, i), "%v", err)
-			}
-			if e != 0 {
-				return nil, nil, errf(in, 0, fmt.Sprintf("%s[%d].error", where, i), "job %q reported error %g: its results are not trustworthy", j.JobName, e)
-			}
+	rep.read(where, "", fmt.Sprintf("%d entries", len(raw)))
+	var entries []*fioEntry
+	var all *fioEntry
+	for i, rj := range raw {
+		e, err := parseFioEntry(rj, i, where, in, rep)
+		if err != nil {
+			return Result{}, err
 		}
+		if where == "client_stats" && e.name == "All clients" {
+			all = e
+			continue
+		}
+		entries = append(entries, e)
 	}
+	topLedger.close(rep, fioTopReasons, "not a field Accord reads from fio's output")
 
 	var out []acceptance.Measurement
 	anyIO := false
-	for _, dir := range []string{"read", "write", "trim"} {
-		dirs := make([]*fioDir, 0, len(jobs))
-		for i, j := range jobs {
-			raw := map[string]json.RawMessage{"read": j.Read, "write": j.Write, "trim": j.Trim}[dir]
-			if len(raw) == 0 || string(raw) == "null" {
-				continue
-			}
-			var d fioDir
-			if err := decodeOne(raw, &d); err != nil {
-				return nil, nil, &Error{Input: in, Field: fmt.Sprintf("%s[%d].%s", where, i, dir), Err: err}
-			}
-			had, err := d.hadIO()
-			if err != nil {
-				return nil, nil, &Error{Input: in, Field: fmt.Sprintf("%s[%d].%s", where, i, dir), Err: err}
-			}
-			if had {
-				dirs = append(dirs, &d)
+	for _, d := range fioDirections {
+		var members []*fioDirStats
+		for _, e := range entries {
+			if ds := e.dirs[d.name]; ds != nil {
+				members = append(members, ds)
 			}
 		}
-		if len(dirs) == 0 {
+		var sum *fioDirStats
+		if all != nil {
+			sum = all.dirs[d.name]
+		}
+		if len(members) == 0 && sum == nil {
 			continue
 		}
 		anyIO = true
-		if dir == "trim" {
-			warnings = append(warnings, "fio reported trim I/O: Accord's catalog has no trim metrics, ignored")
-			continue
-		}
-		ms, w, err := fioDirection(dir, dirs, where, in, version, opts)
+		ms, err := fioDirection(d.name, d.iops, d.bw, [3]string{d.clat, d.slat, d.lat}, members, sum, where, in, version, opts, rep)
 		if err != nil {
-			return nil, nil, err
+			return Result{}, err
 		}
 		out = append(out, ms...)
-		warnings = append(warnings, w...)
 	}
 	if !anyIO {
-		return nil, nil, errf(in, 0, where, "no job did any I/O")
+		return Result{}, errf(in, 0, where, "no job did any I/O")
 	}
-	return out, warnings, nil
+	if groups := fioGroups(entries); len(groups) > 1 {
+		rep.warn("fio reported %d reporting groups (groupid %s): their rates are summed as if they ran at the same time; if they ran one after another (stonewall), read each group in the per-job view", len(groups), strings.Join(groups, ", "))
+	}
+	if len(entries) > 1 || all != nil {
+		if err := fioJobViews(entries, all, in, version, opts, rep); err != nil {
+			return Result{}, err
+		}
+	}
+	if err := rep.finish(out); err != nil {
+		return Result{}, err
+	}
+	return Result{Measurements: out, Report: *rep}, nil
 }
 
 // fioJSONStart skips text fio or a wrapper printed before the JSON document
-// (warnings, "note: ..." lines) and returns the JSON and how much it skipped.
+// (the job summary lines of json,normal, warnings, "note: ..." lines, the
+// "<host>" lines of client/server mode) and returns the JSON and how much
+// it skipped.
 func fioJSONStart(data []byte) ([]byte, int) {
 	t := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	if len(t) == 0 || t[0] == '{' {
@@ -166,6 +294,205 @@ func fioJSONStart(data []byte) ([]byte, int) {
 		return data[i+1:], i + 1
 	}
 	return t, 0
+}
+
+// decodeFirst decodes the first JSON document of data and returns how many
+// bytes of text follow it. Text after it is allowed (fio's normal output);
+// a second JSON document is not.
+func decodeFirst(data []byte, v any) (int, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return 0, jsonErr(err)
+	}
+	rest := bytes.TrimSpace(data[dec.InputOffset():])
+	if len(rest) > 0 && (rest[0] == '{' || rest[0] == '[') {
+		n := 1
+		for {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return 0, fmt.Errorf("unexpected data after the JSON document")
+			}
+			n++
+		}
+		return 0, fmt.Errorf("the file holds %d JSON documents (results appended to one file?): import one at a time", n)
+	}
+	return len(rest), nil
+}
+
+func parseFioEntry(raw json.RawMessage, i int, where, in string, rep *Report) (*fioEntry, error) {
+	var obj map[string]json.RawMessage
+	if err := decodeOne(raw, &obj); err != nil {
+		return nil, &Error{Input: in, Field: fmt.Sprintf("%s[%d]", where, i), Err: err}
+	}
+	if obj == nil {
+		return nil, errf(in, 0, fmt.Sprintf("%s[%d]", where, i), "not a JSON object")
+	}
+	e := &fioEntry{index: i, dirs: map[string]*fioDirStats{}}
+	l := newLedger(where+"[].", obj)
+	l.use("jobname")
+	rep.read(where+"[].jobname", "", "names the job in the per-job view")
+	if s, ok := stringField(obj, "jobname"); ok {
+		e.name = s
+	}
+	host, _ := stringField(obj, "hostname")
+	if port, ok := obj["port"]; ok && host != "" {
+		e.client = host + ":" + strings.Trim(string(port), `"`)
+	} else {
+		e.client = host
+	}
+	if g, ok := obj["groupid"]; ok {
+		e.groupID, _ = strconv.Atoi(string(g))
+	}
+	if raw, ok := obj["error"]; ok {
+		l.use("error")
+		rep.read(where+"[].error", "", "0: the job succeeded (any other value refuses the import)")
+		var n *json.Number
+		if err := decodeOne(raw, &n); err != nil {
+			return nil, &Error{Input: in, Field: fmt.Sprintf("%s[%d].error", where, i), Err: err}
+		}
+		if n != nil {
+			v, err := num(n)
+			if err != nil {
+				return nil, errf(in, 0, fmt.Sprintf("%s[%d].error", where, i), "%v", err)
+			}
+			if v != 0 {
+				return nil, errf(in, 0, fmt.Sprintf("%s[%d].error", where, i), "job %q reported error %g: its results are not trustworthy", e.name, v)
+			}
+		}
+	}
+	for _, d := range fioDirections {
+		raw, ok := obj[d.name]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		l.use(d.name)
+		idle := where + "[]." + d.name
+		field := fmt.Sprintf("%s[%d].%s", where, i, d.name)
+		ds, err := parseFioDir(raw, field, where+"[]."+d.name+".", in, rep)
+		if err != nil {
+			return nil, err
+		}
+		if ds != nil {
+			e.dirs[d.name] = ds
+		} else {
+			rep.ignore(idle, "no I/O in this direction")
+		}
+	}
+	if raw, ok := obj["trim"]; ok {
+		// Trim is reported as ignored only when it did I/O; an idle trim
+		// block is in every fio ≥ 3 output.
+		var d fioDir
+		if decodeOne(raw, &d) == nil {
+			if had, _ := d.hadIO(); had {
+				rep.warn("fio reported trim I/O: Accord's catalog has no trim metrics, ignored")
+			} else {
+				l.use("trim")
+				rep.ignore(where+"[].trim", "no I/O in this direction")
+			}
+		}
+	}
+	if raw, ok := obj["sync"]; ok {
+		var s struct {
+			TotalIOs *json.Number `json:"total_ios"`
+			Lat      *fioLat      `json:"lat_ns"`
+		}
+		if decodeOne(raw, &s) == nil && (s.Lat == nil || s.Lat.N == nil || string(*s.Lat.N) == "0") && (s.TotalIOs == nil || string(*s.TotalIOs) == "0") {
+			l.use("sync")
+			rep.ignore(where+"[].sync", "no fsync calls")
+		}
+	}
+	l.close(rep, fioEntryReasons, "not a field Accord reads from fio's jobs")
+	return e, nil
+}
+
+func stringField(obj map[string]json.RawMessage, k string) (string, bool) {
+	raw, ok := obj[k]
+	if !ok {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// parseFioDir reads one direction block; nil when it did no I/O.
+func parseFioDir(raw json.RawMessage, field, ledgerPrefix, in string, rep *Report) (*fioDirStats, error) {
+	var d fioDir
+	if err := decodeOne(raw, &d); err != nil {
+		return nil, &Error{Input: in, Field: field, Err: err}
+	}
+	had, err := d.hadIO()
+	if err != nil {
+		return nil, &Error{Input: in, Field: field, Err: err}
+	}
+	if !had {
+		return nil, nil
+	}
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &obj) // decoded above
+	l := newLedger(ledgerPrefix, obj)
+	l.use("iops", "bw_bytes", "bw", "slat_ns", "clat_ns", "lat_ns", "slat", "clat", "lat")
+
+	ds := &fioDirStats{lat: map[string]*fioLatStats{}}
+	if ds.iops, err = num(d.IOPS); err != nil {
+		return nil, errf(in, 0, field+".iops", "%v", err)
+	}
+	if err := checkRate(ds.iops, maxIOPS); err != nil {
+		return nil, errf(in, 0, field+".iops", "%v", err)
+	}
+	b, ok, err := optNum(d.BWBytes)
+	if err != nil {
+		return nil, errf(in, 0, field+".bw_bytes", "%v", err)
+	}
+	ds.bwField = "bw_bytes"
+	if ok && d.BW != nil {
+		rep.ignore(ledgerPrefix+"bw", "the same rate in KiB/s, rounded: bw_bytes is imported")
+	}
+	if !ok {
+		kib, err := num(d.BW)
+		if err != nil {
+			return nil, errf(in, 0, field+".bw", "%v", err)
+		}
+		b = kib * 1024
+		ds.bwField = "bw (KiB/s) × 1024"
+	}
+	if err := checkRate(b, maxBandwidth); err != nil {
+		return nil, errf(in, 0, field+".bw", "%v", err)
+	}
+	ds.bw = b
+	for _, lt := range []struct {
+		name   string
+		ns, us *fioLat
+		nsName string
+	}{{"clat", d.ClatNS, d.Clat, "clat_ns"}, {"slat", d.SlatNS, d.Slat, "slat_ns"}, {"lat", d.LatNS, d.Lat, "lat_ns"}} {
+		l, fname, div := lt.us, lt.name, 1.0
+		if lt.ns != nil {
+			l, fname, div = lt.ns, lt.nsName, 1000
+		}
+		if l == nil {
+			continue
+		}
+		st, err := parseFioLat(l, fname, div, field, in)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case st.notMeasured:
+			rep.ignore(ledgerPrefix+fname, "all zero: fio did not measure it (as for slat with a synchronous engine)")
+		case st.hasN && st.n == 0:
+			rep.ignore(ledgerPrefix+fname, "no samples (N = 0)")
+		default:
+			ds.lat[lt.name] = st
+		}
+	}
+	l.close(rep, fioDirReasons, "not a field Accord reads from fio's directions")
+	return ds, nil
 }
 
 func num(n *json.Number) (float64, error) {
@@ -207,83 +534,83 @@ func (d *fioDir) hadIO() (bool, error) {
 	return false, nil
 }
 
-func fioDirection(dir string, dirs []*fioDir, where, in, version string, opts Options) ([]acceptance.Measurement, []string, error) {
-	var warnings []string
-	var out []acceptance.Measurement
-	field := func(f string) string { return in + ": " + where + "[]." + dir + "." + f }
-	src := func(f, method string) acceptance.Source {
-		return acceptance.Source{Tool: ToolFio, ToolVersion: version, Field: f, PercentileMethod: method}
-	}
+const maxLatencyUs = maxLatencyMs * 1000
 
-	var iops, bw float64
-	bwField := "bw_bytes"
-	for i, d := range dirs {
-		v, err := num(d.IOPS)
-		if err != nil {
-			return nil, nil, errf(in, 0, fmt.Sprintf("%s[%d].%s.iops", where, i, dir), "%v", err)
-		}
-		if err := checkRate(v, maxIOPS); err != nil {
-			return nil, nil, errf(in, 0, fmt.Sprintf("%s[%d].%s.iops", where, i, dir), "%v", err)
-		}
-		iops += v
-		b, ok, err := optNum(d.BWBytes)
-		if err != nil {
-			return nil, nil, errf(in, 0, fmt.Sprintf("%s[%d].%s.bw_bytes", where, i, dir), "%v", err)
-		}
-		if !ok {
-			kib, err := num(d.BW)
-			if err != nil {
-				return nil, nil, errf(in, 0, fmt.Sprintf("%s[%d].%s.bw", where, i, dir), "%v", err)
-			}
-			b = kib * 1024
-			bwField = "bw (KiB/s) × 1024"
-		}
-		if err := checkRate(b, maxBandwidth); err != nil {
-			return nil, nil, errf(in, 0, fmt.Sprintf("%s[%d].%s.bw", where, i, dir), "%v", err)
-		}
-		bw += b
+// parseFioLat reads one latency block into µs.
+func parseFioLat(l *fioLat, fname string, div float64, field, in string) (*fioLatStats, error) {
+	fieldAt := func(f string) string { return field + "." + fname + "." + f }
+	st := &fioLatStats{field: fname, pct: map[string]float64{}, bins: map[float64]int64{}}
+	n, hasN, err := optNum(l.N)
+	if err != nil {
+		return nil, errf(in, 0, fieldAt("N"), "%v", err)
 	}
-	iopsM := opts.measurement(dir+"_iops", src(field("iops")+sumNote(len(dirs)), ""))
-	iopsM.Values = []float64{iops}
-	iopsM.ToolSummary = map[string]float64{"rate": iops}
-	bwM := opts.measurement(dir+"_bw", src(field(bwField)+sumNote(len(dirs)), ""))
-	bwM.Values = []float64{bw}
-	bwM.ToolSummary = map[string]float64{"rate": bw}
-	out = append(out, iopsM, bwM)
-
-	for _, lt := range []struct {
-		metric string
-		pick   func(*fioDir) (*fioLat, string, float64) // stats, field name, divisor to µs
-	}{
-		{dir + "_clat", func(d *fioDir) (*fioLat, string, float64) {
-			if d.ClatNS != nil {
-				return d.ClatNS, "clat_ns", 1000
+	if hasN && (n < 0 || n > 1e15 || n != math.Trunc(n)) {
+		return nil, errf(in, 0, fieldAt("N"), "%g is not a sample count", n)
+	}
+	st.n, st.hasN = n, hasN
+	for _, f := range []struct {
+		name string
+		n    *json.Number
+		dst  *float64
+	}{{"min", l.Min, &st.min}, {"max", l.Max, &st.max}, {"mean", l.Mean, &st.mean}, {"stddev", l.Stddev, &st.stddev}} {
+		if *f.dst, err = num(f.n); err != nil {
+			if f.name == "stddev" && f.n == nil { // some fio versions omit it
+				continue
 			}
-			return d.Clat, "clat", 1
-		}},
-		{dir + "_slat", func(d *fioDir) (*fioLat, string, float64) {
-			if d.SlatNS != nil {
-				return d.SlatNS, "slat_ns", 1000
-			}
-			return d.Slat, "slat", 1
-		}},
-		{dir + "_lat", func(d *fioDir) (*fioLat, string, float64) {
-			if d.LatNS != nil {
-				return d.LatNS, "lat_ns", 1000
-			}
-			return d.Lat, "lat", 1
-		}},
-	} {
-		m, w, err := fioLatency(lt.metric, dirs, lt.pick, where, dir, in, version, opts)
-		if err != nil {
-			return nil, nil, err
+			return nil, errf(in, 0, fieldAt(f.name), "%v", err)
 		}
-		warnings = append(warnings, w...)
-		if m != nil {
-			out = append(out, *m)
+		*f.dst /= div
+		if e := checkLatency(*f.dst / 1000); e != nil {
+			return nil, errf(in, 0, fieldAt(f.name), "%v", e)
 		}
 	}
-	return out, warnings, nil
+	if !hasN && st.max == 0 && st.mean == 0 {
+		// fio 2 has no N: an all-zero block means "not measured".
+		st.notMeasured = true
+		return st, nil
+	}
+	for k, v := range l.Percentile {
+		p, perr := strconv.ParseFloat(k, 64)
+		if perr != nil || math.IsNaN(p) || p < 0 || p > 100 {
+			return nil, errf(in, 0, fieldAt("percentile"), "key %q is not a percentile", k)
+		}
+		if p == 0 { // fio pads the list with "0.00": 0 entries
+			continue
+		}
+		x, err := num(v)
+		if err != nil {
+			return nil, errf(in, 0, fieldAt("percentile."+k), "%v", err)
+		}
+		x /= div
+		if e := checkLatency(x / 1000); e != nil {
+			return nil, errf(in, 0, fieldAt("percentile."+k), "%v", e)
+		}
+		st.pct[percentileKey(p)] = x
+	}
+	for k, v := range l.Bins {
+		st.hasBins = true
+		val, perr := strconv.ParseFloat(k, 64)
+		if perr != nil || math.IsNaN(val) || math.IsInf(val, 0) {
+			return nil, errf(in, 0, fieldAt("bins"), "key %q is not a latency", k)
+		}
+		val /= div
+		if e := checkLatency(val / 1000); e != nil {
+			return nil, errf(in, 0, fieldAt("bins."+k), "%v", e)
+		}
+		c, err := num(v)
+		if err != nil {
+			return nil, errf(in, 0, fieldAt("bins."+k), "%v", err)
+		}
+		if c < 0 || c != math.Trunc(c) || c > 1e15 {
+			return nil, errf(in, 0, fieldAt("bins."+k), "%g is not a count", c)
+		}
+		st.binTotal += c
+		if st.binTotal > 1e15 {
+			return nil, errf(in, 0, fieldAt("bins"), "the bins hold more than 1e15 samples: not a real run")
+		}
+		st.bins[val] += int64(c)
+	}
+	return st, nil
 }
 
 func sumNote(n int) string {
@@ -293,145 +620,134 @@ func sumNote(n int) string {
 	return ""
 }
 
-const maxLatencyUs = maxLatencyMs * 1000
+// fioDirection builds one direction's measurements: from members (the
+// jobs, or the clients' entries), and from sum when fio wrote one (the
+// "All clients" entry of client/server mode).
+func fioDirection(dir, iopsMetric, bwMetric string, latMetrics [3]string, members []*fioDirStats, sum *fioDirStats,
+	where, in, version string, opts Options, rep *Report) ([]acceptance.Measurement, error) {
+	src := func(f, method string) acceptance.Source {
+		return acceptance.Source{Tool: ToolFio, ToolVersion: version, Field: f, PercentileMethod: method, PercentileDefinition: definitionFio}
+	}
+	field := func(f string) string { return in + ": " + where + "[]." + dir + "." + f }
+	var iops, bw float64
+	bwField := "bw_bytes"
+	note := sumNote(len(members))
+	if sum != nil {
+		iops, bw, bwField = sum.iops, sum.bw, sum.bwField
+		note = fmt.Sprintf(" (fio's \"All clients\" sum of %d clients)", len(members))
+	} else {
+		for _, d := range members {
+			iops += d.iops
+			bw += d.bw
+			if d.bwField != "bw_bytes" {
+				bwField = d.bwField
+			}
+		}
+	}
+	iopsM := opts.measurement(iopsMetric, src(field("iops")+note, ""))
+	iopsM.Values = []float64{iops}
+	iopsM.ToolSummary = map[string]float64{"rate": iops}
+	bwM := opts.measurement(bwMetric, src(field(bwField)+note, ""))
+	bwM.Values = []float64{bw}
+	bwM.ToolSummary = map[string]float64{"rate": bw}
+	rep.read(where+"[]."+dir+".iops", iopsMetric, strings.TrimSpace(note))
+	rep.read(where+"[]."+dir+"."+strings.Fields(bwField)[0], bwMetric, strings.TrimSpace(note))
+	out := []acceptance.Measurement{iopsM, bwM}
 
-// fioLatency builds one latency measurement (µs) from the jobs' stats.
-func fioLatency(metric string, dirs []*fioDir, pick func(*fioDir) (*fioLat, string, float64),
-	where, dir, in, version string, opts Options) (*acceptance.Measurement, []string, error) {
-	type jobStats struct {
-		n, mean, min, max, stddev float64
-		pct                       map[string]float64
-	}
-	var stats []jobStats
-	bins := map[float64]int64{}
-	var binTotal, nTotal float64
-	haveBins, haveN := false, true
-	name := ""
-	for i, d := range dirs {
-		l, fname, div := pick(d)
-		if l == nil {
+	for i, name := range []string{"clat", "slat", "lat"} {
+		var lats []*fioLatStats
+		for _, d := range members {
+			if st := d.lat[name]; st != nil {
+				lats = append(lats, st)
+			}
+		}
+		var total *fioLatStats
+		if sum != nil {
+			total = sum.lat[name]
+		}
+		if len(lats) == 0 && total == nil {
 			continue
 		}
-		name = fname
-		fieldAt := func(f string) string { return fmt.Sprintf("%s[%d].%s.%s.%s", where, i, dir, fname, f) }
-		st := jobStats{pct: map[string]float64{}}
-		var err error
-		n, hasN, err := optNum(l.N)
+		m, err := fioLatency(latMetrics[i], dir, lats, total, where, in, version, opts, rep)
 		if err != nil {
-			return nil, nil, errf(in, 0, fieldAt("N"), "%v", err)
+			return nil, err
 		}
-		if hasN && (n < 0 || n > 1e15) {
-			return nil, nil, errf(in, 0, fieldAt("N"), "%g is not a sample count", n)
-		}
-		for _, f := range []struct {
-			name string
-			n    *json.Number
-			dst  *float64
-		}{{"min", l.Min, &st.min}, {"max", l.Max, &st.max}, {"mean", l.Mean, &st.mean}, {"stddev", l.Stddev, &st.stddev}} {
-			if *f.dst, err = num(f.n); err != nil {
-				if f.name == "stddev" && f.n == nil { // some fio versions omit it
-					continue
-				}
-				return nil, nil, errf(in, 0, fieldAt(f.name), "%v", err)
-			}
-			*f.dst /= div
-			if e := checkLatency(*f.dst / 1000); e != nil {
-				return nil, nil, errf(in, 0, fieldAt(f.name), "%v", e)
-			}
-		}
-		if !hasN {
-			// fio 2 has no N: an all-zero block means "not measured" (slat of a sync engine).
-			haveN = false
-			if st.max == 0 && st.mean == 0 {
-				continue
-			}
-		} else if n == 0 {
-			continue
-		}
-		st.n = n
-		nTotal += n
-		for k, v := range l.Percentile {
-			p, perr := strconv.ParseFloat(k, 64)
-			if perr != nil || math.IsNaN(p) || p < 0 || p > 100 {
-				return nil, nil, errf(in, 0, fieldAt("percentile"), "key %q is not a percentile", k)
-			}
-			if p == 0 { // fio 2 pads the list with "0.00": 0 entries
-				continue
-			}
-			x, err := num(v)
-			if err != nil {
-				return nil, nil, errf(in, 0, fieldAt("percentile."+k), "%v", err)
-			}
-			x /= div
-			if e := checkLatency(x / 1000); e != nil {
-				return nil, nil, errf(in, 0, fieldAt("percentile."+k), "%v", e)
-			}
-			st.pct[percentileKey(p)] = x
-		}
-		for k, v := range l.Bins {
-			haveBins = true
-			val, perr := strconv.ParseFloat(k, 64)
-			if perr != nil || math.IsNaN(val) || math.IsInf(val, 0) {
-				return nil, nil, errf(in, 0, fieldAt("bins"), "key %q is not a latency", k)
-			}
-			val /= div
-			if e := checkLatency(val / 1000); e != nil {
-				return nil, nil, errf(in, 0, fieldAt("bins."+k), "%v", e)
-			}
-			c, err := num(v)
-			if err != nil {
-				return nil, nil, errf(in, 0, fieldAt("bins."+k), "%v", err)
-			}
-			if c < 0 || c != math.Trunc(c) || c > 1e15 {
-				return nil, nil, errf(in, 0, fieldAt("bins."+k), "%g is not a count", c)
-			}
-			binTotal += c
-			if binTotal > 1e15 {
-				return nil, nil, errf(in, 0, fieldAt("bins"), "the bins hold more than 1e15 samples: not a real run")
-			}
-			bins[val] += int64(c)
-		}
-		stats = append(stats, st)
+		out = append(out, m)
 	}
-	if len(stats) == 0 {
-		return nil, nil, nil
+	return out, nil
+}
+
+// fioLatency builds one latency measurement (µs) from the members' stats
+// (and fio's own sum of them, in client/server mode).
+func fioLatency(metric, dir string, lats []*fioLatStats, total *fioLatStats, where, in, version string, opts Options, rep *Report) (acceptance.Measurement, error) {
+	name := ""
+	for _, st := range append(lats, total) {
+		if st != nil {
+			name = st.field
+		}
 	}
-	var warnings []string
-	f := in + ": " + where + "[]." + dir + "." + name + sumNote(len(stats))
-	m := opts.measurement(metric, acceptance.Source{Tool: ToolFio, ToolVersion: version, Field: f})
+	count := len(lats)
+	f := in + ": " + where + "[]." + dir + "." + name + sumNote(count)
+	m := opts.measurement(metric, acceptance.Source{Tool: ToolFio, ToolVersion: version, Field: f, PercentileDefinition: definitionFio})
+	readField := where + "[]." + dir + "." + name
 
 	summary := map[string]float64{}
-	if len(stats) == 1 {
-		st := stats[0]
+	switch {
+	case total != nil:
+		// fio's "All clients" entry: its mean, min and max are fio's own
+		// over every client; it writes no percentiles for the sum.
+		summary["mean"], summary["min"], summary["max"], summary["stddev"] = total.mean, total.min, total.max, total.stddev
+		if total.hasN {
+			summary["n"] = total.n
+		}
+		m.Source.Field = in + ": " + where + "[All clients]." + dir + "." + name
+	case count == 1:
+		st := lats[0]
 		summary["mean"], summary["min"], summary["max"], summary["stddev"] = st.mean, st.min, st.max, st.stddev
+		if st.hasN {
+			summary["n"] = st.n
+		}
 		for k, v := range st.pct {
 			summary[k] = v
 		}
-	} else {
-		// Several jobs without group_reporting: the mean, min and max combine
-		// exactly; fio's per-job percentiles do not, so they are left out.
-		var wsum, mean float64
+	default:
+		// Several jobs without group_reporting: the mean, min and max
+		// combine exactly; fio's per-job percentiles do not (they are in
+		// the per-job view).
+		var wsum, mean, n float64
+		haveN := true
 		mn, mx := math.Inf(1), math.Inf(-1)
-		for _, st := range stats {
+		for _, st := range lats {
 			w := st.n
-			if !haveN {
-				w = 1
+			if !st.hasN {
+				w, haveN = 1, false
 			}
 			wsum += w
+			n += st.n
 			mean += w * st.mean
 			mn, mx = math.Min(mn, st.min), math.Max(mx, st.max)
 		}
 		summary["mean"], summary["min"], summary["max"] = mean/wsum, mn, mx
-		if !haveN {
-			warnings = append(warnings, fmt.Sprintf("%s: fio gave no sample counts, the mean over %d jobs is unweighted", metric, len(stats)))
-		}
-		if !haveBins {
-			warnings = append(warnings, fmt.Sprintf("%s: %d jobs without json+ bins or group_reporting: fio's per-job percentiles cannot be combined, only mean/min/max are kept", metric, len(stats)))
+		if haveN {
+			summary["n"] = n
+		} else {
+			rep.warn("%s: fio gave no sample counts, the mean over %d jobs is unweighted", metric, count)
 		}
 	}
 	m.ToolSummary = summary
 
-	if haveBins && len(bins) > 0 {
+	allBins := len(lats) > 0
+	var binTotal, nTotal float64
+	bins := map[float64]int64{}
+	for _, st := range lats {
+		allBins = allBins && st.hasBins
+		for v, c := range st.bins {
+			bins[v] += c
+		}
+		binTotal += st.binTotal
+		nTotal += st.n
+	}
+	if allBins && len(bins) > 0 {
 		values := make([]float64, 0, len(bins))
 		for v := range bins {
 			values = append(values, v)
@@ -443,14 +759,121 @@ func fioLatency(metric string, dirs []*fioDir, pick func(*fioDir) (*fioLat, stri
 		}
 		m.Values, m.Counts = values, counts
 		m.Source.PercentileMethod = MethodFioBins
-		m.Source.Field += ".bins"
-		if haveN && binTotal != nTotal {
-			warnings = append(warnings, fmt.Sprintf("%s: fio's bins hold %g samples, its N says %g", metric, binTotal, nTotal))
+		m.Source.Field = in + ": " + where + "[]." + dir + "." + name + sumNote(count) + ".bins"
+		rep.read(where+"[]."+dir+"."+name+".bins", metric, "latency bins: Accord's percentiles come from them"+strings.TrimRight(" "+strings.TrimSpace(sumNote(count)), " "))
+		if lats[0].hasN && binTotal != nTotal {
+			rep.warn("%s: fio's bins hold %g samples, its N says %g", metric, binTotal, nTotal)
+		}
+		if total != nil && total.hasN && binTotal != total.n {
+			rep.warn("%s: the clients' bins hold %g samples, fio's \"All clients\" N says %g", metric, binTotal, total.n)
 		}
 	} else {
 		m.Source.PercentileMethod = MethodToolSummary
+		why := ""
+		switch {
+		case total != nil:
+			why = "fio's \"All clients\" sum has no percentiles and the clients' outputs have no bins (use json+ for Accord's own percentiles)"
+		case count > 1:
+			why = fmt.Sprintf("%d jobs without json+ bins or group_reporting: fio's per-job percentiles cannot be combined, only mean/min/max are kept (each job's percentiles are in the per-job view)", count)
+			rep.warn("%s: %s", metric, why)
+		}
+		note := "fio's summary only (no bins)"
+		if why != "" {
+			note += ": " + why
+		}
+		rep.read(readField, metric, note)
+		return m, nil
 	}
-	return &m, warnings, nil
+	if total != nil {
+		rep.read(readField, metric, "fio's own mean of the sum, kept beside Accord's (fio writes no percentiles for it)")
+	} else {
+		rep.read(readField, metric, "fio's own mean and percentiles, kept beside Accord's")
+	}
+	return m, nil
+}
+
+// fioJobViews lays out each job's (or client's) own figures beside the
+// sums, with Accord's figures from that job's bins under fio's rule.
+func fioJobViews(entries []*fioEntry, all *fioEntry, in, version string, opts Options, rep *Report) error {
+	view := func(e *fioEntry, name string) (JobView, error) {
+		jv := JobView{Name: name, Client: e.client, GroupID: e.groupID}
+		var ms []acceptance.Measurement
+		for _, d := range fioDirections {
+			ds := e.dirs[d.name]
+			if ds == nil {
+				continue
+			}
+			jobOpts := opts
+			src := acceptance.Source{Tool: ToolFio, ToolVersion: version, PercentileDefinition: definitionFio}
+			for _, r := range []struct {
+				metric string
+				v      float64
+			}{{d.iops, ds.iops}, {d.bw, ds.bw}} {
+				m := jobOpts.measurement(r.metric, src)
+				m.Values, m.ToolSummary = []float64{r.v}, map[string]float64{"rate": r.v}
+				ms = append(ms, m)
+			}
+			for i, lname := range []string{"clat", "slat", "lat"} {
+				st := ds.lat[lname]
+				if st == nil {
+					continue
+				}
+				m := jobOpts.measurement([]string{d.clat, d.slat, d.lat}[i], src)
+				m.ToolSummary = map[string]float64{"mean": st.mean}
+				for k, v := range st.pct {
+					m.ToolSummary[k] = v
+				}
+				if st.hasBins && len(st.bins) > 0 {
+					for v := range st.bins {
+						m.Values = append(m.Values, v)
+					}
+					sort.Float64s(m.Values)
+					m.Counts = make([]int64, len(m.Values))
+					for j, v := range m.Values {
+						m.Counts[j] = st.bins[v]
+					}
+				}
+				ms = append(ms, m)
+			}
+		}
+		figs, err := figuresOf(ms)
+		if err != nil {
+			return jv, err
+		}
+		jv.Figures = figs
+		return jv, nil
+	}
+	for _, e := range entries {
+		name := e.name
+		if name == "" {
+			name = fmt.Sprintf("job %d", e.index)
+		}
+		jv, err := view(e, name)
+		if err != nil {
+			return err
+		}
+		rep.Jobs = append(rep.Jobs, jv)
+	}
+	if all != nil {
+		jv, err := view(all, "All clients")
+		if err != nil {
+			return err
+		}
+		rep.Jobs = append(rep.Jobs, jv)
+	}
+	return nil
+}
+
+func fioGroups(entries []*fioEntry) []string {
+	seen := map[int]bool{}
+	var out []string
+	for _, e := range entries {
+		if !seen[e.groupID] {
+			seen[e.groupID] = true
+			out = append(out, strconv.Itoa(e.groupID))
+		}
+	}
+	return out
 }
 
 // isFioDoc says whether a decoded top level looks like fio's output.

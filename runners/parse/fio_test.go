@@ -228,23 +228,6 @@ func TestImportFio2Microseconds(t *testing.T) {
 	require.Contains(t, clat.Source.Field, "read.clat")
 }
 
-func TestImportFioClientStatsUsesAllClients(t *testing.T) {
-	t.Parallel()
-	data, err := os.ReadFile("testdata/fio3-client-stats.json")
-	require.NoError(t, err)
-	got, _, err := Import(FormatFio, data, Options{})
-	require.NoError(t, err)
-	m := byMetric(t, got)
-	require.Equal(t, []float64{9908 + 8791}, m[acceptance.MetricReadIOPS].Values)
-	require.Equal(t, []float64{40583168 + 36007936}, m[acceptance.MetricReadBW].Values)
-	clat := m[acceptance.MetricReadCLat]
-	require.Equal(t, []float64{88.576, 91.648, 94.72, 97.792, 100.864, 104.96, 150.528, 154.624, 301.056, 309.248}, clat.Values)
-	require.Equal(t, []int64{1200, 4300, 6400, 3800, 1900, 910, 90, 80, 10, 11}, clat.Counts)
-	require.Contains(t, clat.Source.Field, "client_stats[].read.clat_ns.bins")
-	require.Equal(t, "fio-3.36", clat.Source.ToolVersion)
-	require.Greater(t, m[acceptance.MetricReadSLat].ToolSummary["mean"], 2.0)
-}
-
 func TestImportFioRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	base, err := os.ReadFile("testdata/fio2-randrw.json")

@@ -56,6 +56,41 @@ func checkMeasurements(t *testing.T, ms []acceptance.Measurement) {
 	}
 }
 
+// checkReport holds an import's report to its promises: it encodes, its
+// lists are there, its figures are finite and its warnings are what
+// Import returns.
+func checkReport(t *testing.T, format Format, data []byte, opts Options) {
+	t.Helper()
+	r, err := ImportWithReport(format, data, opts)
+	require.NoError(t, err)
+	require.NotNil(t, r.Report.Read)
+	require.NotNil(t, r.Report.Ignored)
+	_, err = r.Report.JSON()
+	require.NoError(t, err)
+	for _, mf := range r.Report.Figures {
+		for _, f := range mf.Figures {
+			require.False(t, math.IsNaN(f.Tool) || math.IsInf(f.Tool, 0))
+			if f.Accord != nil {
+				require.False(t, math.IsNaN(*f.Accord) || math.IsInf(*f.Accord, 0), "%s %s", mf.Metric, f.Statistic)
+			}
+		}
+	}
+	ms, warnings, err := Import(format, data, opts)
+	require.NoError(t, err)
+	require.Equal(t, r.Measurements, ms)
+	require.Equal(t, r.Report.Warnings, warnings)
+}
+
+// addTestdataHead adds the first n lines of a JSON-lines fixture.
+func addTestdataHead(f *testing.F, name string, n int) {
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		f.Fatal(err)
+	}
+	lines := bytes.SplitAfterN(data, []byte("\n"), n+1)
+	f.Add(bytes.Join(lines[:min(n, len(lines))], nil))
+}
+
 func addTestdata(f *testing.F, names ...string) {
 	for _, n := range names {
 		data, err := os.ReadFile(filepath.Join("testdata", n))
@@ -149,7 +184,8 @@ func FuzzTelemetry(f *testing.F) {
 }
 
 func FuzzFio(f *testing.F) {
-	addTestdata(f, "fio2-randrw.json", "fio3-client-stats.json")
+	addTestdata(f, "fio2-randrw.json", "fio-3.33-jsonplus-client-server-two.json", "fio-3.33-json-normal-randrw.txt",
+		"fio-3.33-jsonplus-unified-rw-both.json", "fio-3.33-json-two-jobs.json", "fio-2.2.10-storperf.json")
 	f.Add([]byte(`{"fio version":"fio-3.33","jobs":[{"jobname":"x","error":0,"read":{"iops":1,"bw_bytes":4096,"total_ios":1,"clat_ns":{"min":1000,"max":1000,"mean":1000,"stddev":0,"N":1,"percentile":{"99.000000":1000},"bins":{"1000":1}},"slat_ns":{"min":0,"max":0,"mean":0,"stddev":0,"N":0},"lat_ns":{"min":1,"max":1,"mean":1,"stddev":-nan,"N":1}}}]}`))
 	f.Add([]byte("note: something\n{\"fio version\":\"fio-3.33\",\"jobs\":[]}"))
 	f.Add([]byte(`{"jobs":[{"jobname":"a","read":{"iops":2,"bw":8,"clat":{"min":1,"max":3,"mean":2,"percentile":{"50.000000":2,"0.00":0}},"slat":{"min":0,"max":0,"mean":0}}},{"jobname":"b","read":{"iops":2,"bw":8,"clat":{"min":1,"max":3,"mean":2}}}]}`))
@@ -162,11 +198,13 @@ func FuzzFio(f *testing.F) {
 		}
 		require.NotEmpty(t, ms)
 		checkMeasurements(t, ms)
+		checkReport(t, FormatFio, data, Options{})
 	})
 }
 
 func FuzzVLLM(f *testing.F) {
-	addTestdata(f, "vllm-bench-serve-detailed.json", "vllm-benchmark-serving-old.json", "vllm-bench-serve-summary.json")
+	addTestdata(f, "vllm-bench-serve-detailed.json", "vllm-benchmark-serving-old.json", "vllm-bench-serve-summary.json",
+		"vllm-benchmark_serving-llmd-10qps.json")
 	f.Add([]byte(`{"request_throughput":2,"duration":1,"completed":2,"failed":1,"errors":["","x",""],"latencies":[0.1,0,0.2],"queue_times":[0,0,0],"mean_client_queue_time_ms":0,"mean_e2el_including_client_queue_ms":1}`))
 	f.Add([]byte(`{"request_throughput":1,"mean_e2el_ms":5,"p99_e2el_ms":6,"request_goodput:":null}`))
 	f.Add([]byte(`{"request_throughput":1,"duration":1,"completed":1,"failed":0,"ttfts":[0.1],"latencies":[0.2],"output_lens":[3],"itls":[[0.05,0.05]],"errors":[""],"mean_ttft_ms":100,"p99.9_ttft_ms":NaN}`))
@@ -178,11 +216,14 @@ func FuzzVLLM(f *testing.F) {
 		}
 		require.NotEmpty(t, ms)
 		checkMeasurements(t, ms)
+		checkReport(t, FormatVLLMBench, data, Options{})
 	})
 }
 
 func FuzzGenAIPerf(f *testing.F) {
-	addTestdata(f, "genai-perf-profile_export_genai_perf.json", "aiperf-profile_export_aiperf.json", "aiperf-0.1-records.json")
+	addTestdata(f, "genai-perf-profile_export_genai_perf.json", "aiperf-profile_export_aiperf.json", "aiperf-0.1-records.json",
+		"genai-perf-2024-exporter-test.json", "genai-perf-pa298-streaming.json", "genai-perf-nonstreaming-handmade.json",
+		"aiperf-0.1-run1-profile_export_aiperf.json")
 	f.Add([]byte(`{"time_to_first_token":{"unit":"ns","avg":2500000,"p99_9":4000000},"request_throughput":{"unit":"requests/sec","avg":3}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, format := range []Format{FormatGenAIPerf, FormatAIPerf} {
@@ -193,6 +234,7 @@ func FuzzGenAIPerf(f *testing.F) {
 			}
 			require.NotEmpty(t, ms)
 			checkMeasurements(t, ms)
+			checkReport(t, format, data, Options{})
 		}
 	})
 }
@@ -202,6 +244,7 @@ func FuzzGenAIPerf(f *testing.F) {
 // streaming paths to the same answer.
 func FuzzAIPerfRecords(f *testing.F) {
 	addTestdata(f, "aiperf-profile_export.jsonl")
+	addTestdataHead(f, "aiperf-0.1-run1-profile_export.jsonl", 4)
 	f.Add([]byte(`{"metadata":{"worker_id":"w","benchmark_phase":"profiling"},"metrics":{"time_to_first_token":{"value":12.5,"unit":"ms"},"request_latency":{"value":40,"unit":"ms"}}}` + "\n"))
 	f.Add([]byte(`{"metadata":{"benchmark_phase":"warmup"},"metrics":{}}` + "\n" + `{"error":{"code":500,"message":"x"},"metadata":{"benchmark_phase":"profiling"}}`))
 	f.Add([]byte("{}\n\n[1]\n"))
@@ -215,11 +258,12 @@ func FuzzAIPerfRecords(f *testing.F) {
 		ms2, _, err := ImportAIPerfRecords(bytes.NewReader(data), Options{})
 		require.NoError(t, err)
 		require.Equal(t, ms, ms2)
+		checkReport(t, FormatAIPerfRecords, data, Options{})
 	})
 }
 
 func FuzzDetect(f *testing.F) {
-	addTestdata(f, "fio2-randrw.json", "fio3-client-stats.json", "vllm-bench-serve-detailed.json",
+	addTestdata(f, "fio2-randrw.json", "fio-3.33-jsonplus-client-server-two.json", "vllm-bench-serve-detailed.json",
 		"vllm-benchmark-serving-old.json", "genai-perf-profile_export_genai_perf.json", "aiperf-profile_export_aiperf.json",
 		"aiperf-profile_export.jsonl")
 	f.Add([]byte(recordSeeds[0] + "\n" + recordSeeds[1] + "\n"))
@@ -238,5 +282,6 @@ func FuzzDetect(f *testing.F) {
 			return
 		}
 		checkMeasurements(t, ms)
+		checkReport(t, format, data, Options{Result: fuzzResult()})
 	})
 }

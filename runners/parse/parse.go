@@ -22,6 +22,7 @@ import (
 	"strconv"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/acceptance/stats"
 	"github.com/accordlab/accord/runners/probe/wire"
 )
 
@@ -57,6 +58,14 @@ const (
 	MethodHistogram   = "histogram buckets (HDR, bucket value)"
 	MethodFioBins     = "fio latency bins (≤ 1/64 relative error)"
 	MethodToolSummary = "tool summary only (no samples)"
+)
+
+// The percentile definition of each tool's own summary figures.
+const (
+	definitionVLLM      = stats.NumpyLinear // benchmark_serving.py: np.percentile, np.median
+	definitionGenAIPerf = stats.NumpyLinear // genai_perf/metrics/statistics.py: np.percentile
+	definitionAIPerf    = stats.NumpyLinear // aiperf/metrics/metric_dicts.py: np.percentile
+	definitionFio       = stats.FioBins     // stat.c: calc_clat_percentiles over the bins
 )
 
 // Size limits, checked before anything is parsed.
@@ -163,118 +172,158 @@ func humanBytes(n int64) string {
 
 // Import parses data in the given format. Warnings are things the caller
 // should show next to the results (fallbacks, skipped metrics); an error
-// means nothing was imported. For the JSON-lines formats, ImportFile and
-// the reader-based importers avoid holding the file in memory.
+// means nothing was imported. ImportWithReport also says what was read and
+// what was ignored. For the JSON-lines formats, ImportFile and the
+// reader-based importers avoid holding the file in memory.
 func Import(format Format, data []byte, opts Options) ([]acceptance.Measurement, []string, error) {
+	r, err := ImportWithReport(format, data, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.Measurements, r.Report.Warnings, nil
+}
+
+// ImportWithReport parses data in the given format (detected from the
+// content when empty) and reports what it read, what it ignored and why.
+func ImportWithReport(format Format, data []byte, opts Options) (Result, error) {
 	switch format {
 	case FormatProbeRequests:
 		if int64(len(data)) > opts.limit(MaxRecordBytes) {
-			return nil, nil, tooLarge(opts.name(wire.RequestsFile), int64(len(data)), opts.limit(MaxRecordBytes))
+			return Result{}, tooLarge(opts.name(wire.RequestsFile), int64(len(data)), opts.limit(MaxRecordBytes))
 		}
-		return importProbeRecords(bytes.NewReader(data), int64(len(data)), opts)
+		return plainResult(format, ToolProbe, opts.name(wire.RequestsFile), opts.ToolVersion)(importProbeRecords(bytes.NewReader(data), int64(len(data)), opts))
 	case FormatProbeTelemetry:
 		if int64(len(data)) > opts.limit(MaxRecordBytes) {
-			return nil, nil, tooLarge(opts.name(wire.TelemetryFile), int64(len(data)), opts.limit(MaxRecordBytes))
+			return Result{}, tooLarge(opts.name(wire.TelemetryFile), int64(len(data)), opts.limit(MaxRecordBytes))
 		}
-		return ImportTelemetry(bytes.NewReader(data), opts)
+		return plainResult(format, ToolProbe, opts.name(wire.TelemetryFile), opts.ToolVersion)(ImportTelemetry(bytes.NewReader(data), opts))
 	case FormatAIPerfRecords:
 		if int64(len(data)) > opts.limit(MaxRecordBytes) {
-			return nil, nil, tooLarge(opts.name("profile_export.jsonl"), int64(len(data)), opts.limit(MaxRecordBytes))
+			return Result{}, tooLarge(opts.name("profile_export.jsonl"), int64(len(data)), opts.limit(MaxRecordBytes))
 		}
-		return ImportAIPerfRecords(bytes.NewReader(data), opts)
+		return importAIPerfRecords(bytes.NewReader(data), opts)
 	case FormatFio:
-		return ImportFio(data, opts)
+		return importFio(data, opts)
 	case FormatVLLMBench:
-		return ImportVLLM(data, opts)
+		return importVLLM(data, opts)
 	case FormatGenAIPerf:
-		return ImportGenAIPerf(data, opts)
+		return importPerfSummary(data, opts, ToolGenAIPerf, "profile_export_genai_perf.json")
 	case FormatAIPerf:
-		return ImportAIPerf(data, opts)
+		return importPerfSummary(data, opts, ToolAIPerf, "profile_export_aiperf.json")
 	case "text", "none":
-		return nil, nil, fmt.Errorf("parse: format %q carries no measurements: store it as an artifact only", format)
+		return Result{}, fmt.Errorf("parse: format %q carries no measurements: store it as an artifact only", format)
 	case "":
 		f, err := Detect(data)
 		if err != nil {
-			return nil, nil, err
+			return Result{}, err
 		}
-		return Import(f, data, opts)
+		return ImportWithReport(f, data, opts)
 	}
-	return nil, nil, fmt.Errorf("parse: unknown format %q (known: %v)", format, Formats)
+	return Result{}, fmt.Errorf("parse: unknown format %q (known: %v)", format, Formats)
+}
+
+// plainResult wraps an importer of Accord's own formats, whose every field
+// is read: the report lists the fields the measurements came from.
+func plainResult(f Format, tool, in, version string) func([]acceptance.Measurement, []string, error) (Result, error) {
+	return func(ms []acceptance.Measurement, warnings []string, err error) (Result, error) {
+		if err != nil {
+			return Result{}, err
+		}
+		rep := newReport(in, f, tool)
+		rep.ToolVersion = version
+		rep.Warnings = warnings
+		for _, m := range ms {
+			rep.read(m.Source.Field, m.Metric, m.Source.PercentileMethod)
+		}
+		if err := rep.finish(ms); err != nil {
+			return Result{}, err
+		}
+		return Result{Measurements: ms, Report: *rep}, nil
+	}
 }
 
 // ImportFile imports the file at path, refusing it before reading when it
 // is over the format's size limit. The JSON-lines formats are streamed.
 // An empty format is detected from the file's content.
 func ImportFile(format Format, path string, opts Options) ([]acceptance.Measurement, []string, error) {
+	r, err := ImportFileWithReport(format, path, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.Measurements, r.Report.Warnings, nil
+}
+
+// ImportFileWithReport is ImportFile with the import's report.
+func ImportFileWithReport(format Format, path string, opts Options) (Result, error) {
 	if opts.Name == "" {
 		opts.Name = path
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+		return Result{}, fmt.Errorf("parse %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+		return Result{}, fmt.Errorf("parse %s: %w", path, err)
 	}
 	size := st.Size()
 	if format == "" {
 		head := make([]byte, 64<<10)
 		n, err := io.ReadFull(f, head)
 		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+			return Result{}, fmt.Errorf("parse %s: %w", path, err)
 		}
 		format, err = detectHead(head[:n], size)
 		if errors.Is(err, errNeedWhole) {
 			// One JSON document bigger than the head (a detailed vLLM
 			// result): within the tool limit it is read whole anyway.
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
-				return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+				return Result{}, fmt.Errorf("parse %s: %w", path, err)
 			}
 			data, rerr := io.ReadAll(io.LimitReader(f, MaxToolJSONBytes+1))
 			if rerr != nil {
-				return nil, nil, fmt.Errorf("parse %s: %w", path, rerr)
+				return Result{}, fmt.Errorf("parse %s: %w", path, rerr)
 			}
 			if format, err = Detect(data); err != nil {
-				return nil, nil, &Error{Input: path, Err: err}
+				return Result{}, &Error{Input: path, Err: err}
 			}
-			return Import(format, data, opts)
+			return ImportWithReport(format, data, opts)
 		}
 		if err != nil {
-			return nil, nil, &Error{Input: path, Err: err}
+			return Result{}, &Error{Input: path, Err: err}
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+			return Result{}, fmt.Errorf("parse %s: %w", path, err)
 		}
 	}
 	switch format {
 	case FormatProbeRequests:
 		if size > opts.limit(MaxRecordBytes) {
-			return nil, nil, tooLarge(path, size, opts.limit(MaxRecordBytes))
+			return Result{}, tooLarge(path, size, opts.limit(MaxRecordBytes))
 		}
-		return importProbeRecords(f, size, opts)
+		return plainResult(format, ToolProbe, path, opts.ToolVersion)(importProbeRecords(f, size, opts))
 	case FormatProbeTelemetry:
 		if size > opts.limit(MaxRecordBytes) {
-			return nil, nil, tooLarge(path, size, opts.limit(MaxRecordBytes))
+			return Result{}, tooLarge(path, size, opts.limit(MaxRecordBytes))
 		}
-		return ImportTelemetry(f, opts)
+		return plainResult(format, ToolProbe, path, opts.ToolVersion)(ImportTelemetry(f, opts))
 	case FormatAIPerfRecords:
 		if size > opts.limit(MaxRecordBytes) {
-			return nil, nil, tooLarge(path, size, opts.limit(MaxRecordBytes))
+			return Result{}, tooLarge(path, size, opts.limit(MaxRecordBytes))
 		}
-		return ImportAIPerfRecords(f, opts)
+		return importAIPerfRecords(f, opts)
 	case FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf:
 		if size > opts.limit(MaxToolJSONBytes) {
-			return nil, nil, tooLarge(path, size, opts.limit(MaxToolJSONBytes))
+			return Result{}, tooLarge(path, size, opts.limit(MaxToolJSONBytes))
 		}
 		data, err := io.ReadAll(io.LimitReader(f, opts.limit(MaxToolJSONBytes)+1))
 		if err != nil {
-			return nil, nil, fmt.Errorf("parse %s: %w", path, err)
+			return Result{}, fmt.Errorf("parse %s: %w", path, err)
 		}
-		return Import(format, data, opts)
+		return ImportWithReport(format, data, opts)
 	}
-	return nil, nil, fmt.Errorf("parse %s: unknown format %q (known: %v)", path, format, Formats)
+	return Result{}, fmt.Errorf("parse %s: unknown format %q (known: %v)", path, format, Formats)
 }
 
 // limitedReader fails once more than limit bytes were read, so that a

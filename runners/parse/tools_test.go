@@ -99,7 +99,16 @@ func TestImportVLLMSummaryWithLatencies(t *testing.T) {
 	require.NoError(t, err)
 	m := byMetric(t, got)
 	// latencies survive without --save-detailed and failed is 0: raw e2el.
-	requireFloats(t, []float64{200, 300, 250, 400, 350}, m[acceptance.MetricE2EL].Values)
+	e2el := m[acceptance.MetricE2EL]
+	requireFloats(t, []float64{267.1, 229.3, 442, 373.2, 301}, e2el.Values)
+	// vLLM's own e2el figures are numpy's over the same latencies.
+	figs, err := acceptance.ToolFigures(e2el)
+	require.NoError(t, err)
+	require.NotEmpty(t, figs)
+	for _, f := range figs {
+		require.NotNil(t, f.Accord, f.Statistic)
+		require.InDelta(t, 0, *f.Difference, 1e-9, f.Statistic)
+	}
 	require.Empty(t, m[acceptance.MetricTTFT].Values)
 	require.NotEmpty(t, m[acceptance.MetricTTFT].ToolSummary)
 	require.NotContains(t, m, acceptance.MetricSendDelay, "queue times mean nothing without --max-concurrency")
@@ -194,7 +203,7 @@ func TestImportPerfUnits(t *testing.T) {
 		{`{"time_to_first_token":{"unit":"tokens","avg":1}}`, `time_to_first_token.unit: unexpected unit "tokens" (expected ms, us, ns or s)`},
 		{`{"time_to_first_token":{"avg":1}}`, "time_to_first_token.unit: missing"},
 		{`{"request_throughput":{"unit":"ms","avg":1}}`, `request_throughput.unit: unexpected unit "ms"`},
-		{`{"output_token_throughput":{"unit":"requests/sec","avg":1}}`, `unexpected unit "requests/sec" (expected tokens/sec)`},
+		{`{"output_token_throughput":{"unit":"ms","avg":1}}`, `unexpected unit "ms" (expected tokens/sec)`},
 		{`{"time_to_first_token":{"unit":"ms","avg":-1}}`, "time_to_first_token.avg: negative latency"},
 		{`{"time_to_first_token":{"unit":"s","avg":100000}}`, "time_to_first_token.avg: latency 1e+08 ms is over a day"},
 		{`{"time_to_first_token":{"unit":"ms","avg":NaN}}`, "no statistics"},
@@ -210,6 +219,19 @@ func TestImportPerfUnits(t *testing.T) {
 	}
 }
 
+// GenAI-Perf labelled output_token_throughput "requests/sec" from
+// September 2024 to April 2025; AIPerf never did.
+func TestGenAIPerfMislabelledTokenRate(t *testing.T) {
+	t.Parallel()
+	data := []byte(`{"output_token_throughput":{"unit":"requests/sec","avg":44.5},"request_throughput":{"unit":"requests/sec","avg":1}}`)
+	got, warnings, err := Import(FormatGenAIPerf, data, Options{})
+	require.NoError(t, err)
+	require.Equal(t, []float64{44.5}, byMetric(t, got)[acceptance.MetricOutputTokenThroughput].Values)
+	require.Contains(t, strings.Join(warnings, "\n"), "mislabelling")
+	_, _, err = Import(FormatAIPerf, data, Options{})
+	require.ErrorContains(t, err, `output_token_throughput.unit: unexpected unit "requests/sec" (expected tokens/sec)`)
+}
+
 func TestDetect(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -217,7 +239,11 @@ func TestDetect(t *testing.T) {
 		want Format
 	}{
 		{"fio2-randrw.json", FormatFio},
-		{"fio3-client-stats.json", FormatFio},
+		{"fio-3.33-jsonplus-client-server-two.json", FormatFio},
+		{"fio-3.33-json-normal-randrw.txt", FormatFio},
+		{"aiperf-0.1-run1-profile_export_aiperf.json", FormatAIPerf},
+		{"aiperf-0.1-run1-profile_export.jsonl", FormatAIPerfRecords},
+		{"genai-perf-2024-exporter-test.json", FormatGenAIPerf},
 		{"vllm-bench-serve-detailed.json", FormatVLLMBench},
 		{"vllm-benchmark-serving-old.json", FormatVLLMBench},
 		{"vllm-bench-serve-summary.json", FormatVLLMBench},

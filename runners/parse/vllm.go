@@ -43,54 +43,112 @@ var vllmMetrics = []struct {
 // percentiles. Rates are recomputed from the counts over the duration where
 // present, vLLM's own figure kept as ToolSummary["rate"].
 func ImportVLLM(data []byte, opts Options) ([]acceptance.Measurement, []string, error) {
-	in := opts.name("vllm-bench.json")
-	if int64(len(data)) > opts.limit(MaxToolJSONBytes) {
-		return nil, nil, tooLarge(in, int64(len(data)), opts.limit(MaxToolJSONBytes))
+	r, err := importVLLM(data, opts)
+	if err != nil {
+		return nil, nil, err
 	}
-	var warnings []string
+	return r.Measurements, r.Report.Warnings, nil
+}
+
+// Why vLLM's other fields are not imported.
+var vllmReasons = map[string]string{
+	"date":                      "when the benchmark ran: the run records its own times",
+	"backend":                   "the benchmark's configuration: kept in the stored file",
+	"endpoint_type":             "the benchmark's configuration: kept in the stored file",
+	"label":                     "the benchmark's configuration: kept in the stored file",
+	"model_id":                  "the benchmark's configuration: kept in the stored file",
+	"tokenizer_id":              "the benchmark's configuration: kept in the stored file",
+	"num_prompts":               "the number of prompts asked for: completed and failed say how many ran",
+	"request_rate":              "the configured arrival rate (\"inf\": all requests at once): the measured rates are imported",
+	"burstiness":                "the configured arrival pattern: kept in the stored file",
+	"max_concurrency":           "the configured concurrency limit: kept in the stored file",
+	"input_lens":                "prompt lengths per request: total_input_tokens is used for the token throughput",
+	"generated_texts":           "the responses' text: not a measurement",
+	"start_times":               "send times on the client's clock: latencies and queue_times are used",
+	"max_output_tokens_per_s":   "vLLM's peak output rate over one-second windows: not a catalog metric",
+	"max_concurrent_requests":   "vLLM's peak concurrency: not a catalog metric",
+	"rtfx":                      "inverse real-time factor of audio benchmarks: not a catalog metric",
+	"rps_change_events":         "ramp-up steps: the measured rates are imported",
+	"spec_decode_*":             "speculative decoding counters: not catalog metrics",
+	"diffusion_*":               "diffusion decoding counters: not catalog metrics",
+	"probe_*":                   "vLLM's probe requests: not part of the measured load",
+	"total_input_sequences":     "an embedding benchmark's figure: not a catalog metric",
+	"input_sequence_throughput": "an embedding benchmark's figure: not a catalog metric",
+}
+
+func importVLLM(data []byte, opts Options) (Result, error) {
+	in := opts.name("vllm-bench.json")
+	rep := newReport(in, FormatVLLMBench, ToolVLLM)
+	rep.ToolVersion = opts.ToolVersion
+	if int64(len(data)) > opts.limit(MaxToolJSONBytes) {
+		return Result{}, tooLarge(in, int64(len(data)), opts.limit(MaxToolJSONBytes))
+	}
 	body, nulls := nullNonFinite(data)
 	if nulls > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d non-finite numbers (NaN, Infinity) in the result were treated as missing", nulls))
+		rep.warn("%d non-finite numbers (NaN, Infinity) in the result were treated as missing", nulls)
 	}
 	var top map[string]json.RawMessage
 	if err := decodeOne(body, &top); err != nil {
-		return nil, nil, &Error{Input: in, Err: err}
+		return Result{}, &Error{Input: in, Err: err}
 	}
 	if top == nil {
-		return nil, nil, errf(in, 0, "", "not a JSON object")
+		return Result{}, errf(in, 0, "", "not a JSON object")
 	}
 	if !isVLLMDoc(top) {
-		return nil, nil, errf(in, 0, "", "not a vLLM serving benchmark result (no request_throughput with mean_*_ms or completed/duration)")
+		return Result{}, errf(in, 0, "", "not a vLLM serving benchmark result (no request_throughput with mean_*_ms or completed/duration)")
 	}
+	ms, err := vllmMeasurements(top, in, opts, rep)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := rep.finish(ms); err != nil {
+		return Result{}, err
+	}
+	return Result{Measurements: ms, Report: *rep}, nil
+}
+
+func vllmMeasurements(top map[string]json.RawMessage, in string, opts Options, rep *Report) ([]acceptance.Measurement, error) {
 	v := vllmDoc{top: top, in: in}
+	led := newLedger("", top)
+	defer led.close(rep, vllmReasons, "not a field Accord reads from vLLM's result (its --metadata, or a field of a newer vLLM): kept in the stored file")
 	src := func(field, method string) acceptance.Source {
-		return acceptance.Source{Tool: ToolVLLM, ToolVersion: opts.ToolVersion, Field: in + ": " + field, PercentileMethod: method}
+		return acceptance.Source{Tool: ToolVLLM, ToolVersion: opts.ToolVersion, Field: in + ": " + field, PercentileMethod: method, PercentileDefinition: definitionVLLM}
 	}
 	var out []acceptance.Measurement
 
 	duration, hasDur, err := v.number("duration")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if hasDur && (duration <= 0 || duration > 366*24*3600) {
-		return nil, nil, errf(in, 0, "duration", "%g s is not a benchmark duration", duration)
+		return nil, errf(in, 0, "duration", "%g s is not a benchmark duration", duration)
 	}
 	completed, hasCompleted, err := v.count("completed")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	failed, hasFailed, err := v.count("failed")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	// Per-request arrays, when saved.
 	pr, err := v.perRequest(hasFailed, failed, hasCompleted, completed)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if pr.warning != "" {
-		warnings = append(warnings, pr.warning)
+		rep.warn("%s", pr.warning)
+	}
+	for _, k := range pr.unused {
+		if _, ok := top[k]; ok {
+			reason := pr.warning
+			if reason == "" {
+				reason = pr.unusedWhy[k]
+			}
+			rep.ignore(k, reason)
+			led.use(k)
+		}
 	}
 
 	// TTFT is the tool's own definition: its client's clock from sending to
@@ -100,13 +158,23 @@ func ImportVLLM(data []byte, opts Options) ([]acceptance.Measurement, []string, 
 	// for the same measure.
 	const ttftDefinition = " (vLLM's TTFT: to the first chunk its client counts, possibly the role-only chunk of a chat stream; Accord's probe measures to the first content token)"
 	for _, mm := range vllmMetrics {
-		summary, err := v.summary(mm.key)
+		summary, keys, err := v.summary(mm.key)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		raw, rawField := pr.values(mm.metric)
+		raw, rawField, arrays := pr.values(mm.metric)
 		if len(summary) == 0 && len(raw) == 0 {
 			continue
+		}
+		led.use(keys...)
+		for _, k := range keys {
+			rep.read(k, mm.metric, "vLLM's own figure (numpy), kept beside Accord's")
+		}
+		if len(raw) > 0 {
+			led.use(arrays...)
+			for _, k := range arrays {
+				rep.read(k, mm.metric, "per-request samples: Accord's percentiles come from them")
+			}
 		}
 		if mm.metric == acceptance.MetricTTFT {
 			rawField += ttftDefinition
@@ -143,6 +211,10 @@ func ImportVLLM(data []byte, opts Options) ([]acceptance.Measurement, []string, 
 		if !has && !canRecompute {
 			return nil
 		}
+		led.use(key)
+		if has {
+			rep.read(key, metric, "vLLM's own figure, kept beside Accord's")
+		}
 		if canRecompute {
 			if err := checkRate(recomputed, max); err != nil {
 				return errf(in, 0, how, "%v", err)
@@ -152,6 +224,7 @@ func ImportVLLM(data []byte, opts Options) ([]acceptance.Measurement, []string, 
 		if canRecompute {
 			m.Values = []float64{recomputed}
 			m.Source.Field = in + ": " + how
+			rep.read(how, metric, "recomputed by Accord from vLLM's counts")
 		} else {
 			m.Values = []float64{tool}
 		}
@@ -163,46 +236,62 @@ func ImportVLLM(data []byte, opts Options) ([]acceptance.Measurement, []string, 
 	}
 	inTok, hasIn, err := v.count("total_input_tokens")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	outTok, hasOut, err := v.count("total_output_tokens")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := rate(acceptance.MetricRequestThroughput, "request_throughput", completed/duration, hasDur && hasCompleted, "completed / duration", maxRequestRate); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := rate(acceptance.MetricOutputTokenThroughput, "output_throughput", outTok/duration, hasDur && hasOut, "total_output_tokens / duration", maxTokenRate); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := rate(acceptance.MetricTotalTokenThroughput, "total_token_throughput", (inTok+outTok)/duration, hasDur && hasOut && hasIn, "(total_input_tokens + total_output_tokens) / duration", maxTokenRate); err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	for _, k := range []string{"duration", "completed", "failed", "total_input_tokens", "total_output_tokens"} {
+		if _, ok := top[k]; ok {
+			led.use(k)
+			rep.read(k, "", "a count or the duration: Accord recomputes the rates and the error rate from them")
+		}
 	}
 	goodKey := "request_goodput"
 	if _, ok := top[goodKey]; !ok {
 		goodKey = "request_goodput:"
 	}
+	if raw, ok := top[goodKey]; ok && string(raw) == "null" {
+		led.use(goodKey)
+		rep.ignore(goodKey, "null: vLLM ran without --goodput, so it measured no goodput")
+	}
 	if err := rate(acceptance.MetricGoodput, goodKey, 0, false, "", maxRequestRate); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	// Error rate: failed / all requests.
 	switch {
 	case hasFailed && hasCompleted && completed+failed > 0:
+		rep.read("failed / (completed + failed)", acceptance.MetricErrorRate, "")
 		m := opts.measurement(acceptance.MetricErrorRate, src("failed / (completed + failed)", ""))
 		m.Values = []float64{failed / (completed + failed)}
 		m.Trials = int64(completed + failed)
 		out = append(out, m)
 	case pr.n > 0 && pr.hasErrors:
+		led.use("errors")
+		rep.read("errors", acceptance.MetricErrorRate, "requests with a non-empty error")
 		m := opts.measurement(acceptance.MetricErrorRate, src("errors (non-empty) / requests", ""))
 		m.Values = []float64{float64(pr.n-pr.succeeded) / float64(pr.n)}
 		m.Trials = int64(pr.n)
 		out = append(out, m)
 	}
 	if len(out) == 0 {
-		return nil, nil, errf(in, 0, "", "no metrics found in the result")
+		return nil, errf(in, 0, "", "no metrics found in the result")
 	}
-	return out, warnings, nil
+	if !hasFailed && pr.n == 0 {
+		rep.warn("the result has no failed count and no per-request errors: no error rate")
+	}
+	return out, nil
 }
 
 func isVLLMDoc(top map[string]json.RawMessage) bool {
@@ -260,8 +349,9 @@ func (v vllmDoc) count(key string) (float64, bool, error) {
 }
 
 // summary gathers vLLM's statistics of one metric, in ms.
-func (v vllmDoc) summary(key string) (map[string]float64, error) {
+func (v vllmDoc) summary(key string) (map[string]float64, []string, error) {
 	s := map[string]float64{}
+	var keys []string
 	suffix := "_" + key + "_ms"
 	for _, k := range sortedKeys(v.top) {
 		if !strings.HasSuffix(k, suffix) {
@@ -287,18 +377,19 @@ func (v vllmDoc) summary(key string) (map[string]float64, error) {
 		}
 		x, _, err := v.number(k)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if name == "stddev" {
 			if err := checkRate(x, maxLatencyMs); err != nil {
-				return nil, errf(v.in, 0, k, "%v", err)
+				return nil, nil, errf(v.in, 0, k, "%v", err)
 			}
 		} else if err := checkLatency(x); err != nil {
-			return nil, errf(v.in, 0, k, "%v", err)
+			return nil, nil, errf(v.in, 0, k, "%v", err)
 		}
 		s[name] = x
+		keys = append(keys, k)
 	}
-	return s, nil
+	return s, keys, nil
 }
 
 // vllmRequests holds the per-request samples of succeeded requests, in ms.
@@ -309,24 +400,30 @@ type vllmRequests struct {
 	tpot, itl    []float64
 	queue, e2elQ []float64
 	warning      string
+	// unused are the per-request arrays present but not imported, with
+	// the reason (warning, when the arrays could not be used at all).
+	unused    []string
+	unusedWhy map[string]string
 }
 
-func (p *vllmRequests) values(metric string) ([]float64, string) {
+// values returns a metric's samples, the field they say they came from,
+// and the arrays read for them.
+func (p *vllmRequests) values(metric string) ([]float64, string, []string) {
 	switch metric {
 	case acceptance.MetricTTFT:
-		return p.ttft, "ttfts (s) of succeeded requests × 1000"
+		return p.ttft, "ttfts (s) of succeeded requests × 1000", []string{"ttfts", "errors"}
 	case acceptance.MetricE2EL:
-		return p.e2el, "latencies (s) of succeeded requests × 1000"
+		return p.e2el, "latencies (s) of succeeded requests × 1000", []string{"latencies", "errors"}
 	case acceptance.MetricTPOT:
-		return p.tpot, "(latencies − ttfts) / (output_lens − 1) of succeeded requests × 1000"
+		return p.tpot, "(latencies − ttfts) / (output_lens − 1) of succeeded requests × 1000", []string{"latencies", "ttfts", "output_lens", "errors"}
 	case acceptance.MetricITL:
-		return p.itl, "itls (s) of succeeded requests × 1000"
+		return p.itl, "itls (s) of succeeded requests × 1000", []string{"itls", "errors"}
 	case acceptance.MetricSendDelay:
-		return p.queue, "queue_times (s) of succeeded requests × 1000"
+		return p.queue, "queue_times (s) of succeeded requests × 1000", []string{"queue_times", "errors"}
 	case acceptance.MetricE2ELIntended:
-		return p.e2elQ, "latencies + queue_times (s) of succeeded requests × 1000"
+		return p.e2elQ, "latencies + queue_times (s) of succeeded requests × 1000", []string{"latencies", "queue_times", "errors"}
 	}
-	return nil, ""
+	return nil, "", nil
 }
 
 func (v vllmDoc) floats(key string) ([]*float64, bool, error) {
@@ -413,6 +510,7 @@ func (v vllmDoc) perRequest(hasFailed bool, failed float64, hasCompleted bool, c
 	default:
 		p.warning = "per-request arrays without errors while some requests failed: succeeded requests cannot be told apart, vLLM's summary is used"
 		p.n = 0
+		p.unused = []string{"ttfts", "latencies", "queue_times", "output_lens", "itls"}
 		return p, nil
 	}
 	for _, s := range ok {
@@ -487,11 +585,18 @@ func (v vllmDoc) perRequest(hasFailed bool, failed float64, hasCompleted bool, c
 	}
 	// vLLM's queue summaries only exist with --max-concurrency; without it
 	// queue_times measure nothing but task scheduling.
+	p.unusedWhy = map[string]string{}
 	if _, ok := v.top["mean_client_queue_time_ms"]; !ok {
 		p.queue, p.e2elQ = nil, nil
+		p.unused = append(p.unused, "queue_times")
+		p.unusedWhy["queue_times"] = "without --max-concurrency vLLM's queue times measure only its task scheduling, not client queueing"
 	}
 	if _, ok := v.top["mean_e2el_including_client_queue_ms"]; !ok {
 		p.e2elQ = nil
+	}
+	if hasOut && !(hasTTFT && hasLat) {
+		p.unused = append(p.unused, "output_lens")
+		p.unusedWhy["output_lens"] = "output lengths per request: without both ttfts and latencies no per-request TPOT can be computed"
 	}
 	return p, nil
 }

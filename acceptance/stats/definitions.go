@@ -1,0 +1,119 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+)
+
+// Definition names a rule for reading a percentile off a sample. Accord's
+// own is NearestRank; the others are the rules of the tools whose figures
+// stand beside Accord's, so that a tool's number can be checked against the
+// same samples under the tool's own rule, and so that a comparison with a
+// tool's summary uses one rule on both sides.
+type Definition string
+
+const (
+	// NearestRank is X_(⌈q·n⌉): Accord's canonical definition (see Rank).
+	NearestRank Definition = "nearest-rank"
+	// NumpyLinear is numpy.percentile's default ("linear", Hyndman–Fan
+	// type 7): with h = (n − 1)·q, X_(⌊h⌋+1) + (h − ⌊h⌋)·(X_(⌊h⌋+2) −
+	// X_(⌊h⌋+1)). vLLM's benchmark, GenAI-Perf and AIPerf use it.
+	NumpyLinear Definition = "numpy-linear"
+	// FioBins is fio's rule over its latency bins (stat.c,
+	// calc_clat_percentiles): the first bin whose running count reaches
+	// p/100 · N, with p/100 · N evaluated in x87 extended precision (C's
+	// long double on x86-64 Linux, where fio's releases are built).
+	FioBins Definition = "fio-bins"
+)
+
+// Definitions lists the known definitions.
+var Definitions = []Definition{NearestRank, NumpyLinear, FioBins}
+
+// Valid reports whether d is a known definition.
+func (d Definition) Valid() bool {
+	for _, k := range Definitions {
+		if d == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Label says the definition in words, for pages and explanations.
+func (d Definition) Label() string {
+	switch d {
+	case NearestRank:
+		return "nearest rank"
+	case NumpyLinear:
+		return "numpy linear interpolation"
+	case FioBins:
+		return "fio's bin rule"
+	}
+	return string(d)
+}
+
+// Percentile reads the p-th percentile (0 ≤ p ≤ 100, as tools write
+// them: 99.9 for p99.9) off the sample by the given definition. FioBins on
+// raw samples treats each distinct value as a bin, as fio does with its
+// bins' representative values.
+func (s Sample) Percentile(d Definition, p float64) (float64, error) {
+	if s.n == 0 {
+		return math.NaN(), fmt.Errorf("stats: percentile of an empty sample")
+	}
+	if math.IsNaN(p) || p < 0 || p > 100 {
+		return math.NaN(), fmt.Errorf("stats: percentile %v is outside [0, 100]", p)
+	}
+	switch d {
+	case NearestRank:
+		return s.Quantile(p / 100), nil
+	case NumpyLinear:
+		return s.numpyLinear(p / 100), nil
+	case FioBins:
+		return s.fioBins(p), nil
+	}
+	return math.NaN(), fmt.Errorf("stats: unknown percentile definition %q", d)
+}
+
+// numpyLinear follows numpy.percentile(a, p): q = p / 100, the virtual
+// index h = (n − 1)·q, and numpy's own interpolation between the
+// neighbours (numpy ≥ 1.22 _lerp: a + (b − a)·t below t = ½, b − (b − a)·(1
+// − t) from there, so that it is exact at both ends).
+func (s Sample) numpyLinear(q float64) float64 {
+	h := float64(s.n-1) * q
+	lo := math.Floor(h)
+	k := int64(lo) + 1 // 1-based rank of the lower neighbour
+	a := s.At(k)
+	t := h - lo
+	if t == 0 || k >= s.n {
+		return a
+	}
+	b := s.At(k + 1)
+	d := b - a
+	if t >= 0.5 {
+		return b - d*(1-t)
+	}
+	return a + d*t
+}
+
+// extended is the precision of x87's extended format (64-bit significand),
+// C's long double on x86-64.
+const extended = 64
+
+// fioBins follows fio's calc_clat_percentiles: walking the bins in order,
+// the first whose running count sum satisfies sum ≥ (long double) p /
+// 100.0 · N.
+func (s Sample) fioBins(p float64) float64 {
+	w := s.weighted()
+	x := new(big.Float).SetPrec(extended).SetFloat64(p)
+	x.Quo(x, new(big.Float).SetPrec(extended).SetInt64(100))
+	target := x.Mul(x, new(big.Float).SetPrec(extended).SetInt64(w.n))
+	sum := new(big.Float).SetPrec(extended)
+	for i := range w.values {
+		sum.SetInt64(w.cum[i+1])
+		if sum.Cmp(target) >= 0 {
+			return w.values[i]
+		}
+	}
+	return w.values[len(w.values)-1]
+}

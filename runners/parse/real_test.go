@@ -1,0 +1,552 @@
+package parse
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/acceptance/stats"
+)
+
+// The tests in this file hold the recorded and transcribed fixtures (see
+// testdata/README.md) to what the tools themselves report.
+
+// toolAgreement is the largest relative difference allowed between a
+// tool's own percentile and Accord's under the tool's definition.
+const toolAgreement = 0.1 // percent
+
+// importReal imports a fixture and checks what every import owes: known
+// metrics, a report that accounts for the file's fields, and Accord's
+// figures under the tool's definition agreeing with the tool's.
+func importReal(t *testing.T, name string, format Format) Result {
+	t.Helper()
+	data := readTestdata(t, name)
+	if format == "" {
+		f, err := Detect(data)
+		require.NoError(t, err, name)
+		format = f
+	}
+	r, err := ImportWithReport(format, data, Options{Name: name, Step: "imported", Repetition: 1})
+	require.NoError(t, err, name)
+	checkMeasurements(t, r.Measurements)
+	require.Equal(t, name, r.Report.Input)
+	require.Equal(t, format, r.Report.Format)
+	compared := requireToolAgreement(t, r)
+	t.Logf("%s: %d measurements, %d figures compared, %d fields read, %d ignored", name, len(r.Measurements), compared, len(r.Report.Read), len(r.Report.Ignored))
+	return r
+}
+
+// requireToolAgreement checks every figure that has both numbers, and
+// returns how many there were.
+func requireToolAgreement(t *testing.T, r Result) int {
+	t.Helper()
+	n := 0
+	check := func(where string, mf MeasurementFigures) {
+		for _, f := range mf.Figures {
+			if f.Accord == nil || f.Note != "" {
+				continue // a tool's summary only, or a mean of bin values
+			}
+			n++
+			if f.Tool == 0 {
+				require.InDelta(t, 0, *f.Accord, 1e-9, "%s %s %s", where, mf.Metric, f.Statistic)
+				continue
+			}
+			require.LessOrEqual(t, math.Abs(*f.Difference), toolAgreement,
+				"%s %s %s: tool %v, Accord %v under %s", where, mf.Metric, f.Statistic, f.Tool, *f.Accord, f.Definition)
+		}
+	}
+	for _, mf := range r.Report.Figures {
+		check("", mf)
+	}
+	for _, j := range r.Report.Jobs {
+		for _, mf := range j.Figures {
+			check(j.Name+" "+j.Client, mf)
+		}
+	}
+	return n
+}
+
+// requireAccounted checks that each field is in the report, read or
+// ignored (a field is accounted for by a line about it or about a field
+// inside it).
+func requireAccounted(t *testing.T, rep Report, fields ...string) {
+	t.Helper()
+	for _, f := range fields {
+		found := false
+		for _, r := range rep.Read {
+			found = found || r.Field == f || strings.HasPrefix(r.Field, f+".") || strings.HasPrefix(r.Field, f+" ")
+		}
+		for _, ig := range rep.Ignored {
+			found = found || ig.Field == f || strings.HasPrefix(ig.Field, f+".")
+		}
+		require.True(t, found, "field %q is neither read nor reported as ignored\nread: %v\nignored: %v", f, rep.Read, rep.Ignored)
+	}
+}
+
+func topKeys(t *testing.T, data []byte) []string {
+	t.Helper()
+	var top map[string]json.RawMessage
+	body, _ := fioJSONStart(data)
+	body, _ = nullNonFinite(body)
+	dec := json.NewDecoder(bytes.NewReader(body))
+	require.NoError(t, dec.Decode(&top))
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// fioFields lists a fio output's fields down to its directions with I/O,
+// as the report names them (jobs[].read.iops).
+func fioFields(t *testing.T, data []byte) []string {
+	t.Helper()
+	body, _ := fioJSONStart(data)
+	var doc map[string]json.RawMessage
+	require.NoError(t, json.NewDecoder(bytes.NewReader(body)).Decode(&doc))
+	fields := topKeys(t, data)
+	where := "jobs"
+	if _, ok := doc["client_stats"]; ok {
+		where = "client_stats"
+	}
+	var entries []map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(doc[where], &entries))
+	for _, e := range entries {
+		for k, v := range e {
+			fields = append(fields, where+"[]."+k)
+			if k != "read" && k != "write" && k != "mixed" {
+				continue
+			}
+			var dir map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(v, &dir))
+			if string(dir["total_ios"]) == "0" {
+				continue
+			}
+			for dk := range dir {
+				fields = append(fields, where+"[]."+k+"."+dk)
+			}
+		}
+	}
+	return fields
+}
+
+func TestRealFioModesImportWithFiosNumbers(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{
+		"fio-3.33-json-randrw.json", "fio-3.33-jsonplus-randrw.json", "fio-3.33-json-normal-randrw.txt",
+		"fio-3.33-json-unified-rw.json", "fio-3.33-jsonplus-unified-rw.json", "fio-3.33-jsonplus-unified-rw-both.json",
+		"fio-3.33-json-group-reporting.json", "fio-3.33-jsonplus-group-reporting.json",
+		"fio-3.33-json-two-jobs.json", "fio-3.33-jsonplus-two-jobs.json",
+		"fio-3.33-json-client-server-one.json", "fio-3.33-jsonplus-client-server-one.json",
+		"fio-3.33-json-client-server-two.json", "fio-3.33-jsonplus-client-server-two.json",
+		"fio-3.1-fioplot-randread.json", "fio-2.2.10-storperf.json",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := importReal(t, name, "")
+			require.Equal(t, FormatFio, r.Report.Format)
+			requireAccounted(t, r.Report, fioFields(t, readTestdata(t, name))...)
+			for _, m := range r.Measurements {
+				require.Equal(t, stats.FioBins, m.Source.PercentileDefinition)
+			}
+		})
+	}
+}
+
+// fioDirOf decodes one direction of one entry.
+func fioDirOf(t *testing.T, name, where string, entry int, dir string) map[string]any {
+	t.Helper()
+	body, _ := fioJSONStart(readTestdata(t, name))
+	var doc map[string][]map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var raw map[string]json.RawMessage
+	require.NoError(t, dec.Decode(&raw))
+	var entries []map[string]any
+	require.NoError(t, json.Unmarshal(raw[where], &entries))
+	_ = doc
+	return entries[entry][dir].(map[string]any)
+}
+
+func TestRealFioJSONPlusBinsGiveFiosPercentiles(t *testing.T) {
+	t.Parallel()
+	r := importReal(t, "fio-3.33-jsonplus-randrw.json", FormatFio)
+	m := byMetric(t, r.Measurements)
+	for _, dir := range []string{"read", "write"} {
+		fio := fioDirOf(t, "fio-3.33-jsonplus-randrw.json", "jobs", 0, dir)
+		clat := m[dir+"_clat"]
+		require.Equal(t, MethodFioBins, clat.Source.PercentileMethod)
+		require.Equal(t, fio["iops"], m[dir+"_iops"].Values[0])
+		require.Equal(t, fio["bw_bytes"], m[dir+"_bw"].Values[0])
+		s, err := stats.NewSample(clat.Values, clat.Counts)
+		require.NoError(t, err)
+		pct := fio["clat_ns"].(map[string]any)["percentile"].(map[string]any)
+		require.Len(t, pct, 17)
+		for k, v := range pct {
+			p := mustFloat(t, k)
+			got, err := s.Percentile(stats.FioBins, p)
+			require.NoError(t, err)
+			// fio's rule over fio's bins: exactly fio's number.
+			require.Equal(t, v.(float64)/1000, got, "%s p%s", dir, k)
+		}
+	}
+	// The same numbers in the report's figures, labelled with the rule.
+	var n int
+	for _, mf := range r.Report.Figures {
+		for _, f := range mf.Figures {
+			if f.Accord != nil && strings.HasPrefix(f.Statistic, "p") {
+				require.Equal(t, stats.FioBins, f.Definition)
+				require.Equal(t, 0.0, *f.Difference, "%s %s", mf.Metric, f.Statistic)
+				n++
+			}
+		}
+	}
+	require.Equal(t, 2*17, n)
+}
+
+func mustFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	var f float64
+	_, err := fmt.Sscan(s, &f)
+	require.NoError(t, err)
+	return f
+}
+
+func TestRealFioUnifiedRWReportingIsMixed(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"fio-3.33-json-unified-rw.json", "fio-3.33-jsonplus-unified-rw.json"} {
+		r := importReal(t, name, FormatFio)
+		m := byMetric(t, r.Measurements)
+		require.NotContains(t, m, acceptance.MetricReadIOPS, name)
+		fio := fioDirOf(t, name, "jobs", 0, "mixed")
+		require.Equal(t, fio["iops"], m[acceptance.MetricMixedIOPS].Values[0], name)
+		require.Equal(t, fio["bw_bytes"], m[acceptance.MetricMixedBW].Values[0], name)
+		clat := m[acceptance.MetricMixedCLat]
+		require.InDelta(t, fio["clat_ns"].(map[string]any)["mean"].(float64)/1000, clat.ToolSummary["mean"], 1e-9)
+		require.Contains(t, clat.Source.Field, "jobs[].mixed.clat_ns")
+	}
+	r := importReal(t, "fio-3.33-jsonplus-unified-rw-both.json", FormatFio)
+	m := byMetric(t, r.Measurements)
+	for _, id := range []string{acceptance.MetricReadIOPS, acceptance.MetricWriteIOPS, acceptance.MetricMixedIOPS} {
+		require.Contains(t, m, id)
+	}
+	require.InDelta(t, m[acceptance.MetricReadIOPS].Values[0]+m[acceptance.MetricWriteIOPS].Values[0], m[acceptance.MetricMixedIOPS].Values[0], 1,
+		"mixed is reads and writes together")
+}
+
+func TestRealFioJSONNormalHasTextAroundTheJSON(t *testing.T) {
+	t.Parallel()
+	data := readTestdata(t, "fio-3.33-json-normal-randrw.txt")
+	require.True(t, bytes.HasPrefix(data, []byte("randrw: (g=0)")))
+	r := importReal(t, "fio-3.33-json-normal-randrw.txt", "")
+	w := strings.Join(r.Report.Warnings, "\n")
+	require.Regexp(t, `skipped \d+ bytes of text before fio's JSON`, w)
+	require.Regexp(t, `skipped \d+ bytes of text after fio's JSON \(fio's normal output`, w)
+	m := byMetric(t, r.Measurements)
+	require.Equal(t, fioDirOf(t, "fio-3.33-json-normal-randrw.txt", "jobs", 0, "read")["iops"], m[acceptance.MetricReadIOPS].Values[0])
+}
+
+func TestRealFioGroupReportingAndPerJobView(t *testing.T) {
+	t.Parallel()
+	// group_reporting: one entry, fio's own percentiles for the group.
+	g := importReal(t, "fio-3.33-jsonplus-group-reporting.json", FormatFio)
+	require.Empty(t, g.Report.Jobs, "one reporting group: the sum is the job")
+	gm := byMetric(t, g.Measurements)
+	require.Contains(t, gm[acceptance.MetricReadCLat].ToolSummary, "p99")
+
+	// Two jobs without group_reporting: the sum, and each job beside it.
+	for _, name := range []string{"fio-3.33-json-two-jobs.json", "fio-3.33-jsonplus-two-jobs.json"} {
+		r := importReal(t, name, FormatFio)
+		m := byMetric(t, r.Measurements)
+		j0 := fioDirOf(t, name, "jobs", 0, "read")
+		j1 := fioDirOf(t, name, "jobs", 1, "read")
+		require.InDelta(t, j0["iops"].(float64)+j1["iops"].(float64), m[acceptance.MetricReadIOPS].Values[0], 1e-6)
+		require.Contains(t, m[acceptance.MetricReadIOPS].Source.Field, "sum of 2 jobs")
+		require.Len(t, r.Report.Jobs, 2, name)
+		for i, j := range r.Report.Jobs {
+			fio := []map[string]any{j0, j1}[i]
+			require.Equal(t, "nogrp", j.Name)
+			byM := map[string]MeasurementFigures{}
+			for _, mf := range j.Figures {
+				byM[mf.Metric] = mf
+			}
+			require.Equal(t, fio["iops"], byM[acceptance.MetricReadIOPS].Figures[0].Tool)
+			var p99 *acceptance.ToolFigure
+			for k, f := range byM[acceptance.MetricReadCLat].Figures {
+				if f.Statistic == "p99" {
+					p99 = &byM[acceptance.MetricReadCLat].Figures[k]
+				}
+			}
+			require.NotNil(t, p99, "each job keeps fio's own p99 in the per-job view")
+			require.Equal(t, fio["clat_ns"].(map[string]any)["percentile"].(map[string]any)["99.000000"].(float64)/1000, p99.Tool)
+			if strings.Contains(name, "jsonplus") {
+				require.NotNil(t, p99.Accord, "json+: Accord's p99 from the job's own bins")
+				require.Equal(t, 0.0, *p99.Difference)
+			}
+		}
+		clat := m[acceptance.MetricReadCLat]
+		require.NotContains(t, clat.ToolSummary, "p99", "per-job percentiles do not combine")
+		if strings.Contains(name, "jsonplus") {
+			require.Equal(t, MethodFioBins, clat.Source.PercentileMethod, "the jobs' bins merge")
+		} else {
+			require.Equal(t, MethodToolSummary, clat.Source.PercentileMethod)
+			require.Contains(t, strings.Join(r.Report.Warnings, "\n"), "per-job percentiles cannot be combined")
+		}
+	}
+}
+
+func TestRealFioClientServer(t *testing.T) {
+	t.Parallel()
+	// Two clients: "All clients" is fio's sum, without percentiles or bins;
+	// the clients' bins give Accord's.
+	name := "fio-3.33-jsonplus-client-server-two.json"
+	r := importReal(t, name, FormatFio)
+	m := byMetric(t, r.Measurements)
+	all := fioDirOf(t, name, "client_stats", 2, "read")
+	c0 := fioDirOf(t, name, "client_stats", 0, "read")
+	c1 := fioDirOf(t, name, "client_stats", 1, "read")
+	require.Equal(t, all["iops"], m[acceptance.MetricReadIOPS].Values[0])
+	require.Contains(t, m[acceptance.MetricReadIOPS].Source.Field, `fio's "All clients" sum of 2 clients`)
+	clat := m[acceptance.MetricReadCLat]
+	require.Equal(t, MethodFioBins, clat.Source.PercentileMethod)
+	var n int64
+	for _, c := range clat.Counts {
+		n += c
+	}
+	require.Equal(t, int64(all["clat_ns"].(map[string]any)["N"].(float64)), n, "the clients' bins hold every I/O of the sum")
+	require.InDelta(t, all["clat_ns"].(map[string]any)["mean"].(float64)/1000, clat.ToolSummary["mean"], 1e-9, "fio's own mean of the sum")
+	require.NotContains(t, clat.ToolSummary, "p99", "fio wrote no percentiles for All clients")
+	require.Len(t, r.Report.Jobs, 3)
+	require.Equal(t, "127.0.0.1:8917", r.Report.Jobs[0].Client)
+	require.Equal(t, "127.0.0.1:8918", r.Report.Jobs[1].Client)
+	require.Equal(t, "All clients", r.Report.Jobs[2].Name)
+	for i, c := range []map[string]any{c0, c1} {
+		var found bool
+		for _, mf := range r.Report.Jobs[i].Figures {
+			if mf.Metric != acceptance.MetricReadCLat {
+				continue
+			}
+			for _, f := range mf.Figures {
+				if f.Statistic == "p99.9" {
+					found = true
+					require.Equal(t, c["clat_ns"].(map[string]any)["percentile"].(map[string]any)["99.900000"].(float64)/1000, f.Tool)
+					require.Equal(t, f.Tool, *f.Accord, "client %d: fio's rule on the client's bins", i)
+				}
+			}
+		}
+		require.True(t, found)
+	}
+
+	// Without json+: the sum's rates and mean, no percentiles anywhere but
+	// in the per-client view.
+	r = importReal(t, "fio-3.33-json-client-server-two.json", FormatFio)
+	m = byMetric(t, r.Measurements)
+	require.Equal(t, MethodToolSummary, m[acceptance.MetricReadCLat].Source.PercentileMethod)
+	require.Len(t, r.Report.Jobs, 3)
+
+	// One client: no "All clients"; the client's own percentiles.
+	r = importReal(t, "fio-3.33-jsonplus-client-server-one.json", FormatFio)
+	m = byMetric(t, r.Measurements)
+	require.Contains(t, m[acceptance.MetricReadCLat].ToolSummary, "p99")
+	require.Empty(t, r.Report.Jobs)
+}
+
+func TestRealFioPublicFiles(t *testing.T) {
+	t.Parallel()
+	r := importReal(t, "fio-3.1-fioplot-randread.json", FormatFio)
+	m := byMetric(t, r.Measurements)
+	require.Equal(t, 6614.073099, m[acceptance.MetricReadIOPS].Values[0])
+	require.Equal(t, 26456.0*1024, float64(int64(m[acceptance.MetricReadBW].Values[0]/1024))*1024, "fio 3.1 has no bw_bytes: bw KiB/s × 1024")
+	require.Equal(t, 142.336, m[acceptance.MetricReadCLat].ToolSummary["p99"])
+	require.Equal(t, "fio-3.1", m[acceptance.MetricReadCLat].Source.ToolVersion)
+	require.NotContains(t, m, acceptance.MetricWriteIOPS, "the write direction did no I/O")
+
+	r = importReal(t, "fio-2.2.10-storperf.json", FormatFio)
+	m = byMetric(t, r.Measurements)
+	require.Equal(t, 68.99, m[acceptance.MetricReadIOPS].Values[0])
+	require.Equal(t, 275.0*1024, m[acceptance.MetricReadBW].Values[0], "fio 2: bw in KiB/s")
+	require.NotContains(t, m, acceptance.MetricReadSLat, "an all-zero slat is not measured")
+	var slat *IgnoredField
+	for i, ig := range r.Report.Ignored {
+		if ig.Field == "jobs[].read.slat" {
+			slat = &r.Report.Ignored[i]
+		}
+	}
+	require.NotNil(t, slat, "the all-zero slat is reported, not dropped")
+	require.Contains(t, slat.Reason, "all zero")
+}
+
+func TestRealVLLMSummaryOnly(t *testing.T) {
+	t.Parallel()
+	name := "vllm-benchmark_serving-llmd-10qps.json"
+	r := importReal(t, name, "")
+	require.Equal(t, FormatVLLMBench, r.Report.Format)
+	requireAccounted(t, r.Report, topKeys(t, readTestdata(t, name))...)
+	m := byMetric(t, r.Measurements)
+	ttft := m[acceptance.MetricTTFT]
+	require.Empty(t, ttft.Values)
+	require.Equal(t, stats.NumpyLinear, ttft.Source.PercentileDefinition)
+	require.Equal(t, 89.76647855975897, ttft.ToolSummary["p99"])
+	require.Equal(t, 52.999333499883505, ttft.ToolSummary["p50"])
+	// vLLM's own rates agree with Accord's recomputation from its counts.
+	rt := m[acceptance.MetricRequestThroughput]
+	require.InEpsilon(t, rt.ToolSummary["rate"], rt.Values[0], 1e-9)
+	ot := m[acceptance.MetricOutputTokenThroughput]
+	require.InEpsilon(t, ot.ToolSummary["rate"], ot.Values[0], 1e-9)
+	tt := m[acceptance.MetricTotalTokenThroughput]
+	require.InEpsilon(t, tt.ToolSummary["rate"], tt.Values[0], 1e-9)
+	require.NotContains(t, m, acceptance.MetricGoodput)
+	var good *IgnoredField
+	for i, ig := range r.Report.Ignored {
+		if ig.Field == "request_goodput:" {
+			good = &r.Report.Ignored[i]
+		}
+	}
+	require.NotNil(t, good)
+	require.Contains(t, good.Reason, "without --goodput")
+}
+
+func TestRealGenAIPerfStreaming(t *testing.T) {
+	t.Parallel()
+	name := "genai-perf-pa298-streaming.json"
+	r := importReal(t, name, "")
+	require.Equal(t, FormatGenAIPerf, r.Report.Format)
+	requireAccounted(t, r.Report, topKeys(t, readTestdata(t, name))...)
+	m := byMetric(t, r.Measurements)
+	require.Equal(t, 425.02943662, m[acceptance.MetricTTFT].ToolSummary["p99"])
+	require.Equal(t, stats.NumpyLinear, m[acceptance.MetricTTFT].Source.PercentileDefinition)
+	require.Equal(t, 2.2631232999999997, m[acceptance.MetricTPOT].ToolSummary["p99"], "GenAI-Perf's inter_token_latency is per request")
+	require.Equal(t, []float64{44190.56002502682}, m[acceptance.MetricOutputTokenThroughput].Values)
+}
+
+func TestGenAIPerfNonStreamingHasNoTTFT(t *testing.T) {
+	t.Parallel()
+	r := importReal(t, "genai-perf-nonstreaming-handmade.json", FormatGenAIPerf)
+	m := byMetric(t, r.Measurements)
+	require.NotContains(t, m, acceptance.MetricTTFT, "request latency is never imported as TTFT")
+	require.Contains(t, m, acceptance.MetricE2EL)
+	reason := ignoredReason(t, r.Report, "time_to_first_token")
+	require.Contains(t, reason, "did not stream")
+
+	// Without input_config: TTFT equal to the request latency gives it away.
+	var doc map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(readTestdata(t, "genai-perf-nonstreaming-handmade.json"), &doc))
+	delete(doc, "input_config")
+	data, err := json.Marshal(doc)
+	require.NoError(t, err)
+	r, err = ImportWithReport(FormatGenAIPerf, data, Options{})
+	require.NoError(t, err)
+	require.NotContains(t, byMetric(t, r.Measurements), acceptance.MetricTTFT)
+	require.Contains(t, ignoredReason(t, r.Report, "time_to_first_token"), "equal to request_latency")
+}
+
+func ignoredReason(t *testing.T, rep Report, field string) string {
+	t.Helper()
+	for _, ig := range rep.Ignored {
+		if ig.Field == field {
+			return ig.Reason
+		}
+	}
+	t.Fatalf("%s is not reported as ignored: %v", field, rep.Ignored)
+	return ""
+}
+
+func TestGenAIPerf2024Exporter(t *testing.T) {
+	t.Parallel()
+	name := "genai-perf-2024-exporter-test.json"
+	r := importReal(t, name, "")
+	require.Equal(t, FormatGenAIPerf, r.Report.Format)
+	requireAccounted(t, r.Report, topKeys(t, readTestdata(t, name))...)
+	m := byMetric(t, r.Measurements)
+	// Strings, in ns, read as numbers in ms.
+	require.InDelta(t, 29.04731652, m[acceptance.MetricTTFT].ToolSummary["p99"], 1e-9)
+	require.InDelta(t, 81.6942623143508, m[acceptance.MetricE2EL].ToolSummary["mean"], 1e-9)
+	require.Equal(t, []float64{12.222026283281268}, m[acceptance.MetricRequestThroughput].Values, `"request per sec"`)
+	require.Equal(t, []float64{217.1010500160076}, m[acceptance.MetricOutputTokenThroughput].Values, `"tokens per sec"`)
+	require.Contains(t, strings.Join(r.Report.Warnings, "\n"), "JSON strings")
+	// Its inter_token_latency may be either of two metrics: not imported, and said why.
+	require.NotContains(t, m, acceptance.MetricTPOT)
+	require.NotContains(t, m, acceptance.MetricITL)
+	require.Contains(t, ignoredReason(t, r.Report, "inter_token_latency"), "cannot be told")
+}
+
+func TestRealAIPerf01RecordsAgreeWithItsSummary(t *testing.T) {
+	t.Parallel()
+	rec := importReal(t, "aiperf-0.1-run1-profile_export.jsonl", "")
+	require.Equal(t, FormatAIPerfRecords, rec.Report.Format)
+	sum := importReal(t, "aiperf-0.1-run1-profile_export_aiperf.json", "")
+	require.Equal(t, FormatAIPerf, sum.Report.Format)
+	requireAccounted(t, sum.Report, topKeys(t, readTestdata(t, "aiperf-0.1-run1-profile_export_aiperf.json"))...)
+	var top map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(readTestdata(t, "aiperf-0.1-run1-profile_export_aiperf.json"), &top))
+	var nested map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(top["records"], &nested))
+	var fields []string
+	for k := range nested {
+		fields = append(fields, "records."+k)
+	}
+	requireAccounted(t, sum.Report, fields...)
+
+	rm, sm := byMetric(t, rec.Measurements), byMetric(t, sum.Measurements)
+	// The records' samples under numpy's rule give AIPerf's own summary:
+	// the two files of one run agree.
+	compared := 0
+	for _, id := range []string{acceptance.MetricTTFT, acceptance.MetricE2EL, acceptance.MetricTPOT, acceptance.MetricITL} {
+		raw, summary := rm[id], sm[id]
+		require.NotEmpty(t, raw.Values, id)
+		require.Equal(t, float64(len(raw.Values)), summary.ToolSummary["n"], "%s: AIPerf's count", id)
+		s, err := stats.NewSample(raw.Values, nil)
+		require.NoError(t, err)
+		for k, tool := range summary.ToolSummary {
+			p, ok := acceptance.ToolPercentile(k)
+			if !ok {
+				continue
+			}
+			got, err := s.Percentile(stats.NumpyLinear, p)
+			require.NoError(t, err)
+			require.InEpsilon(t, tool, got, toolAgreement/100, "%s %s", id, k)
+			compared++
+		}
+		require.InEpsilon(t, summary.ToolSummary["mean"], s.Mean(), 1e-12, id)
+	}
+	require.Equal(t, 4*8, compared)
+	require.Equal(t, 89, len(rm[acceptance.MetricTTFT].Values), "11 cancelled requests left out")
+	require.Equal(t, []float64{11.0 / 100}, rm[acceptance.MetricErrorRate].Values)
+	require.Equal(t, []float64{11.0 / 100}, sm[acceptance.MetricErrorRate].Values)
+	// Throughput over the span AIPerf uses: the same number as its own.
+	require.InEpsilon(t, sm[acceptance.MetricRequestThroughput].Values[0], rm[acceptance.MetricRequestThroughput].Values[0], 1e-12)
+	require.InEpsilon(t, sm[acceptance.MetricOutputTokenThroughput].Values[0], rm[acceptance.MetricOutputTokenThroughput].Values[0], 1e-12)
+	require.Equal(t, "metrics.ttft of succeeded requests", strings.TrimPrefix(rm[acceptance.MetricTTFT].Source.Field, "aiperf-0.1-run1-profile_export.jsonl: "))
+
+	// Every metric of the records is accounted for.
+	f, err := os.Open("testdata/aiperf-0.1-run1-profile_export.jsonl")
+	require.NoError(t, err)
+	defer f.Close()
+	keys := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r struct {
+			Metrics map[string]json.RawMessage `json:"metrics"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		for k := range r.Metrics {
+			keys["metrics."+k] = true
+		}
+	}
+	require.NoError(t, sc.Err())
+	var ks []string
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	requireAccounted(t, rec.Report, ks...)
+}
