@@ -74,7 +74,7 @@ const (
 var (
 	purposes       = []string{string(PurposeInferenceServing), string(PurposeStorageMicrobench), string(PurposeCheckpointRestore), string(PurposeTrainingIO), string(PurposeCustom)}
 	transports     = []string{string(TransportLocalNVMe), string(TransportNVMeoFRDMA), string(TransportNVMeoFTCP), string(TransportEmulated)}
-	stepKinds      = []string{string(StepFio), string(StepInference), string(StepCommand), string(StepDropCaches), string(StepPause), string(StepFault)}
+	stepKinds      = []string{string(StepFio), string(StepInference), string(StepCommand), string(StepDropCaches), string(StepPause), string(StepFault), string(StepGPUPath)}
 	rwPatterns     = []string{RWRead, RWWrite, RWRandRead, RWRandWrite, RWMixed, RWRandMixed}
 	ioEngines      = []string{IOEngineLibaio, IOEngineIOURing, IOEnginePsync, IOEngineSync, IOEnginePosixAIO}
 	apis           = []string{APIChat, APICompletions}

@@ -123,6 +123,12 @@ var fieldHelp = func() map[string]string {
 		"steps[*].command.format":      "How the output is read: fio JSON, vLLM benchmark JSON, GenAI-Perf JSON, or kept as text only.",
 		"steps[*].command.output_file": "Where the tool writes its result, relative to the step's folder; empty means standard output.",
 
+		"steps[*].gpu_path":            "Measure how data gets from the storage under test into accelerator memory: GPU-direct with gdsio where GDS is installed, and always the CPU-mediated path (O_DIRECT reads into host memory plus the staging copy), with the CPU time it costs.",
+		"steps[*].gpu_path.target":     "The file or block device to read, like /mnt/nvme/accord.dat or /dev/nvme1n1; it is only read.",
+		"steps[*].gpu_path.block_size": "The size of each read, a power of two from 4KiB to 64MiB, like 1MiB.",
+		"steps[*].gpu_path.size":       "How much each path reads, like 4GiB; a file must be at least this big.",
+		"steps[*].gpu_path.gpu":        "The accelerator gdsio reads into (its index, 0 by default).",
+
 		"steps[*].pause":          "Wait, to let caches, queues and temperatures settle.",
 		"steps[*].pause.duration": "How long to wait.",
 

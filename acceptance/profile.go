@@ -62,6 +62,10 @@ const (
 	StepDropCaches StepKind = "drop-caches"
 	StepPause      StepKind = "pause"
 	StepFault      StepKind = "fault"
+	// StepGPUPath measures how data gets from the storage under test into
+	// accelerator memory: GPU-direct with NVIDIA's gdsio where it is
+	// installed, and always the CPU-mediated path the probe can do itself.
+	StepGPUPath StepKind = "gpu-path"
 )
 
 // StepSpec is one step of a profile. Exactly the field matching Kind is set
@@ -75,6 +79,22 @@ type StepSpec struct {
 	Command   *CommandStep   `json:"command,omitempty" yaml:"command,omitempty"`
 	Pause     *PauseStep     `json:"pause,omitempty" yaml:"pause,omitempty"`
 	Fault     *FaultStep     `json:"fault,omitempty" yaml:"fault,omitempty"`
+	GPUPath   *GPUPathStep   `json:"gpu_path,omitempty" yaml:"gpu_path,omitempty"`
+}
+
+// GPUPathStep reads Size bytes of Target in BlockSize I/Os along every
+// path the host has: the CPU-mediated one (O_DIRECT reads into an aligned
+// host buffer plus the copy into a staging buffer a driver would need),
+// and, where gdsio exists, GDS's GPU-direct and CPU-GPU modes. It only
+// reads.
+type GPUPathStep struct {
+	// Target is a file or a block device on the lab host.
+	Target    string   `json:"target" yaml:"target"`
+	BlockSize ByteSize `json:"block_size" yaml:"block_size"`
+	// Size is how much each path reads (a file target must be at least this big).
+	Size ByteSize `json:"size" yaml:"size"`
+	// GPU is the accelerator index gdsio targets (0 by default).
+	GPU int `json:"gpu,omitempty" yaml:"gpu,omitempty"`
 }
 
 // FioStep is one fio job, run with --output-format=json+.

@@ -78,6 +78,11 @@ func StepMetrics(s StepSpec) []string {
 		case FormatGenAIPerfJSON:
 			out = append(out, genAIPerfMetrics...)
 		}
+	case StepGPUPath:
+		if s.GPUPath == nil {
+			return nil
+		}
+		out = append(out, MetricGPUPathBandwidth, MetricCPUSecondsPerGiB)
 	default:
 		return nil
 	}

@@ -366,7 +366,7 @@ func validateStep(c *specChecker, p ProfileSpec, i int, s StepSpec, names map[st
 		set  bool
 	}{
 		{StepFio, s.Fio != nil}, {StepInference, s.Inference != nil}, {StepCommand, s.Command != nil},
-		{StepPause, s.Pause != nil}, {StepFault, s.Fault != nil},
+		{StepPause, s.Pause != nil}, {StepFault, s.Fault != nil}, {StepGPUPath, s.GPUPath != nil},
 	}
 	for _, b := range blocks {
 		switch {
@@ -391,7 +391,36 @@ func validateStep(c *specChecker, p ProfileSpec, i int, s StepSpec, names map[st
 		}
 	case s.Kind == StepFault && s.Fault != nil:
 		validateFault(c, specField(sp, "fault"), p, i, s.Fault, names)
+	case s.Kind == StepGPUPath && s.GPUPath != nil:
+		validateGPUPath(c, specField(sp, "gpu_path"), s.GPUPath)
 	}
+}
+
+// MaxGPUPathSize bounds what a gpu-path step reads per path.
+const MaxGPUPathSize = ByteSize(1 << 40)
+
+func validateGPUPath(c *specChecker, gp string, g *GPUPathStep) {
+	if g.Target == "" {
+		c.add(specField(gp, "target"), "is required: a file (/mnt/nvme/accord.dat) or a block device (/dev/nvme1n1) to read")
+	} else {
+		c.absPath(specField(gp, "target"), g.Target)
+	}
+	bs := g.BlockSize
+	switch {
+	case bs == 0:
+		c.add(specField(gp, "block_size"), "is required (a size like 1MiB)")
+	case bs < 4096 || bs > MaxBlockSize || bs&(bs-1) != 0:
+		c.add(specField(gp, "block_size"), "must be a power of two between 4 KiB and 64 MiB (O_DIRECT needs aligned I/O)")
+	}
+	switch {
+	case g.Size <= 0:
+		c.add(specField(gp, "size"), "is required (how much each path reads, like 4GiB)")
+	case g.Size > MaxGPUPathSize:
+		c.add(specField(gp, "size"), "must be at most 1 TiB")
+	case bs > 0 && g.Size < bs:
+		c.add(specField(gp, "size"), "must be at least the block size (%s)", bs)
+	}
+	c.intRange(specField(gp, "gpu"), g.GPU, 0, 1023)
 }
 
 func validateFio(c *specChecker, sp string, p ProfileSpec, s StepSpec) {

@@ -152,7 +152,7 @@ func TestValidateProfileBad(t *testing.T) {
 		{"step name with space", func(p *ProfileSpec) { p.Steps[0].Name = "drop caches" }, "steps[0].name", "step names may use only letters, digits, - and _"},
 		{"step name too long", func(p *ProfileSpec) { p.Steps[0].Name = strings.Repeat("s", 65) }, "steps[0].name", "must be at most 64 characters"},
 		{"step name missing", func(p *ProfileSpec) { p.Steps[0].Name = "" }, "steps[0].name", "is required"},
-		{"unknown kind", func(p *ProfileSpec) { p.Steps[0].Kind = "sleep" }, "steps[0].kind", `"sleep" is not allowed: use one of fio, inference, command, drop-caches, pause, fault`},
+		{"unknown kind", func(p *ProfileSpec) { p.Steps[0].Kind = "sleep" }, "steps[0].kind", `"sleep" is not allowed: use one of fio, inference, command, drop-caches, pause, fault, gpu-path`},
 		{"step timeout over a week", func(p *ProfileSpec) { p.Steps[0].Timeout = MaxSpecDuration + 1 }, "steps[0].timeout", "must be at most 7 days (168h)"},
 		{"fio block missing", func(p *ProfileSpec) { p.Steps[2].Fio = nil }, "steps[2].fio", "is required for a fio step"},
 		{"second block", func(p *ProfileSpec) { p.Steps[2].Pause = &PauseStep{Duration: Duration(time.Second)} }, "steps[2].pause", "must not be set on a fio step"},

@@ -41,7 +41,7 @@ const (
 )
 
 // Formats lists every format Import understands.
-var Formats = []Format{FormatProbeRequests, FormatProbeTelemetry, FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf, FormatAIPerfRecords}
+var Formats = []Format{FormatProbeRequests, FormatProbeTelemetry, FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf, FormatAIPerfRecords, FormatGPUPath}
 
 // Tool names written into acceptance.Source.Tool.
 const (
@@ -210,6 +210,8 @@ func ImportWithReport(format Format, data []byte, opts Options) (Result, error) 
 		return importPerfSummary(data, opts, ToolGenAIPerf, "profile_export_genai_perf.json")
 	case FormatAIPerf:
 		return importPerfSummary(data, opts, ToolAIPerf, "profile_export_aiperf.json")
+	case FormatGPUPath:
+		return plainResult(format, ToolProbe, opts.name(wire.GPUPathFile), opts.ToolVersion)(ImportGPUPath(data, opts))
 	case "text", "none":
 		return Result{}, fmt.Errorf("parse: format %q carries no measurements: store it as an artifact only", format)
 	case "":

@@ -83,7 +83,7 @@ func validatePlan(p *wire.Plan) error {
 
 func validateStep(s acceptance.StepSpec, warmup time.Duration) error {
 	set := 0
-	for _, p := range []bool{s.Fio != nil, s.Inference != nil, s.Command != nil, s.Pause != nil, s.Fault != nil} {
+	for _, p := range []bool{s.Fio != nil, s.Inference != nil, s.Command != nil, s.Pause != nil, s.Fault != nil, s.GPUPath != nil} {
 		if p {
 			set++
 		}
@@ -123,6 +123,11 @@ func validateStep(s acceptance.StepSpec, warmup time.Duration) error {
 			return errors.New("fault step without fault parameters")
 		}
 		return validateFault(s.Fault)
+	case acceptance.StepGPUPath:
+		if s.GPUPath == nil {
+			return errors.New("gpu-path step without gpu_path parameters")
+		}
+		return validateGPUPath(s.GPUPath)
 	default:
 		return fmt.Errorf("unknown step kind %q", s.Kind)
 	}
@@ -222,6 +227,9 @@ func estimateStep(s acceptance.StepSpec, warmup time.Duration) time.Duration {
 		return s.Fault.Duration.D()
 	case acceptance.StepDropCaches:
 		return time.Second
+	case acceptance.StepGPUPath:
+		// Each path reads Size; 1 GiB/s is a pessimistic guess per path.
+		return 3 * time.Duration(float64(s.GPUPath.Size)/(1<<30)*float64(time.Second))
 	default:
 		if s.Timeout > 0 {
 			return s.Timeout.D() / 2

@@ -345,6 +345,8 @@ func (r *runner) runKind(ctx context.Context, i int, s acceptance.StepSpec, rep 
 		return r.simple(ctx, i, s, rep, rel, func(ctx context.Context) error { return pause(ctx, s.Pause.Duration.D()) })
 	case acceptance.StepFault:
 		return r.runFault(ctx, i, s, rep, rel)
+	case acceptance.StepGPUPath:
+		return r.runGPUPath(ctx, i, s, rep, rel)
 	}
 	return fmt.Errorf("step %s: unknown kind %q", s.Name, s.Kind)
 }

@@ -232,11 +232,11 @@ type TelemetrySample struct {
 	CPUBusyPct   float64 `json:"cpu_pct"`
 	MemUsedBytes int64   `json:"mem_used"`
 	// Disk and NIC rates over the last second, summed over target devices and interfaces.
-	DiskReadBps  float64  `json:"disk_read_bps"`
-	DiskWriteBps float64  `json:"disk_write_bps"`
-	DiskBusyPct  float64  `json:"disk_busy_pct"`
-	NICRxBps     float64  `json:"nic_rx_bps"`
-	NICTxBps     float64  `json:"nic_tx_bps"`
+	DiskReadBps  float64 `json:"disk_read_bps"`
+	DiskWriteBps float64 `json:"disk_write_bps"`
+	DiskBusyPct  float64 `json:"disk_busy_pct"`
+	NICRxBps     float64 `json:"nic_rx_bps"`
+	NICTxBps     float64 `json:"nic_tx_bps"`
 	// GPUUtilPct is the mean utilisation over every accelerator sampled.
 	GPUUtilPct *float64 `json:"gpu_pct,omitempty"`
 	// GPUs are the accelerators' own readings, one per device and tool.
@@ -258,4 +258,44 @@ type GPUSample struct {
 	MemUsedBytes *int64   `json:"mem_used_bytes,omitempty"`
 	MemBWPct     *float64 `json:"mem_bw_pct,omitempty"`
 	PowerW       *float64 `json:"power_w,omitempty"`
+}
+
+// GPUPathFile is a gpu-path step's result.
+const GPUPathFile = "gpu-path.json"
+
+// GPU path modes, the levels of the step's measurements.
+const (
+	GPUPathCPU       = "cpu-mediated"   // the probe's own O_DIRECT read + staging copy
+	GPUPathGDS       = "gds-gpu-direct" // gdsio -x 0: storage → GPU memory by DMA
+	GPUPathGDSCPUGPU = "gds-cpu-gpu"    // gdsio -x 2: storage → host memory → GPU memory
+)
+
+// GPUPathResult is what a gpu-path step measured and what it could not.
+type GPUPathResult struct {
+	Target    string        `json:"target"`
+	BlockSize int64         `json:"block_size"`
+	Size      int64         `json:"size"`
+	Modes     []GPUPathMode `json:"modes"`
+	// NotMeasured says, in words, which part of the path had no
+	// measurement and why.
+	NotMeasured []string `json:"not_measured,omitempty"`
+}
+
+// GPUPathMode is one path's figures; Absent modes carry only the reason.
+type GPUPathMode struct {
+	Mode   string `json:"mode"`
+	Tool   string `json:"tool"`
+	Absent bool   `json:"absent,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Measured says what the figures cover.
+	Measured     string  `json:"measured,omitempty"`
+	Bytes        int64   `json:"bytes,omitempty"`
+	Seconds      float64 `json:"seconds,omitempty"`
+	BandwidthBps float64 `json:"bandwidth_bps,omitempty"`
+	CPUSeconds   float64 `json:"cpu_seconds,omitempty"`
+	CPUSecPerGiB float64 `json:"cpu_seconds_per_gib,omitempty"`
+	// CopySeconds is the part of Seconds spent in the staging copy.
+	CopySeconds float64 `json:"copy_seconds,omitempty"`
+	ODirect     bool    `json:"o_direct,omitempty"`
+	Output      string  `json:"output,omitempty"` // the tool's own output file
 }
