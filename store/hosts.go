@@ -155,12 +155,9 @@ func (s *Store) PinHostKeys(ctx context.Context, programID, hostID int64, key, s
 
 // RecordHostCheck notes the outcome of a host check.
 func (s *Store) RecordHostCheck(ctx context.Context, hostID int64, ok bool, message string, rttMs *float64) error {
-	_, err := s.db.Exec(ctx, `UPDATE hosts SET last_check_at = now(), last_check_ok = $2, last_check_message = $3, last_rtt_ms = $4 WHERE id = $1`,
+	tag, err := s.db.Exec(ctx, `UPDATE hosts SET last_check_at = now(), last_check_ok = $2, last_check_message = $3, last_rtt_ms = $4 WHERE id = $1`,
 		hostID, ok, truncate(message, 2000), rttMs)
-	if err != nil {
-		return fmt.Errorf("store: record host check: %w", err)
-	}
-	return nil
+	return oneRow(tag, err, fmt.Sprintf("record check of host %d", hostID))
 }
 
 // HostFacts is one capture of a host's facts.
@@ -209,8 +206,6 @@ func (s *Store) RunFacts(ctx context.Context, runID int64) (HostFacts, error) {
 // SetHostSealedKey stores a host's sealed private key (sealed after the
 // row exists, because the seal is bound to the row's id).
 func (s *Store) SetHostSealedKey(ctx context.Context, hostID int64, sealed []byte) error {
-	if _, err := s.db.Exec(ctx, `UPDATE hosts SET sealed_private_key = $2 WHERE id = $1`, hostID, sealed); err != nil {
-		return fmt.Errorf("store: seal key of host %d: %w", hostID, err)
-	}
-	return nil
+	tag, err := s.db.Exec(ctx, `UPDATE hosts SET sealed_private_key = $2 WHERE id = $1`, hostID, sealed)
+	return oneRow(tag, err, fmt.Sprintf("seal key of host %d", hostID))
 }

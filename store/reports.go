@@ -55,6 +55,9 @@ type RunReport struct {
 
 // AddRunReport records a bundle version (the blob is in artifacts).
 func (s *Store) AddRunReport(ctx context.Context, r RunReport) (RunReport, error) {
+	if r.Cosigners == nil {
+		r.Cosigners = []string{} // the column is NOT NULL: none is an empty list
+	}
 	err := s.db.QueryRow(ctx, `INSERT INTO run_reports (run_id, version, bundle_sha256, size, manifest_sha256, key_id, cosigners, created_by)
 		VALUES ($1, (SELECT coalesce(max(version), 0) + 1 FROM run_reports WHERE run_id = $1), $2, $3, $4, $5, $6, $7)
 		RETURNING id, version, created_at`, r.RunID, r.BundleSHA256, r.Size, r.ManifestSHA256, r.KeyID, r.Cosigners, r.CreatedBy).

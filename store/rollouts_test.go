@@ -2,15 +2,12 @@ package store_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accordlab/accord/attest"
-	"github.com/accordlab/accord/attest/dsse"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
 )
@@ -142,75 +139,6 @@ func TestLatestJudgedRunIsTheNewestFinishedOne(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound, "another program's runs are not found")
 }
 
-// A record read back from the database hashes and verifies exactly as it
-// was signed: time at microsecond precision, evidence as JSON.
-func TestDecisionChainAppendsAndReadsBackVerifiable(t *testing.T) {
-	t.Parallel()
-	w := setupRolloutWorld(t)
-	ctx := context.Background()
-	kr, err := attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{})
-	require.NoError(t, err)
-	signer, err := kr.Active()
-	require.NoError(t, err)
-
-	_, err = store.New(w.st.Pool).LockDecisionChain(ctx, w.program)
-	require.ErrorContains(t, err, "needs a transaction")
-	_, err = w.st.GetDecisionChain(ctx, w.program)
-	require.ErrorIs(t, err, store.ErrNotFound)
-
-	at := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.FixedZone("CET", 3600))
-	for i, kind := range []string{"approve", "approve", "stop-loss-triggered"} {
-		chain, err := w.st.LockDecisionChain(ctx, w.program)
-		require.NoError(t, err)
-		require.Equal(t, int64(i), chain.HeadSeq)
-		require.Equal(t, store.ChainName(w.program), chain.Chain)
-		rec, err := attest.NextDecision(chain.Head(), attest.Decision{Chain: chain.Chain, Kind: kind, Actor: fmt.Sprintf("user%d@example.com", i),
-			Organisation: "vendor:V", Time: at.Add(time.Duration(i) * time.Minute), Stage: "pilot", Reason: "ünïcode reason 😀",
-			Evidence: attest.DecisionEvidence{RunIDs: []string{"7"}, Verdicts: map[string]string{"gates": "PASS", "7": "PASS"}, Digests: map[string]string{"evaluation/7": "sha256:ab"}}})
-		require.NoError(t, err)
-		signed, err := attest.SignDecision(signer, rec)
-		require.NoError(t, err)
-		cp, err := attest.SignCheckpoint(signer, chain.Chain, &signed, at)
-		require.NoError(t, err)
-		require.NoError(t, w.st.AppendDecision(ctx, w.program, signed, 0, cp))
-		if i == 0 {
-			// The same seq again does not follow the head.
-			err := w.st.InTx(ctx, func(tx *store.Store) error { return tx.AppendDecision(ctx, w.program, signed, 0, cp) })
-			require.ErrorIs(t, err, store.ErrConflict)
-		}
-	}
-	ds, err := w.st.ListDecisions(ctx, w.program)
-	require.NoError(t, err)
-	require.Len(t, ds, 3)
-	chain, err := w.st.GetDecisionChain(ctx, w.program)
-	require.NoError(t, err)
-	require.Equal(t, int64(3), chain.HeadSeq)
-	require.Equal(t, ds[2].Hash, chain.HeadHash)
-	records := make([]attest.Decision, len(ds))
-	envs := make([]*dsse.Envelope, len(ds))
-	signed := make([]attest.SignedDecision, len(ds))
-	for i, d := range ds {
-		records[i], envs[i], signed[i] = d.Record, d.Envelope, d.Signed()
-		h, err := d.Record.Hash()
-		require.NoError(t, err)
-		require.Equal(t, d.Hash, h, "record %d hashes as signed", i+1)
-	}
-	keys, err := kr.KeySet()
-	require.NoError(t, err)
-	require.NoError(t, attest.VerifyChain(records, envs, chain.Checkpoint, keys))
-	_, err = attest.NewDecisionLog(chain.Chain, signed, chain.Checkpoint).Verify(keys)
-	require.NoError(t, err)
-
-	list, err := w.st.ListDecisions(ctx, w.other)
-	require.NoError(t, err)
-	require.Empty(t, list, "another program's log is its own")
-	err = w.st.InTx(ctx, func(tx *store.Store) error {
-		_, err := tx.Tx().Exec(ctx, `UPDATE decisions SET reason = 'x'`)
-		return err
-	})
-	require.ErrorContains(t, err, "decisions is append-only")
-}
-
 func TestWatchesAreClaimedWhenDue(t *testing.T) {
 	t.Parallel()
 	w := setupRolloutWorld(t)
@@ -273,60 +201,4 @@ func TestWatchesAreClaimedWhenDue(t *testing.T) {
 	require.True(t, removed)
 	_, err = w.st.GetWatch(ctx, id)
 	require.ErrorIs(t, err, store.ErrNotFound)
-}
-
-func TestWebhooksAndDeliveries(t *testing.T) {
-	t.Parallel()
-	w := setupRolloutWorld(t)
-	ctx := context.Background()
-	halts, err := w.st.CreateWebhook(ctx, w.program, "https://argo.example/hook", []string{store.EventStageHalted, store.EventStopLoss}, 0)
-	require.NoError(t, err)
-	approvals, err := w.st.CreateWebhook(ctx, w.program, "https://flagger.example/hook", []string{store.EventStageApproved}, 0)
-	require.NoError(t, err)
-	_, err = w.st.CreateWebhook(ctx, w.other, "https://elsewhere.example/hook", []string{store.EventStageHalted}, 0)
-	require.NoError(t, err)
-	require.NoError(t, w.st.SetWebhookSecret(ctx, halts, []byte("sealed")))
-
-	active, err := w.st.ActiveWebhooks(ctx, w.program, []string{store.EventStopLoss, store.EventStageHalted})
-	require.NoError(t, err)
-	require.Len(t, active, 1)
-	require.Equal(t, halts, active[0].ID)
-	require.Equal(t, []byte("sealed"), active[0].SealedSecret)
-	require.NoError(t, w.st.SetWebhookActive(ctx, w.program, halts, false))
-	active, err = w.st.ActiveWebhooks(ctx, w.program, []string{store.EventStageHalted})
-	require.NoError(t, err)
-	require.Empty(t, active, "a disabled webhook is not called")
-	require.ErrorIs(t, w.st.SetWebhookActive(ctx, w.other, halts, true), store.ErrNotFound)
-	_, err = w.st.GetWebhook(ctx, w.other, halts)
-	require.ErrorIs(t, err, store.ErrNotFound)
-
-	seq := int64(4)
-	d1, err := w.st.CreateDelivery(ctx, approvals, w.program, store.EventStageApproved, &seq, []byte(`{"event":"stage_approved"}`))
-	require.NoError(t, err)
-	d2, err := w.st.CreateDelivery(ctx, approvals, w.program, store.EventStageApproved, &seq, []byte(`{}`))
-	require.NoError(t, err)
-	status := 500
-	at := time.Now()
-	require.NoError(t, w.st.RecordDeliveryAttempt(ctx, d1, at, &status, "HTTP 500", store.DeliveryPending))
-	status = 204
-	require.NoError(t, w.st.RecordDeliveryAttempt(ctx, d1, at.Add(time.Second), &status, "", store.DeliveryDelivered))
-	require.NoError(t, w.st.RecordDeliveryAttempt(ctx, d2, at, nil, "dial tcp: connection refused", store.DeliveryFailed))
-	d, err := w.st.GetDelivery(ctx, d1)
-	require.NoError(t, err)
-	require.Equal(t, 2, d.Attempts)
-	require.Equal(t, store.DeliveryDelivered, d.State)
-	require.Equal(t, 204, *d.LastStatus)
-	require.NotNil(t, d.DeliveredAt)
-	require.Equal(t, `{"event":"stage_approved"}`, string(d.Body))
-
-	list, err := w.st.ListDeliveries(ctx, w.program, approvals, 10)
-	require.NoError(t, err)
-	require.Equal(t, []int64{d2, d1}, []int64{list[0].ID, list[1].ID}, "newest first")
-	none, err := w.st.ListDeliveries(ctx, w.other, approvals, 10)
-	require.NoError(t, err)
-	require.Empty(t, none)
-	hooks, err := w.st.ListWebhooks(ctx, w.program)
-	require.NoError(t, err)
-	require.Len(t, hooks, 2)
-	require.Equal(t, map[string]int{"delivered": 1, "failed": 1}, hooks[1].Deliveries)
 }

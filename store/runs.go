@@ -203,11 +203,8 @@ func nullJSON(b json.RawMessage) any {
 
 // SetRunJob records the River job that executes the run.
 func (s *Store) SetRunJob(ctx context.Context, runID, jobID int64) error {
-	_, err := s.db.Exec(ctx, `UPDATE runs SET river_job_id = $2 WHERE id = $1`, runID, jobID)
-	if err != nil {
-		return fmt.Errorf("store: set run job: %w", err)
-	}
-	return nil
+	tag, err := s.db.Exec(ctx, `UPDATE runs SET river_job_id = $2 WHERE id = $1`, runID, jobID)
+	return oneRow(tag, err, fmt.Sprintf("set job of run %d", runID))
 }
 
 // GetRun returns a run of the program.
@@ -331,21 +328,15 @@ func (s *Store) notifyRun(ctx context.Context, runID int64) error {
 // MarkLaunched records that the measurement was started on the host, in
 // which folder; it is never started again for this run.
 func (s *Store) MarkLaunched(ctx context.Context, runID int64, remoteDir string) error {
-	_, err := s.db.Exec(ctx, `UPDATE runs SET launched = true, remote_dir = $2, attempt = greatest(attempt, 1) WHERE id = $1`, runID, remoteDir)
-	if err != nil {
-		return fmt.Errorf("store: mark run %d launched: %w", runID, err)
-	}
-	return nil
+	tag, err := s.db.Exec(ctx, `UPDATE runs SET launched = true, remote_dir = $2, attempt = greatest(attempt, 1) WHERE id = $1`, runID, remoteDir)
+	return oneRow(tag, err, fmt.Sprintf("mark run %d launched", runID))
 }
 
 // RequestCancel notes the user's cancel; workers check it when their
 // context ends.
 func (s *Store) RequestCancel(ctx context.Context, runID int64) error {
-	_, err := s.db.Exec(ctx, `UPDATE runs SET cancel_requested_at = coalesce(cancel_requested_at, now()) WHERE id = $1`, runID)
-	if err != nil {
-		return fmt.Errorf("store: cancel run %d: %w", runID, err)
-	}
-	return nil
+	tag, err := s.db.Exec(ctx, `UPDATE runs SET cancel_requested_at = coalesce(cancel_requested_at, now()) WHERE id = $1`, runID)
+	return oneRow(tag, err, fmt.Sprintf("cancel run %d", runID))
 }
 
 // CancelRequested reports whether the run's cancel was asked for.
@@ -359,9 +350,9 @@ func (s *Store) CancelRequested(ctx context.Context, runID int64) (bool, error) 
 
 // SetRunVerdict stores the overall verdict of the latest evaluation.
 func (s *Store) SetRunVerdict(ctx context.Context, runID int64, verdict string) error {
-	_, err := s.db.Exec(ctx, `UPDATE runs SET verdict = $2 WHERE id = $1`, runID, verdict)
-	if err != nil {
-		return fmt.Errorf("store: run %d verdict: %w", runID, err)
+	tag, err := s.db.Exec(ctx, `UPDATE runs SET verdict = $2 WHERE id = $1`, runID, verdict)
+	if err := oneRow(tag, err, fmt.Sprintf("run %d verdict", runID)); err != nil {
+		return err
 	}
 	return s.notifyRun(ctx, runID)
 }

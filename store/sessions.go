@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -175,9 +176,14 @@ func (s *Store) RevokeAPIToken(ctx context.Context, userID int64, id string) (AP
 	return t, nil
 }
 
+// truncate cuts s to at most n bytes, at a character boundary (PostgreSQL
+// refuses text that is not valid UTF-8).
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

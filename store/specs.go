@@ -189,7 +189,10 @@ func (s *Store) GetSpecVersionByID(ctx context.Context, kind SpecKind, programID
 		return SpecVersion{}, fmt.Errorf("store: get %s version: %w", kind, err)
 	}
 	list, err := collectVersions(rows)
-	if err != nil || len(list) == 0 {
+	if err != nil {
+		return SpecVersion{}, fmt.Errorf("store: get %s version %d: %w", kind, versionID, err)
+	}
+	if len(list) == 0 {
 		return SpecVersion{}, fmt.Errorf("store: %s version %d: %w", kind, versionID, ErrNotFound)
 	}
 	return list[0], nil

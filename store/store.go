@@ -93,6 +93,17 @@ func notFound(err error, what string) error {
 	return fmt.Errorf("store: %s: %w", what, err)
 }
 
+// oneRow checks that a write by id found its row: no row is ErrNotFound.
+func oneRow(tag pgconn.CommandTag, err error, what string) error {
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("store: %s: %w", what, ErrNotFound)
+	}
+	return nil
+}
+
 func isUniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"

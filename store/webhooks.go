@@ -68,10 +68,8 @@ func (s *Store) CreateWebhook(ctx context.Context, programID int64, url string, 
 
 // SetWebhookSecret stores a webhook's sealed secret.
 func (s *Store) SetWebhookSecret(ctx context.Context, webhookID int64, sealed []byte) error {
-	if _, err := s.db.Exec(ctx, `UPDATE webhooks SET sealed_secret = $2 WHERE id = $1`, webhookID, sealed); err != nil {
-		return fmt.Errorf("store: webhook %d secret: %w", webhookID, err)
-	}
-	return nil
+	tag, err := s.db.Exec(ctx, `UPDATE webhooks SET sealed_secret = $2 WHERE id = $1`, webhookID, sealed)
+	return oneRow(tag, err, fmt.Sprintf("webhook %d secret", webhookID))
 }
 
 // SetWebhookActive enables or disables a webhook.
@@ -201,12 +199,9 @@ func (s *Store) ListDeliveries(ctx context.Context, programID, webhookID int64, 
 // RecordDeliveryAttempt stores the outcome of one attempt: state delivered
 // on a 2xx answer, failed after the last attempt, pending otherwise.
 func (s *Store) RecordDeliveryAttempt(ctx context.Context, deliveryID int64, at time.Time, status *int, errText, state string) error {
-	_, err := s.db.Exec(ctx, `UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = $2, last_status = $3, last_error = $4, state = $5,
+	tag, err := s.db.Exec(ctx, `UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = $2, last_status = $3, last_error = $4, state = $5,
 		delivered_at = CASE WHEN $5 = 'delivered' THEN $2 ELSE delivered_at END WHERE id = $1`, deliveryID, at, status, errText, state)
-	if err != nil {
-		return fmt.Errorf("store: delivery %d attempt: %w", deliveryID, err)
-	}
-	return nil
+	return oneRow(tag, err, fmt.Sprintf("delivery %d attempt", deliveryID))
 }
 
 // ErrDeliveryNotFailed: only a delivery that gave up can be sent again.
@@ -232,7 +227,7 @@ func (s *Store) Redeliver(ctx context.Context, programID, webhookID, deliveryID 
 		return 0, fmt.Errorf("store: redeliver %d: %w", deliveryID, err)
 	}
 	if exists {
-		return 0, ErrDeliveryNotFailed
+		return 0, fmt.Errorf("store: redeliver %d: %w", deliveryID, ErrDeliveryNotFailed)
 	}
-	return 0, fmt.Errorf("delivery %d: %w", deliveryID, ErrNotFound)
+	return 0, fmt.Errorf("store: redeliver %d: %w", deliveryID, ErrNotFound)
 }
