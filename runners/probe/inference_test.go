@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,9 +70,6 @@ func TestInferenceStep(t *testing.T) {
 	dir := runDir(t, plan)
 	r := probe(t, "run", "--dir", dir)
 	st := status(t, dir)
-	if strings.Contains(st.Reason, "not implemented") {
-		t.Skipf("the load generator is missing: loadgen.Run in runners/probe/loadgen is not implemented yet (%s)", st.Reason)
-	}
 	require.Equal(t, 0, r.code, "%s\n%s", r.stderr, st.Reason)
 
 	results := eventsOfType(events(t, dir), wire.EventStepResult)
