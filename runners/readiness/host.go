@@ -258,3 +258,41 @@ func checkNUMA(e *env) result {
 	}
 	return result{PASS, "Every GPU has a storage device on its node. " + where(storage) + "; " + where(gpus) + ".", ev, ""}
 }
+
+// checkPCIeLinks: every GPU, physical NIC and NVMe PCIe controller runs
+// its link at the maximum speed and width it and its slot support.
+func checkPCIeLinks(e *env) result {
+	var ev []Evidence
+	var slow, unknown []string
+	for _, l := range e.f.PCI {
+		fact := "pci[" + l.Address + "]"
+		ev = append(ev, valueEv(fact+".current_link_speed", l.CurrentLinkSpeed), valueEv(fact+".max_link_speed", l.MaxLinkSpeed),
+			valueEv(fact+".current_link_width", l.CurrentLinkWidth), valueEv(fact+".max_link_width", l.MaxLinkWidth))
+		if !l.CurrentLinkSpeed.OK() || !l.MaxLinkSpeed.OK() || !l.CurrentLinkWidth.OK() || !l.MaxLinkWidth.OK() {
+			unknown = append(unknown, l.Role+" "+l.Name)
+			continue
+		}
+		if how, bad := l.Degraded(); bad {
+			slow = append(slow, fmt.Sprintf("%s %s (%s): %s", l.Role, l.Name, l.Address, how))
+		}
+	}
+	switch {
+	case len(slow) > 0:
+		return result{WARN, "Trained below maximum: " + strings.Join(slow, "; ") + ".", ev,
+			"Reseat the card or move it to a slot wired for its full width, check risers and the BIOS link speed and bifurcation settings, then refresh the facts."}
+	case len(unknown) > 0:
+		return result{UNKNOWN, "The link of " + strings.Join(unknown, ", ") + " is not reported in sysfs.", ev, "Run the probe where /sys/bus/pci is readable, then refresh the facts."}
+	}
+	return result{PASS, fmt.Sprintf("All %d links run at their maximum speed and width.", len(e.f.PCI)), ev, ""}
+}
+
+// pcieLinksKnown: the check applies where sysfs reports link speeds at
+// all (it does not in some VMs and containers).
+func pcieLinksKnown(e *env) bool {
+	for _, l := range e.f.PCI {
+		if l.MaxLinkSpeed.OK() && l.MaxLinkSpeed.Value != "" {
+			return true
+		}
+	}
+	return false
+}

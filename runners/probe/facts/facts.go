@@ -40,7 +40,10 @@ type Facts struct {
 	CPUFreq CPUFreq `json:"cpufreq"`
 	GPU     GPU     `json:"gpu"`
 	GDS     GDS     `json:"gds"`
-	Tools   []Tool  `json:"tools"`
+	// PCI is the PCIe placement and link of the GPUs, physical NICs and
+	// NVMe PCIe controllers.
+	PCI   []PCILink `json:"pci,omitempty"`
+	Tools []Tool    `json:"tools"`
 }
 
 // OS is /etc/os-release.
@@ -339,6 +342,8 @@ func Collect(ctx context.Context, opts Options) (*Facts, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The PCIe section places the devices the other sections found.
+	f.PCI = collectPCI(r, f)
 	return f, nil
 }
 

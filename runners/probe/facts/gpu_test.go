@@ -127,3 +127,39 @@ func TestCollectGPUBadOutput(t *testing.T) {
 	require.Empty(t, g.GPUs)
 	require.Contains(t, g.Source.Error, "parse:")
 }
+
+// TestPCILinks: a GPU behind a PCIe switch whose link trained at Gen3 x8
+// instead of Gen4 x16, and a NIC on a root port at full speed.
+func TestPCILinks(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dev := func(addr, cur, max, cw, mw, node string) {
+		d := "/sys/devices/pci0000:00/" + addr
+		write(t, root, d+"/current_link_speed", cur+"\n")
+		write(t, root, d+"/max_link_speed", max+"\n")
+		write(t, root, d+"/current_link_width", cw+"\n")
+		write(t, root, d+"/max_link_width", mw+"\n")
+		write(t, root, d+"/numa_node", node+"\n")
+	}
+	dev("0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0", "8.0 GT/s PCIe", "16.0 GT/s PCIe", "8", "16", "1")
+	dev("0000:00:02.0/0000:04:00.0", "16.0 GT/s PCIe", "16.0 GT/s PCIe", "16", "16", "0")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "/sys/bus/pci/devices"), 0o755))
+	require.NoError(t, os.Symlink("../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0", filepath.Join(root, "/sys/bus/pci/devices/0000:03:00.0")))
+	require.NoError(t, os.Symlink("../../../devices/pci0000:00/0000:00:02.0/0000:04:00.0", filepath.Join(root, "/sys/bus/pci/devices/0000:04:00.0")))
+	f := &Facts{}
+	f.GPU.GPUs = []GPUDevice{{Name: "NVIDIA H100", PCIBusID: "00000000:03:00.0"}}
+	f.Network.Interfaces = []NIC{{Name: "ens1f0", Physical: true, BusInfo: Value{Value: "0000:04:00.0"}}}
+	links := collectPCI(&Runner{Root: root}, f)
+	require.Len(t, links, 2)
+	g := links[0]
+	require.Equal(t, "gpu", g.Role)
+	require.Equal(t, []string{"0000:00:01.0", "0000:01:00.0", "0000:02:08.0"}, g.Upstream)
+	require.Equal(t, "0000:01:00.0", g.Switch)
+	require.Equal(t, "1", g.NUMANode.Value)
+	how, bad := g.Degraded()
+	require.True(t, bad)
+	require.Equal(t, "speed 8.0 GT/s PCIe of 16.0 GT/s PCIe, width x8 of x16", how)
+	_, bad = links[1].Degraded()
+	require.False(t, bad)
+	require.Empty(t, links[1].Switch, "on a root port")
+}
