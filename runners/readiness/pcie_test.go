@@ -11,7 +11,9 @@ import (
 func TestPCIeLinksTrainedBelowMaximum(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	v := func(s string) facts.Value { return facts.Value{Value: s, Source: facts.Source{File: "/sys/bus/pci/devices/x/attr"}} }
+	v := func(s string) facts.Value {
+		return facts.Value{Value: s, Source: facts.Source{File: "/sys/bus/pci/devices/x/attr"}}
+	}
 	b.rdma.PCI = []facts.PCILink{
 		{Address: "0000:03:00.0", Role: "gpu", Name: "NVIDIA H100", CurrentLinkSpeed: v("8.0 GT/s PCIe"), MaxLinkSpeed: v("32.0 GT/s PCIe"), CurrentLinkWidth: v("16"), MaxLinkWidth: v("16")},
 		{Address: "0000:04:00.0", Role: "nic", Name: "ens1f0", CurrentLinkSpeed: v("16.0 GT/s PCIe"), MaxLinkSpeed: v("16.0 GT/s PCIe"), CurrentLinkWidth: v("16"), MaxLinkWidth: v("16")},
