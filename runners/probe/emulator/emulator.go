@@ -20,7 +20,8 @@ const usageText = `usage: accord emulate [FLAGS]
 An OpenAI-compatible inference server without a GPU, standing in for vLLM
 or SGLang in tests of the storage behind a KV-cache tier. It serves
 POST /v1/chat/completions and /v1/completions (streaming and not),
-GET /v1/models, GET /metrics (Prometheus text) and GET /health.
+GET /v1/models, GET /metrics (Prometheus), GET /health, and the
+degradation switch GET/PUT /emulator/degradation.
 
 Model of a request:
   - Tokens are the whitespace-separated words of the prompt (for chat, of
@@ -34,10 +35,15 @@ Model of a request:
     --kv-file (--block-bytes at an offset derived from its hash, O_DIRECT
     where the filesystem allows it), then cached. Without --kv-file, misses
     cost compute only.
+  - Admission: at most --max-num-seqs requests are answered at once (as
+    vLLM's flag of that name); the others wait, and their wait is part of
+    their TTFT.
   - Prefill: the reads, then --prefill-per-token for every prompt token not
     served from memory. Decoding: one token every --itl. After
     --degrade-after, compute, ITL and read times are multiplied by
-    --degrade-factor (to exercise stop-loss). Sleeps are honoured to the
+    --degrade-factor (to exercise stop-loss). The degradation switch does
+    the same at once: PUT /emulator/degradation with {"factor": 25} (1
+    restores; GET answers the factor in force). Sleeps are honoured to the
     timer resolution of the host (about 1 ms here); the timings file has
     the actual times.
   - Streaming (chat): a role-only chunk at once, then the content chunks
@@ -66,10 +72,16 @@ first_token (after the first token's chunk was written and flushed),
 last_token, done (after data: [DONE] was flushed), status, stream,
 prompt_tokens, output_tokens, hit_blocks, miss_blocks, read_ns, fault.
 
-Metrics: vllm:prefix_cache_queries_total and vllm:prefix_cache_hits_total (in
-tokens, as vLLM v1), vllm:prompt_tokens_total, vllm:generation_tokens_total,
-vllm:request_success_total, vllm:num_requests_running, and
-accord_emulator_* counters for KV reads and request outcomes.
+Metrics, with vLLM v1's names, types, buckets and labels (model_name,
+engine="0"), so a vLLM user's queries read the emulator unchanged:
+histograms vllm:time_to_first_token_seconds (arrival to the first token),
+vllm:e2e_request_latency_seconds, vllm:inter_token_latency_seconds and
+vllm:request_queue_time_seconds; gauges vllm:num_requests_running and
+vllm:num_requests_waiting; counters vllm:prefix_cache_queries_total and
+vllm:prefix_cache_hits_total (in tokens), vllm:prompt_tokens_total,
+vllm:generation_tokens_total, vllm:request_success_total; and
+accord_emulator_* counters for KV reads and request outcomes. For example:
+  histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[1m])))
 
 Flags:
 `
@@ -95,6 +107,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.ITL, "itl", 20*time.Millisecond, "inter-token latency")
 	fs.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", 16, "output tokens when a request sets no max_tokens")
 	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of everything random (output words, fault shares, KV file contents)")
+	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", 0, "requests answered at once, the others wait (0: no limit)")
 	fs.DurationVar(&cfg.DegradeAfter, "degrade-after", 0, "after this time, latencies grow by --degrade-factor (0: never)")
 	fs.Float64Var(&cfg.DegradeFactor, "degrade-factor", 1, "latency multiplier after --degrade-after")
 	fs.Float64Var(&cfg.KVReadMBps, "kv-read-mbps", 0, "cap on KV read bandwidth in MB/s (10^6 bytes), to stand for a slower path (0: none)")

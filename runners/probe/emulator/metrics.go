@@ -1,99 +1,119 @@
 package emulator
 
 import (
-	"bufio"
 	"net/http"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metrics are the emulator's Prometheus counters, named like vLLM's where
-// vLLM has one (vLLM v1 counts prefix-cache queries and hits in tokens),
-// so that the probe's scrape before and after a step reads either server.
-// The text format is written directly: a dozen counters do not need a
-// client library.
+// metrics are the emulator's Prometheus metrics. Those vLLM has carry
+// vLLM v1's names, types, help texts, buckets and labels (model_name and
+// engine; vllm/v1/metrics/loggers.py), so that a vLLM user's own queries
+// and dashboards read the emulator unchanged: for example
+// histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket[1m]))).
+// vLLM v1 counts prefix-cache queries and hits in tokens. The accord_emulator_*
+// metrics are the emulator's own (its KV reads and request outcomes).
 type metrics struct {
-	model        string
-	queries      atomic.Int64 // prompt tokens looked up in the prefix cache
-	hits         atomic.Int64 // of which found
-	promptTokens atomic.Int64
-	genTokens    atomic.Int64
-	success      atomic.Int64
-	running      atomic.Int64
-	blocksHit    atomic.Int64
-	blocksRead   atomic.Int64
-	bytesRead    atomic.Int64
-	readNanos    atomic.Int64
+	registry *prometheus.Registry
 
-	mu       sync.Mutex
-	outcomes map[string]int64
+	ttft      prometheus.Observer // arrival to the first token
+	e2e       prometheus.Observer // arrival to the end, finished requests
+	itl       prometheus.Observer // each gap between output chunks
+	queueTime prometheus.Observer // arrival to admission (--max-num-seqs)
+	running   prometheus.Gauge
+	waiting   prometheus.Gauge
+
+	queries      prometheus.Counter // prompt tokens looked up in the prefix cache
+	hits         prometheus.Counter // of which found
+	promptTokens prometheus.Counter
+	genTokens    prometheus.Counter
+	success      prometheus.Counter
+
+	blocksHit   prometheus.Counter
+	blocksRead  prometheus.Counter
+	bytesRead   prometheus.Counter
+	readSeconds prometheus.Counter
+	outcomes    *prometheus.CounterVec
 }
 
+// vLLM's bucket boundaries, in seconds.
+var (
+	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+		0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}
+	itlBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
+		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}
+	requestLatencyBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
+)
+
 func newMetrics(model string) *metrics {
-	return &metrics{model: model, outcomes: map[string]int64{}}
+	reg := prometheus.NewRegistry()
+	// One engine, as a vLLM server without data parallelism labels it.
+	engine := prometheus.Labels{"model_name": model, "engine": "0"}
+	histogram := func(name, help string, buckets []float64) prometheus.Observer {
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: engine})
+		reg.MustRegister(h)
+		return h
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: engine})
+		reg.MustRegister(g)
+		return g
+	}
+	counter := func(name, help string, labels prometheus.Labels) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels})
+		reg.MustRegister(c)
+		return c
+	}
+	m := &metrics{registry: reg}
+	m.ttft = histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets)
+	m.e2e = histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", requestLatencyBuckets)
+	m.itl = histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets)
+	m.queueTime = histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestLatencyBuckets)
+	m.running = gauge("vllm:num_requests_running", "Number of requests in model execution batches.")
+	m.waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.")
+	m.queries = counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", engine)
+	m.hits = counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", engine)
+	m.promptTokens = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", engine)
+	m.genTokens = counter("vllm:generation_tokens_total", "Number of generation tokens processed.", engine)
+	// The emulator always generates max_tokens, so every request finishes
+	// by length.
+	m.success = counter("vllm:request_success_total", "Count of successfully processed requests.",
+		prometheus.Labels{"model_name": model, "engine": "0", "finished_reason": "length"})
+
+	m.blocksHit = counter("accord_emulator_kv_blocks_hit_total", "KV blocks found in the in-memory cache.", nil)
+	m.blocksRead = counter("accord_emulator_kv_blocks_read_total", "KV blocks read from the KV file.", nil)
+	m.bytesRead = counter("accord_emulator_kv_read_bytes_total", "Bytes read from the KV file.", nil)
+	m.readSeconds = counter("accord_emulator_kv_read_seconds_total", "Time spent reading the KV file.", nil)
+	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "accord_emulator_requests_total",
+		Help: "Requests by outcome (ok, http_error, stream_error, early_close, stall, aborted, bad_request)."}, []string{"outcome"})
+	reg.MustRegister(m.outcomes)
+	return m
 }
 
 func (m *metrics) kv(queryTokens, hitTokens int, f fetch) {
-	m.queries.Add(int64(queryTokens))
-	m.hits.Add(int64(min(hitTokens, queryTokens)))
-	m.blocksHit.Add(int64(f.hitBlocks))
-	m.blocksRead.Add(int64(f.readBlocks))
-	m.bytesRead.Add(f.readBytes)
-	m.readNanos.Add(int64(f.readTime))
+	m.queries.Add(float64(queryTokens))
+	m.hits.Add(float64(min(hitTokens, queryTokens)))
+	m.blocksHit.Add(float64(f.hitBlocks))
+	m.blocksRead.Add(float64(f.readBlocks))
+	m.bytesRead.Add(float64(f.readBytes))
+	m.readSeconds.Add(f.readTime.Seconds())
 }
 
-func (m *metrics) finished(promptTokens, outputTokens int) {
-	m.promptTokens.Add(int64(promptTokens))
-	m.genTokens.Add(int64(outputTokens))
-	m.success.Add(1)
+// finished counts a request answered in full; e2e is from its arrival to
+// its last byte.
+func (m *metrics) finished(promptTokens, outputTokens int, e2eNanos int64) {
+	m.promptTokens.Add(float64(promptTokens))
+	m.genTokens.Add(float64(outputTokens))
+	m.success.Inc()
+	m.e2e.Observe(float64(e2eNanos) / 1e9)
 }
 
-func (m *metrics) outcome(name string) {
-	m.mu.Lock()
-	m.outcomes[name]++
-	m.mu.Unlock()
+func (m *metrics) outcome(name string) { m.outcomes.WithLabelValues(name).Inc() }
+
+// handler serves the registry in the format the scraper asks for (the
+// text format unless it asks for another).
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
-
-func (m *metrics) serve(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	bw := bufio.NewWriter(w)
-	label := `{model_name="` + escapeLabel(m.model) + `"}`
-	counter := func(name, help string, labels string, v int64) {
-		bw.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " counter\n")
-		bw.WriteString(name + labels + " " + strconv.FormatInt(v, 10) + "\n")
-	}
-	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", label, m.queries.Load())
-	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", label, m.hits.Load())
-	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", label, m.promptTokens.Load())
-	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", label, m.genTokens.Load())
-	bw.WriteString("# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n")
-	bw.WriteString(`vllm:request_success_total{finished_reason="length",model_name="` + escapeLabel(m.model) + `"} ` + strconv.FormatInt(m.success.Load(), 10) + "\n")
-	bw.WriteString("# HELP vllm:num_requests_running Number of requests in model execution batches.\n# TYPE vllm:num_requests_running gauge\n")
-	bw.WriteString("vllm:num_requests_running" + label + " " + strconv.FormatInt(m.running.Load(), 10) + "\n")
-
-	counter("accord_emulator_kv_blocks_hit_total", "KV blocks found in the in-memory cache.", "", m.blocksHit.Load())
-	counter("accord_emulator_kv_blocks_read_total", "KV blocks read from the KV file.", "", m.blocksRead.Load())
-	counter("accord_emulator_kv_read_bytes_total", "Bytes read from the KV file.", "", m.bytesRead.Load())
-	bw.WriteString("# HELP accord_emulator_kv_read_seconds_total Time spent reading the KV file.\n# TYPE accord_emulator_kv_read_seconds_total counter\n")
-	bw.WriteString("accord_emulator_kv_read_seconds_total " + strconv.FormatFloat(float64(m.readNanos.Load())/1e9, 'g', -1, 64) + "\n")
-
-	m.mu.Lock()
-	names := make([]string, 0, len(m.outcomes))
-	for k := range m.outcomes {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	bw.WriteString("# HELP accord_emulator_requests_total Requests by outcome (ok, http_error, stream_error, early_close, stall, aborted, bad_request).\n# TYPE accord_emulator_requests_total counter\n")
-	for _, k := range names {
-		bw.WriteString(`accord_emulator_requests_total{outcome="` + escapeLabel(k) + `"} ` + strconv.FormatInt(m.outcomes[k], 10) + "\n")
-	}
-	m.mu.Unlock()
-	_ = bw.Flush()
-}
-
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }

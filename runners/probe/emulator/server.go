@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -33,7 +34,11 @@ type Config struct {
 	DegradeAfter     time.Duration // 0: never
 	DegradeFactor    float64
 	KVReadMBps       float64 // 0: no cap
-	Timings          string  // JSON lines per request; "" : none
+	// MaxNumSeqs is vLLM's --max-num-seqs: at most this many requests are
+	// answered at once, the others wait (counted by
+	// vllm:num_requests_waiting; their wait is part of their TTFT). 0: no limit.
+	MaxNumSeqs int
+	Timings    string // JSON lines per request; "" : none
 	// OpenAIStrict rejects the request fields OpenAI's own API does not
 	// know (min_tokens, ignore_eos, continuous_usage_stats), as that API does.
 	OpenAIStrict bool
@@ -49,6 +54,10 @@ type Server struct {
 	notes   io.Writer
 	reqs    atomic.Int64
 	created int64
+	slots   chan struct{} // the batch's places (--max-num-seqs); nil: unlimited
+	// degrade is the degradation switch thrown at run time (Degrade): the
+	// bits of the factor, 0 while it was never thrown.
+	degrade atomic.Uint64
 	stopped chan struct{}
 	stop    sync.Once
 }
@@ -60,7 +69,7 @@ func New(cfg Config, notes io.Writer) (*Server, error) {
 		return nil, fmt.Errorf("--block-tokens must be ≥ 1")
 	}
 	if cfg.BlockBytes < 1 || cfg.CacheBlocks < 0 || cfg.PrefillPerToken < 0 || cfg.ITL < 0 ||
-		cfg.DegradeAfter < 0 || cfg.KVReadMBps < 0 || cfg.DefaultMaxTokens < 1 {
+		cfg.DegradeAfter < 0 || cfg.KVReadMBps < 0 || cfg.DefaultMaxTokens < 1 || cfg.MaxNumSeqs < 0 {
 		return nil, fmt.Errorf("sizes, durations and rates must not be negative (block bytes and default max tokens ≥ 1)")
 	}
 	if cfg.DegradeFactor <= 0 {
@@ -75,6 +84,9 @@ func New(cfg Config, notes io.Writer) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, start: time.Now(), kv: kv, metrics: newMetrics(cfg.Model), notes: notes, stopped: make(chan struct{})}
 	s.created = s.start.Unix()
+	if cfg.MaxNumSeqs > 0 {
+		s.slots = make(chan struct{}, cfg.MaxNumSeqs)
+	}
 	if cfg.Timings != "" {
 		s.timings, err = openTimings(cfg.Timings)
 		if err != nil {
@@ -135,7 +147,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, true) })
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, false) })
 	mux.HandleFunc("GET /v1/models", s.models)
-	mux.HandleFunc("GET /metrics", s.metrics.serve)
+	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.HandleFunc("GET /emulator/degradation", s.showDegradation)
+	mux.HandleFunc("PUT /emulator/degradation", s.setDegradation)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	return mux
 }
@@ -189,12 +203,83 @@ func (s *Server) received(r *http.Request) int64 {
 // now is nanoseconds since the emulator started, on the monotonic clock.
 func (s *Server) now() int64 { return int64(time.Since(s.start)) }
 
-// factor is the latency multiplier: DegradeFactor once DegradeAfter passed.
+// factor is the latency multiplier: the switch's factor once it was
+// thrown (Degrade), else DegradeFactor once DegradeAfter passed.
 func (s *Server) factor() float64 {
+	if bits := s.degrade.Load(); bits != 0 {
+		return math.Float64frombits(bits)
+	}
 	if s.cfg.DegradeAfter > 0 && time.Since(s.start) >= s.cfg.DegradeAfter {
 		return s.cfg.DegradeFactor
 	}
 	return 1
+}
+
+// Degrade throws the degradation switch: from now on, compute, ITL and
+// read times are multiplied by factor (1 restores normal service). It
+// overrides --degrade-after. Requests already past their prefill keep
+// their TTFT; their remaining tokens slow down.
+func (s *Server) Degrade(factor float64) error {
+	if !(factor > 0) || math.IsInf(factor, 0) || factor > maxDegradeFactor {
+		return fmt.Errorf("the degradation factor must be in (0, %g], not %g", float64(maxDegradeFactor), factor)
+	}
+	s.degrade.Store(math.Float64bits(factor))
+	return nil
+}
+
+// maxDegradeFactor keeps a thrown switch within reason (a 20 ms ITL
+// becomes at most 20 s).
+const maxDegradeFactor = 1000
+
+type degradation struct {
+	Factor float64 `json:"factor"`
+}
+
+// showDegradation answers the current latency multiplier.
+func (s *Server) showDegradation(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(degradation{Factor: s.factor()})
+}
+
+// setDegradation throws the switch over HTTP: PUT {"factor": 25}.
+func (s *Server) setDegradation(w http.ResponseWriter, r *http.Request) {
+	var d degradation
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<10)).Decode(&d); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", `the body is {"factor": NUMBER}`)
+		return
+	}
+	if err := s.Degrade(d.Factor); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	s.showDegradation(w, r)
+}
+
+// admit waits for a place in the batch (--max-num-seqs), the request
+// counted as waiting meanwhile, then counts it as running; release gives
+// the place back.
+func (s *Server) admit(ctx context.Context, recv int64) (release func(), err error) {
+	s.metrics.waiting.Inc()
+	if s.slots != nil {
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			s.metrics.waiting.Dec()
+			return nil, ctx.Err()
+		case <-s.stopped:
+			s.metrics.waiting.Dec()
+			return nil, errors.New("emulator stopping")
+		}
+	}
+	s.metrics.waiting.Dec()
+	s.metrics.running.Inc()
+	s.metrics.queueTime.Observe(float64(s.now()-recv) / 1e9)
+	return func() {
+		s.metrics.running.Dec()
+		if s.slots != nil {
+			<-s.slots
+		}
+	}, nil
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
@@ -301,8 +386,6 @@ type timing struct {
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	tm := timing{ID: r.Header.Get("X-Request-Id"), Recv: s.received(r)}
 	tm.RecvUnix = s.start.UnixNano() + tm.Recv
-	s.metrics.running.Add(1)
-	defer s.metrics.running.Add(-1)
 	seq := s.reqs.Add(1)
 	if tm.ID == "" {
 		tm.ID = "emu-" + strconv.FormatInt(seq, 10)
@@ -391,6 +474,12 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		g.continuousUsage = true // so that a client can tell how many tokens a chunk holds
 	}
 	tm.Stream = q.Stream
+	release, err := s.admit(r.Context(), tm.Recv)
+	if err != nil {
+		s.metrics.outcome("aborted")
+		return
+	}
+	defer release()
 	if q.Stream {
 		g.stream(hashes, tokens)
 	} else {
@@ -505,11 +594,15 @@ func (g *generation) stream(hashes []uint64, tokens int) {
 		if !g.send(flusher) {
 			return
 		}
+		now := s.now()
 		if sent == 0 {
 			due = time.Now()
-			tm.FirstToken = s.now()
+			tm.FirstToken = now
+			s.metrics.ttft.Observe(float64(now-tm.Recv) / 1e9)
+		} else {
+			s.metrics.itl.Observe(float64(now-tm.LastToken) / 1e9)
 		}
-		tm.LastToken = s.now()
+		tm.LastToken = now
 		sent += n
 		due = due.Add(time.Duration(float64(s.cfg.ITL) * float64(n) * s.factor()))
 	}
@@ -552,7 +645,7 @@ func (g *generation) stream(hashes []uint64, tokens int) {
 	}
 	flusher.Flush()
 	tm.Done = s.now()
-	s.metrics.finished(tokens, g.maxTokens)
+	s.metrics.finished(tokens, g.maxTokens, tm.Done-tm.Recv)
 	s.metrics.outcome("ok")
 }
 
@@ -655,9 +748,16 @@ func (g *generation) whole(hashes []uint64, tokens int) {
 		return
 	}
 	tm.FirstToken = s.now()
-	if err := g.sleep(time.Duration(float64(s.cfg.ITL) * float64(g.maxTokens-1) * s.factor())); err != nil {
+	s.metrics.ttft.Observe(float64(tm.FirstToken-tm.Recv) / 1e9)
+	// The tokens are generated at once here: each of the gaps counts the
+	// planned ITL, as the engine would have seen it.
+	itl := time.Duration(float64(s.cfg.ITL) * s.factor())
+	if err := g.sleep(itl * time.Duration(g.maxTokens-1)); err != nil {
 		s.metrics.outcome("aborted")
 		return
+	}
+	for range g.maxTokens - 1 {
+		s.metrics.itl.Observe(itl.Seconds())
 	}
 	var text strings.Builder
 	for range g.maxTokens {
@@ -684,7 +784,7 @@ func (g *generation) whole(hashes []uint64, tokens int) {
 	})
 	tm.LastToken = s.now()
 	tm.Done = tm.LastToken
-	s.metrics.finished(tokens, g.maxTokens)
+	s.metrics.finished(tokens, g.maxTokens, tm.Done-tm.Recv)
 	s.metrics.outcome("ok")
 }
 
