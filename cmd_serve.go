@@ -31,6 +31,7 @@ import (
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
 )
 
 // cmdServe runs the web server (web=true) or only the River workers.
@@ -60,7 +61,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 // serve wires everything and runs until ctx ends (SIGTERM), then shuts
 // down: stop accepting, drain requests, stop River within the timeout.
 // ready, when set, receives the listener's address once it accepts.
-func serve(ctx context.Context, cfg Config, log *slog.Logger, web bool, ready chan<- string) error {
+func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, ready chan<- string) error {
 	secret, err := loadSecret(cfg)
 	if err != nil {
 		return err
@@ -87,23 +88,24 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, web bool, ready ch
 	if err != nil {
 		return fmt.Errorf("config: signing keys (ACCORD_DATA_DIR, ACCORD_SIGNING_KEY_FILE): %w", err)
 	}
-	deps := jobs.Deps{Log: log, Store: st, Runner: runner, Sealer: sealer, Holder: holderName(), Version: version, LeaseTTL: cfg.LeaseTTL, Keyring: keyring}
+	deps := jobs.Deps{Log: log, Store: st, Runner: runner, Sealer: sealer, Holder: holderName(), Version: version, LeaseTTL: cfg.LeaseTTL, Keyring: keyring,
+		Report: web.RenderReport}
 	if err := os.MkdirAll(runner.Limits.TempDir, 0o700); err != nil {
 		return fmt.Errorf("config: ACCORD_DATA_DIR=%s: %w", cfg.DataDir, err)
 	}
 
-	riverClient, err := newRiverClient(cfg, log, deps, pool, web)
+	riverClient, err := newRiverClient(cfg, log, deps, pool, withWeb)
 	if err != nil {
 		return err
 	}
-	if riverClient.Queues() != nil && (cfg.RunWorkers || !web) {
+	if riverClient.Queues() != nil && (cfg.RunWorkers || !withWeb) {
 		if err := riverClient.Start(ctx); err != nil {
 			return fmt.Errorf("river: start: %w", err)
 		}
 	}
 	defer stopRiver(riverClient, cfg.ShutdownTimeout, log)
 
-	if cfg.Demo && web {
+	if cfg.Demo && withWeb {
 		lab, err := startDemoLab(ctx, cfg, log)
 		if err != nil {
 			return fmt.Errorf("demo lab: %w (set ACCORD_DEMO=false to serve without it)", err)
@@ -113,7 +115,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, web bool, ready ch
 			return err
 		}
 	}
-	if !web {
+	if !withWeb {
 		log.Info("accord worker started", "queues", cfg.Queues)
 		<-ctx.Done()
 		return nil

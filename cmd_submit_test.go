@@ -26,10 +26,10 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/handlers/auth"
-	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
+	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
 	"github.com/accordlab/accord/submit"
@@ -144,7 +144,7 @@ func setupSubmit(t *testing.T) *submitBundle {
 	require.NoError(t, err)
 	sealer, err := runners.NewSealer(secret)
 	require.NoError(t, err)
-	sealed, err := sealer.Seal(sshd.ClientKeyPEM, jobs.SealLabel(hostID))
+	sealed, err := sealer.Seal(sshd.ClientKeyPEM, labhost.SealLabel(hostID))
 	require.NoError(t, err)
 	require.NoError(t, b.store.SetHostSealedKey(ctx, hostID, sealed))
 	require.NoError(t, b.store.PinHostKeys(ctx, b.programID, hostID, sshrun.AuthorizedKey(sshd.HostKey), sshrun.Fingerprint(sshd.HostKey), nil))

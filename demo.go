@@ -16,6 +16,7 @@ import (
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/store"
 )
 
@@ -214,7 +215,7 @@ func ensureDemoHost(ctx context.Context, tx *store.Store, sealer *runners.Sealer
 			return 0, err
 		}
 	}
-	sealed, err := sealer.Seal(lab.clientKey, jobs.SealLabel(id))
+	sealed, err := sealer.Seal(lab.clientKey, labhost.SealLabel(id))
 	if err != nil {
 		return 0, err
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
+	"github.com/accordlab/accord/web"
 )
 
 // BenchmarkRunPageMillion times the run page of a finished run of one
@@ -129,7 +130,7 @@ func setupChartBench(b *testing.B) *chartBench {
 	require.NoError(b, err)
 	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger: log, Queues: map[string]river.QueueConfig{jobs.QueueReports: {MaxWorkers: 2}},
-		Workers: jobs.Register(jobs.Deps{Log: log, Store: st, Keyring: keyring, Version: "bench"}), FetchPollInterval: 100 * time.Millisecond, TestOnly: true,
+		Workers: jobs.Register(jobs.Deps{Log: log, Store: st, Keyring: keyring, Version: "bench", Report: web.RenderReport}), FetchPollInterval: 100 * time.Millisecond, TestOnly: true,
 	})
 	require.NoError(b, err)
 	require.NoError(b, rc.Start(ctx))

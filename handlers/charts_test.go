@@ -34,6 +34,7 @@ import (
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
 )
 
 // The charts tests run real measurements: the probe (`accord probe run`,
@@ -250,7 +251,7 @@ func (cb *chartsBundle) evaluate(t *testing.T, runID int64) {
 	t.Helper()
 	ctx := context.Background()
 	if cb.workers == nil {
-		deps := jobs.Deps{Log: cb.log, Store: cb.store, Keyring: cb.keyring, Version: "test"}
+		deps := jobs.Deps{Log: cb.log, Store: cb.store, Keyring: cb.keyring, Version: "test", Report: web.RenderReport}
 		client, err := river.NewClient(riverpgxv5.New(cb.pool), &river.Config{
 			Logger: cb.log, Queues: map[string]river.QueueConfig{jobs.QueueReports: {MaxWorkers: 2}},
 			Workers: jobs.Register(deps), FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 100 * time.Millisecond, TestOnly: true,

@@ -17,6 +17,7 @@ import (
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/probe/facts"
 	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -196,7 +197,7 @@ func (s *Server) createHost(w http.ResponseWriter, r *http.Request) {
 		}
 		if h.AuthMethod == "key" {
 			// Sealed under the server's secret, bound to this host row.
-			sealed, err := s.sealer.Seal(key.PrivatePEM, jobs.SealLabel(id))
+			sealed, err := s.sealer.Seal(key.PrivatePEM, labhost.SealLabel(id))
 			if err != nil {
 				return err
 			}
@@ -278,7 +279,7 @@ func (s *Server) scanHost(w http.ResponseWriter, r *http.Request) {
 	// is only asked for its key.
 	auth := sshrun.Auth{AgentSock: h.AgentSocket}
 	if h.AuthMethod == "key" && len(h.JumpChain) > 0 {
-		key, err := s.sealer.Open(h.SealedPrivateKey, jobs.SealLabel(h.ID))
+		key, err := s.sealer.Open(h.SealedPrivateKey, labhost.SealLabel(h.ID))
 		if err != nil {
 			s.serverError(w, r, err)
 			return

@@ -19,6 +19,7 @@ import (
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
+	"github.com/accordlab/accord/web"
 )
 
 // An engineer registers a host, installs Accord's key on it, scans and
@@ -61,7 +62,7 @@ func TestRegisterScanPinAndCheckAHost(t *testing.T) {
 	require.Contains(t, page, `id="host-fingerprint">`+sshrun.Fingerprint(sshd.HostKey))
 
 	// Check host: a River job connects, uploads the probe, takes facts.
-	deps := jobs.Deps{Log: pb.log, Store: pb.store, Sealer: pb.sealer, Keyring: pb.keyring, Runner: runners.Config{
+	deps := jobs.Deps{Log: pb.log, Store: pb.store, Sealer: pb.sealer, Keyring: pb.keyring, Report: web.RenderReport, Runner: runners.Config{
 		Options: sshrun.Options{RemoteBase: t.TempDir()}, Probe: sshrun.ProbeSource{File: sshtest.BuildAccord(t)}}}
 	client, err := river.NewClient(riverpgxv5.New(pb.pool), &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
 		Workers: jobs.Register(deps), FetchPollInterval: 100 * time.Millisecond, TestOnly: true})

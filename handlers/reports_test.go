@@ -21,8 +21,9 @@ import (
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/attest/attesttest"
-	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
 )
 
 // signedRun makes a finished run with two artifacts and signs it.
@@ -53,7 +54,7 @@ func (pb *programBundle) signedRun(t *testing.T) int64 {
 	}
 	require.NoError(t, pb.store.SetRunState(ctx, run, store.RunDone, "fixture"))
 	require.NoError(t, pb.store.SetRunVerdict(ctx, run, "PASS"))
-	_, err = jobs.SignRun(ctx, jobs.Deps{Store: pb.store, Keyring: pb.keyring}, run)
+	_, err = report.Signer{Store: pb.store, Keyring: pb.keyring, Render: web.RenderReport}.Sign(ctx, run)
 	require.NoError(t, err)
 	return run
 }

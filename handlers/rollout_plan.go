@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/accordlab/accord/acceptance"
-	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -40,7 +40,7 @@ type planErrors struct {
 func (s *Server) renderPlan(w http.ResponseWriter, r *http.Request, status int, pe planErrors) {
 	pr := programFrom(r.Context())
 	ctx := r.Context()
-	ro, err := jobs.LoadRollout(ctx, s.store, pr.ID)
+	ro, err := rollout.Load(ctx, s.store, pr.ID)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -122,7 +122,7 @@ func (s *Server) planChoices(r *http.Request, d *web.RolloutPlanPage) error {
 }
 
 // stageLocked says why a stage's gates may not change ("" when they may).
-func stageLocked(ro jobs.Rollout, i int) string {
+func stageLocked(ro rollout.Rollout, i int) string {
 	if ro.ReplayErr != nil {
 		return "The decision log does not replay on the plan; the plan is frozen."
 	}
@@ -297,7 +297,7 @@ func (s *Server) addStage(w http.ResponseWriter, r *http.Request) {
 		if _, err := tx.LockDecisionChain(ctx, pr.ID); err != nil {
 			return err
 		}
-		ro, err := jobs.LoadRollout(ctx, tx, pr.ID)
+		ro, err := rollout.Load(ctx, tx, pr.ID)
 		if err != nil {
 			return err
 		}
@@ -376,7 +376,7 @@ func (s *Server) editStage(w http.ResponseWriter, r *http.Request) {
 		if _, err := tx.LockDecisionChain(ctx, pr.ID); err != nil {
 			return err
 		}
-		ro, err := jobs.LoadRollout(ctx, tx, pr.ID)
+		ro, err := rollout.Load(ctx, tx, pr.ID)
 		if err != nil {
 			return err
 		}
@@ -429,7 +429,7 @@ func (s *Server) deleteStage(w http.ResponseWriter, r *http.Request) {
 		if _, err := tx.LockDecisionChain(ctx, pr.ID); err != nil {
 			return err
 		}
-		ro, err := jobs.LoadRollout(ctx, tx, pr.ID)
+		ro, err := rollout.Load(ctx, tx, pr.ID)
 		if err != nil {
 			return err
 		}

@@ -16,12 +16,13 @@ import (
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/attest/dsse"
 	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
 
 // Who may do what with a rollout (the rules of the decisions themselves
-// are acceptance's state machine, applied by jobs.RecordDecision):
+// are acceptance's state machine, applied by rollout.RecordDecision):
 //   - any member sees the board and the decision log, and may halt the
 //     current stage (a halt is a safety act);
 //   - approvers and owners approve, waive, reject, resume and request a
@@ -73,7 +74,7 @@ func (s *Server) awaitedApprovals(r *http.Request, v *viewer) ([]web.AwaitedAppr
 	}
 	var out []web.AwaitedApproval
 	for _, p := range programs {
-		ro, err := jobs.LoadRollout(r.Context(), s.store, p.ID)
+		ro, err := rollout.Load(r.Context(), s.store, p.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -139,8 +140,8 @@ func (s *Server) renderRollout(w http.ResponseWriter, r *http.Request, status in
 }
 
 // rolloutBoard reads the plan, replays the log and reads every stage's gates.
-func (s *Server) rolloutBoard(ctx context.Context, pr *programCtx, v *viewer) (web.RolloutBoard, jobs.Rollout, error) {
-	ro, err := jobs.LoadRollout(ctx, s.store, pr.ID)
+func (s *Server) rolloutBoard(ctx context.Context, pr *programCtx, v *viewer) (web.RolloutBoard, rollout.Rollout, error) {
+	ro, err := rollout.Load(ctx, s.store, pr.ID)
 	if err != nil {
 		return web.RolloutBoard{}, ro, err
 	}
@@ -170,7 +171,7 @@ func (s *Server) rolloutBoard(ctx context.Context, pr *programCtx, v *viewer) (w
 		}
 	}
 	for i, stage := range ro.Stages {
-		reading, err := jobs.ReadGates(ctx, s.store, stage)
+		reading, err := rollout.ReadGates(ctx, s.store, stage)
 		if err != nil {
 			return b, ro, err
 		}
@@ -215,8 +216,8 @@ func actorNames(ds []store.StoredDecision) map[string]string {
 }
 
 func actorLabel(id string, names map[string]string) string {
-	if id == jobs.SystemActor.UserID {
-		return jobs.SystemActor.Name
+	if id == rollout.SystemActor.UserID {
+		return rollout.SystemActor.Name
 	}
 	if n := names[id]; n != "" && n != id {
 		return n + " <" + id + ">"
@@ -236,7 +237,7 @@ func signoffViews(list []acceptance.Signoff, names map[string]string) []web.Sign
 	return out
 }
 
-func gatesView(g jobs.GateReading) web.GatesView {
+func gatesView(g rollout.GateReading) web.GatesView {
 	v := web.GatesView{GateSet: g.Stage.GateSetLabel(), GateSetID: g.Stage.GateSetID, GateSetVersionID: g.Stage.GateSetVersionID, Pass: g.Pass}
 	for _, p := range g.Profiles {
 		pv := web.ProfileGateView{ProfileID: p.ProfileID, Profile: p.ProfileName, Verdict: p.Verdict, Pinned: p.Pinned, Problem: p.Problem}
@@ -250,16 +251,16 @@ func gatesView(g jobs.GateReading) web.GatesView {
 
 func watchRule(wt store.Watch) string {
 	if wt.Comparator == ">=" {
-		return "must stay at or above " + jobs.FormatWatchValue(wt.Line, wt.Unit)
+		return "must stay at or above " + rollout.FormatWatchValue(wt.Line, wt.Unit)
 	}
-	return "must stay at or below " + jobs.FormatWatchValue(wt.Line, wt.Unit)
+	return "must stay at or below " + rollout.FormatWatchValue(wt.Line, wt.Unit)
 }
 
 func watchView(wt store.Watch) web.WatchView {
-	v := web.WatchView{Name: wt.Name, Endpoint: jobs.RedactEndpoint(wt.Endpoint), Query: wt.Query, Rule: watchRule(wt), Consecutive: wt.Consecutive,
+	v := web.WatchView{Name: wt.Name, Endpoint: rollout.RedactEndpoint(wt.Endpoint), Query: wt.Query, Rule: watchRule(wt), Consecutive: wt.Consecutive,
 		Interval: wt.IntervalSeconds, Breaches: wt.Breaches, LastChecked: wt.LastCheckedAt, LastError: wt.LastError}
 	if wt.LastValue != nil {
-		v.LastValue = jobs.FormatWatchValue(*wt.LastValue, wt.Unit)
+		v.LastValue = rollout.FormatWatchValue(*wt.LastValue, wt.Unit)
 	}
 	return v
 }
@@ -319,7 +320,7 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request, kind acc
 }
 
 // decisionFlash says what a recorded decision did.
-func decisionFlash(kind acceptance.DecisionKind, stage string, out jobs.DecisionOutcome) string {
+func decisionFlash(kind acceptance.DecisionKind, stage string, out rollout.DecisionOutcome) string {
 	before := out.Before.Current
 	switch kind {
 	case acceptance.DecisionApprove, acceptance.DecisionWaive:
@@ -356,29 +357,29 @@ func sidesText(sides []acceptance.OrgKind) string {
 
 // recordDecision records the viewer's decision in one transaction with its
 // audit entry. A refusal is an *acceptance.TransitionError.
-func (s *Server) recordDecision(r *http.Request, kind acceptance.DecisionKind, stage, reason string) (jobs.DecisionOutcome, error) {
+func (s *Server) recordDecision(r *http.Request, kind acceptance.DecisionKind, stage, reason string) (rollout.DecisionOutcome, error) {
 	ctx := r.Context()
 	pr := programFrom(ctx)
 	v := viewerFrom(ctx)
-	var out jobs.DecisionOutcome
+	var out rollout.DecisionOutcome
 	side := rolloutSide(pr, v)
 	if side == "" {
 		return out, &acceptance.TransitionError{Kind: kind, Message: "only a member of the program's vendor or customer organisation may take decisions"}
 	}
-	in := jobs.DecisionInput{
+	in := rollout.DecisionInput{
 		ProgramID: pr.ID, Kind: kind, Stage: stage, ActorUserID: v.ID, OrgName: v.User.OrgName, Reason: strings.TrimSpace(reason), At: time.Now(),
 		Actor: acceptance.Actor{UserID: strings.ToLower(v.Email), Name: v.Name, OrgKind: side, Approver: roleCan(pr.Role, capApprove)},
 	}
 	if v.User.OrganizationID != nil {
 		in.Actor.OrgID = fmt.Sprint(*v.User.OrganizationID)
 	}
-	env := jobs.DecisionEnv{Keyring: s.keyring}
+	env := rollout.Env{Keyring: s.keyring}
 	if s.river != nil {
-		env.Inserter = s.river
+		env.Queue = jobs.NewQueue(s.river)
 	}
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		var err error
-		if out, err = jobs.RecordDecision(ctx, tx, env, in); err != nil {
+		if out, err = rollout.RecordDecision(ctx, tx, env, in); err != nil {
 			return err
 		}
 		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "rollout_decision", ProgramID: &pr.ID, Target: stage,
@@ -416,7 +417,7 @@ func (s *Server) readDecisionLog(ctx context.Context, programID int64) (decision
 	if dl.Chain != nil {
 		checkpoint = dl.Chain.Checkpoint
 	}
-	dl.Log = jobs.StoredLog(programID, dl.Decisions, checkpoint)
+	dl.Log = rollout.StoredLog(programID, dl.Decisions, checkpoint)
 	if len(dl.Decisions) == 0 && (dl.Chain == nil || dl.Chain.HeadSeq == 0) {
 		return dl, nil
 	}

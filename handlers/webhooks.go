@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -70,7 +71,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
 		s.renderWebhooks(w, r, http.StatusUnprocessableEntity, f, "", 0)
 		return
 	}
-	secret, err := jobs.NewWebhookSecret()
+	secret, err := rollout.NewWebhookSecret()
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -81,7 +82,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
 		if id, err = tx.CreateWebhook(ctx, pr.ID, f.URL, events, v.ID); err != nil {
 			return err
 		}
-		sealed, err := s.sealer.Seal([]byte(secret), jobs.WebhookSealLabel(id))
+		sealed, err := s.sealer.Seal([]byte(secret), rollout.WebhookSealLabel(id))
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
+	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/store"
 )
 
@@ -41,7 +42,7 @@ func benchFiftyRuns(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sealed, _ := tb.deps.Sealer.Seal(sshd.ClientKeyPEM, SealLabel(id))
+		sealed, _ := tb.deps.Sealer.Seal(sshd.ClientKeyPEM, labhost.SealLabel(id))
 		_ = tb.store.SetHostSealedKey(ctx, id, sealed)
 		if err := tb.store.PinHostKeys(ctx, tb.programID, id, sshrun.AuthorizedKey(sshd.HostKey), sshrun.Fingerprint(sshd.HostKey), nil); err != nil {
 			b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/store"
 )
 
@@ -61,7 +62,7 @@ func (w *CheckHostWorker) Work(ctx context.Context, job *river.Job[CheckHostArgs
 }
 
 func (w *CheckHostWorker) check(ctx context.Context, host store.Host) (runners.CheckResult, error) {
-	target, err := TargetFor(host, w.deps.Sealer)
+	target, err := labhost.Target(host, w.deps.Sealer)
 	if err != nil {
 		return runners.CheckResult{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/probe/wire"
+	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/store"
 )
 
@@ -154,7 +155,7 @@ func (w *ExecuteRunWorker) heartbeat(ctx context.Context, cancel context.CancelC
 
 func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRunArgs], run store.Run, host store.Host, lease store.Lease) error {
 	st := w.deps.Store
-	target, err := TargetFor(host, w.deps.Sealer)
+	target, err := labhost.Target(host, w.deps.Sealer)
 	if err != nil {
 		return w.fail(ctx, run, &lease, err.Error())
 	}
@@ -300,7 +301,7 @@ func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lea
 	// probe's launch and its record, so "not recorded as launched" is not
 	// "not running"; stopping a folder with no probe in it does nothing.
 	if dir != "" {
-		target, err := TargetFor(host, d.Sealer)
+		target, err := labhost.Target(host, d.Sealer)
 		if err != nil {
 			return err
 		}

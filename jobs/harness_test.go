@@ -23,8 +23,10 @@ import (
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
+	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
+	"github.com/accordlab/accord/web"
 )
 
 func TestMain(m *testing.M) {
@@ -91,7 +93,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	}
 	b.deps = Deps{
 		Log: quietLogger(), Store: b.store, Sealer: sealer, Holder: "test/" + t.Name(), Version: "test",
-		LeaseTTL: o.leaseTTL, AttemptBudget: o.budget,
+		LeaseTTL: o.leaseTTL, AttemptBudget: o.budget, Report: web.RenderReport,
 		Runner: runners.Config{
 			Options: sshrun.Options{RemoteBase: b.remote, KeepaliveInterval: keepalive, KeepaliveCountMax: 2, HandshakeTimeout: 5 * time.Second},
 			Backoff: sshrun.Backoff{Initial: 200 * time.Millisecond, Max: time.Second, Attempts: 8},
@@ -120,7 +122,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	h := store.NewHost{Name: "lab", Address: addr, Port: port, Username: b.sshd.User, AuthMethod: "key", PublicKey: "test"}
 	b.hostID, err = b.store.CreateHost(ctx, b.programID, h)
 	require.NoError(t, err)
-	sealed, err := sealer.Seal(b.sshd.ClientKeyPEM, SealLabel(b.hostID))
+	sealed, err := sealer.Seal(b.sshd.ClientKeyPEM, labhost.SealLabel(b.hostID))
 	require.NoError(t, err)
 	require.NoError(t, b.store.SetHostSealedKey(ctx, b.hostID, sealed))
 	require.NoError(t, b.store.PinHostKeys(ctx, b.programID, b.hostID, sshrun.AuthorizedKey(b.sshd.HostKey), sshrun.Fingerprint(b.sshd.HostKey), nil))

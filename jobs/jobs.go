@@ -13,6 +13,7 @@ import (
 
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/store"
 )
 
@@ -38,6 +39,8 @@ type Deps struct {
 	Version string
 	// Keyring holds the installation's signing keys (reports, decisions).
 	Keyring *attest.Keyring
+	// Report draws a signed run's human report (web.RenderReport).
+	Report report.Renderer
 	// AttemptBudget is how long one job attempt follows a run before it
 	// hands over to the next attempt (default 10 minutes). River only
 	// rescues a job whose worker vanished once its timeout (the budget plus
@@ -51,6 +54,10 @@ func (d Deps) attemptBudget() time.Duration {
 		return 10 * time.Minute
 	}
 	return d.AttemptBudget
+}
+
+func (d Deps) signer() report.Signer {
+	return report.Signer{Log: d.Log, Store: d.Store, Keyring: d.Keyring, Render: d.Report}
 }
 
 func (d Deps) leaseTTL() time.Duration {

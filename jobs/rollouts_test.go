@@ -22,8 +22,10 @@ import (
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/attest/dsse"
 	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
+	"github.com/accordlab/accord/web"
 )
 
 // rolloutBundle is an installation with a program whose plan has stages
@@ -47,7 +49,7 @@ func setupRollouts(t *testing.T, stages ...string) *rolloutBundle {
 	b := &rolloutBundle{store: store.New(pool)}
 	sealer, err := runners.NewSealer([]byte("0123456789abcdef0123456789abcdef-rollouts"))
 	require.NoError(t, err)
-	b.deps = Deps{Log: quietLogger(), Store: b.store, Sealer: sealer, Holder: "test", Version: "test"}
+	b.deps = Deps{Log: quietLogger(), Store: b.store, Sealer: sealer, Holder: "test", Version: "test", Report: web.RenderReport}
 	b.deps.Keyring, err = attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{})
 	require.NoError(t, err)
 
@@ -114,8 +116,8 @@ func (b *rolloutBundle) insertOnly(t *testing.T) *river.Client[pgx.Tx] {
 	return client
 }
 
-func (b *rolloutBundle) env(ins Inserter) DecisionEnv {
-	return DecisionEnv{Keyring: b.deps.Keyring, Inserter: ins}
+func (b *rolloutBundle) env(ins Inserter) rollout.Env {
+	return rollout.Env{Keyring: b.deps.Keyring, Queue: NewQueue(ins)}
 }
 
 var (
@@ -124,12 +126,12 @@ var (
 )
 
 // decide records a person's decision in its own transaction.
-func (b *rolloutBundle) decide(t *testing.T, ins Inserter, kind acceptance.DecisionKind, stage string, who acceptance.Actor, reason string) DecisionOutcome {
+func (b *rolloutBundle) decide(t *testing.T, ins Inserter, kind acceptance.DecisionKind, stage string, who acceptance.Actor, reason string) rollout.DecisionOutcome {
 	t.Helper()
-	var out DecisionOutcome
+	var out rollout.DecisionOutcome
 	require.NoError(t, b.store.InTx(context.Background(), func(tx *store.Store) error {
 		var err error
-		out, err = RecordDecision(context.Background(), tx, b.env(ins), DecisionInput{ProgramID: b.programID, Kind: kind, Stage: stage, Actor: who,
+		out, err = rollout.RecordDecision(context.Background(), tx, b.env(ins), rollout.DecisionInput{ProgramID: b.programID, Kind: kind, Stage: stage, Actor: who,
 			OrgName: string(who.OrgKind) + " org", Reason: reason})
 		return err
 	}))
@@ -171,9 +173,9 @@ func (b *rolloutBundle) verifyLog(t *testing.T) []store.StoredDecision {
 	return ds
 }
 
-func (b *rolloutBundle) rollout(t *testing.T) Rollout {
+func (b *rolloutBundle) rollout(t *testing.T) rollout.Rollout {
 	t.Helper()
-	ro, err := LoadRollout(context.Background(), b.store, b.programID)
+	ro, err := rollout.Load(context.Background(), b.store, b.programID)
 	require.NoError(t, err)
 	require.NoError(t, ro.ReplayErr)
 	return ro
@@ -224,9 +226,9 @@ func (b *rolloutBundle) addWebhook(t *testing.T, url string, events ...string) (
 	ctx := context.Background()
 	id, err := b.store.CreateWebhook(ctx, b.programID, url, events, 0)
 	require.NoError(t, err)
-	secret, err := NewWebhookSecret()
+	secret, err := rollout.NewWebhookSecret()
 	require.NoError(t, err)
-	sealed, err := b.deps.Sealer.Seal([]byte(secret), WebhookSealLabel(id))
+	sealed, err := b.deps.Sealer.Seal([]byte(secret), rollout.WebhookSealLabel(id))
 	require.NoError(t, err)
 	require.NoError(t, b.store.SetWebhookSecret(ctx, id, sealed))
 	return id, secret
@@ -278,7 +280,7 @@ func TestRunStopLossHaltsTheStageItIsEvidenceFor(t *testing.T) {
 		var halted bool
 		require.NoError(t, b.store.InTx(ctx, func(tx *store.Store) error {
 			var err error
-			halted, err = haltForRunStopLoss(ctx, tx, b.env(b.river), run, breach)
+			halted, err = rollout.HaltForRunStopLoss(ctx, tx, b.env(b.river), run, breach)
 			return err
 		}))
 		return halted
@@ -319,9 +321,9 @@ func TestRunStopLossHaltsTheStageItIsEvidenceFor(t *testing.T) {
 	require.Equal(t, store.DeliveryDelivered, delivered[0].State)
 	got := hooks.requests()
 	require.Len(t, got, 1)
-	require.Equal(t, "stop_loss", got[0].Header.Get(HeaderWebhookEvent))
-	require.True(t, VerifyWebhookSignature(secret, got[0].Body, got[0].Header.Get(HeaderWebhookSignature)))
-	var body WebhookBody
+	require.Equal(t, "stop_loss", got[0].Header.Get(rollout.HeaderWebhookEvent))
+	require.True(t, rollout.VerifyWebhookSignature(secret, got[0].Body, got[0].Header.Get(rollout.HeaderWebhookSignature)))
+	var body rollout.WebhookBody
 	require.NoError(t, json.Unmarshal(got[0].Body, &body))
 	require.Equal(t, []string{"stop_loss", "stage_halted"}, body.Events)
 	require.Equal(t, "pilot-5pct", body.Stage)
@@ -437,9 +439,9 @@ func TestRunCrossingStopLossHaltsStageAndCallsWebhook(t *testing.T) {
 	hooks := startHookServer(t)
 	hookID, err := b.store.CreateWebhook(ctx, b.programID, hooks.URL+"/flagger", []string{store.EventStopLoss}, 0)
 	require.NoError(t, err)
-	secret, err := NewWebhookSecret()
+	secret, err := rollout.NewWebhookSecret()
 	require.NoError(t, err)
-	sealed, err := b.deps.Sealer.Seal([]byte(secret), WebhookSealLabel(hookID))
+	sealed, err := b.deps.Sealer.Seal([]byte(secret), rollout.WebhookSealLabel(hookID))
 	require.NoError(t, err)
 	require.NoError(t, b.store.SetWebhookSecret(ctx, hookID, sealed))
 
@@ -462,7 +464,7 @@ func TestRunCrossingStopLossHaltsStageAndCallsWebhook(t *testing.T) {
 		}
 	}
 	require.Less(t, ended.Sub(running), 45*time.Second, "aborted before the step's 60 s (submitted %s ago)", time.Since(started))
-	ro, err := LoadRollout(ctx, b.store, b.programID)
+	ro, err := rollout.Load(ctx, b.store, b.programID)
 	require.NoError(t, err)
 	require.NoError(t, ro.ReplayErr)
 	cur, ok := ro.State.CurrentStage()
@@ -490,9 +492,9 @@ func TestRunCrossingStopLossHaltsStageAndCallsWebhook(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	got := hooks.requests()[0]
-	require.Equal(t, "stop_loss", got.Header.Get(HeaderWebhookEvent))
-	require.True(t, VerifyWebhookSignature(secret, got.Body, got.Header.Get(HeaderWebhookSignature)))
-	var body WebhookBody
+	require.Equal(t, "stop_loss", got.Header.Get(rollout.HeaderWebhookEvent))
+	require.True(t, rollout.VerifyWebhookSignature(secret, got.Body, got.Header.Get(rollout.HeaderWebhookSignature)))
+	var body rollout.WebhookBody
 	require.NoError(t, json.Unmarshal(got.Body, &body))
 	require.Equal(t, "pilot-5pct", body.Stage)
 	require.Equal(t, ds[0].Hash, body.Decision.Hash)
@@ -511,7 +513,7 @@ func TestConcurrentDecisionsAreSerialized(t *testing.T) {
 		go func() {
 			who := acceptance.Actor{UserID: fmt.Sprintf("member%d@bigcloud.example", i), OrgKind: acceptance.OrgCustomer}
 			errs <- b.store.InTx(ctx, func(tx *store.Store) error {
-				_, err := RecordDecision(ctx, tx, b.env(ins), DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionHalt, Stage: "pilot-5pct",
+				_, err := rollout.RecordDecision(ctx, tx, b.env(ins), rollout.DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionHalt, Stage: "pilot-5pct",
 					Actor: who, OrgName: "BigCloud", Reason: fmt.Sprintf("halt %d", i)})
 				return err
 			})
@@ -539,7 +541,7 @@ func TestConcurrentDecisionsAreSerialized(t *testing.T) {
 	for _, who := range []acceptance.Actor{vera, chen} {
 		go func() {
 			errs <- b.store.InTx(ctx, func(tx *store.Store) error {
-				_, err := RecordDecision(ctx, tx, b.env(ins), DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionResume, Stage: "pilot-5pct",
+				_, err := rollout.RecordDecision(ctx, tx, b.env(ins), rollout.DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionResume, Stage: "pilot-5pct",
 					Actor: who, OrgName: "org", Reason: "fixed"})
 				return err
 			})
@@ -569,7 +571,7 @@ func TestBrokenLogRefusesApprovalsButNotStopLoss(t *testing.T) {
 	require.NoError(t, err)
 
 	err = b.store.InTx(ctx, func(tx *store.Store) error {
-		_, err := RecordDecision(ctx, tx, b.env(ins), DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionApprove,
+		_, err := rollout.RecordDecision(ctx, tx, b.env(ins), rollout.DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionApprove,
 			Stage: "lab-acceptance", Actor: chen, OrgName: "BigCloud"})
 		return err
 	})
@@ -587,7 +589,7 @@ func TestBrokenLogRefusesApprovalsButNotStopLoss(t *testing.T) {
 	require.NoError(t, err)
 	var halted bool
 	require.NoError(t, b.store.InTx(ctx, func(tx *store.Store) error {
-		halted, err = haltForRunStopLoss(ctx, tx, b.env(ins), run, &acceptance.StopLossBreach{Name: "read-latency", Explanation: "Stop-loss: p99 past the line."})
+		halted, err = rollout.HaltForRunStopLoss(ctx, tx, b.env(ins), run, &acceptance.StopLossBreach{Name: "read-latency", Explanation: "Stop-loss: p99 past the line."})
 		return err
 	}))
 	require.True(t, halted)
@@ -601,17 +603,17 @@ func TestReportBundlesCarryTheProgramsDecisionLog(t *testing.T) {
 	t.Parallel()
 	b := setupRollouts(t, "pilot-5pct")
 	ctx := context.Background()
-	none, err := programDecisionLog(ctx, b.deps, b.programID)
+	none, err := b.deps.signer().DecisionLog(ctx, b.programID)
 	require.NoError(t, err)
 	require.Nil(t, none, "no decisions, no log")
 
 	ins := b.insertOnly(t)
 	require.NoError(t, b.store.InTx(ctx, func(tx *store.Store) error {
-		_, err := RecordDecision(ctx, tx, b.env(ins), DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionHalt, Stage: "pilot-5pct",
+		_, err := rollout.RecordDecision(ctx, tx, b.env(ins), rollout.DecisionInput{ProgramID: b.programID, Kind: acceptance.DecisionHalt, Stage: "pilot-5pct",
 			Actor: chen, OrgName: "BigCloud", Reason: "p99 TTFT above the line"})
 		return err
 	}))
-	raw, err := programDecisionLog(ctx, b.deps, b.programID)
+	raw, err := b.deps.signer().DecisionLog(ctx, b.programID)
 	require.NoError(t, err)
 	log, err := attest.ParseDecisionLog(raw)
 	require.NoError(t, err)

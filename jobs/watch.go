@@ -2,8 +2,6 @@ package jobs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,19 +17,13 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/accordlab/accord/acceptance"
-	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 )
 
-// The production watch: while a stage is current and awaits approval, its
-// watch asks a Prometheus-compatible API (GET /api/v1/query) for a value
-// (for example the serving fleet's p99 TTFT) every interval and compares it
-// with the stop-loss line. k checks past the line in a row halt the stage
-// with Accord's stop-loss decision. A check that finds no value (the API
-// failed, or the query matched nothing) leaves the count as it is; a check
-// within the line resets it. The count is kept in the watch's row, so it
-// survives restarts and is shared by every worker.
+// The production watch (service/rollout's watch.go says what it does):
+// a periodic tick enqueues a check of each watch due one, and the check
+// asks the watch's Prometheus-compatible API for its value.
 
 // WatchTickArgs looks for watches due a check (a periodic job).
 type WatchTickArgs struct{}
@@ -71,16 +63,16 @@ func scheduleWatchChecks(ctx context.Context, st *store.Store, ins Inserter, now
 		if err != nil {
 			return err
 		}
-		rollouts := map[int64]Rollout{}
+		rollouts := map[int64]rollout.Rollout{}
 		for _, wt := range due {
 			ro, ok := rollouts[wt.ProgramID]
 			if !ok {
-				if ro, err = LoadRollout(ctx, tx, wt.ProgramID); err != nil {
+				if ro, err = rollout.Load(ctx, tx, wt.ProgramID); err != nil {
 					return err
 				}
 				rollouts[wt.ProgramID] = ro
 			}
-			if !watchActive(ro, wt) {
+			if !rollout.WatchActive(ro, wt) {
 				if err := tx.ResetWatch(ctx, wt.ID); err != nil {
 					return err
 				}
@@ -94,13 +86,6 @@ func scheduleWatchChecks(ctx context.Context, st *store.Store, ins Inserter, now
 		return nil
 	})
 	return enqueued, err
-}
-
-// watchActive: the watch's stage is the current stage and awaits approval
-// (a halted, rejected or rolled-back stage is not watched).
-func watchActive(ro Rollout, wt store.Watch) bool {
-	stage, status, ok := ro.CurrentStage()
-	return ok && ro.State.Rollback == nil && stage.ID == wt.StageID && status.State == acceptance.StageAwaitingApproval
 }
 
 // WatchCheckArgs checks one watch once.
@@ -131,135 +116,16 @@ func (w *WatchCheckWorker) Work(ctx context.Context, job *river.Job[WatchCheckAr
 	if err != nil {
 		return err
 	}
-	_, err = CheckWatch(ctx, w.deps.Store, DecisionEnv{Keyring: w.deps.Keyring, Inserter: ins}, nil, job.Args.WatchID, time.Now())
+	_, err = rollout.CheckWatch(ctx, w.deps.Store, rollout.Env{Keyring: w.deps.Keyring, Queue: NewQueue(ins)}, prometheusQuery(nil), job.Args.WatchID, time.Now())
 	return err
 }
 
-// WatchResult is what one check found and did.
-type WatchResult struct {
-	Value     *float64
-	Err       string
-	Breaches  int
-	Triggered bool
-	Skipped   bool // the stage was not current (or the watch changed meanwhile)
-}
-
-// CheckWatch queries a watch's endpoint once and updates its count of
-// consecutive breaches; the k-th breach in a row records the stop-loss
-// decision (which halts the stage and calls the webhooks). client nil is a
-// default client with a 10 s timeout.
-func CheckWatch(ctx context.Context, st *store.Store, env DecisionEnv, client *http.Client, watchID int64, now time.Time) (WatchResult, error) {
-	var res WatchResult
-	wt, err := st.GetWatch(ctx, watchID)
-	if errors.Is(err, store.ErrNotFound) {
-		res.Skipped = true
-		return res, nil
+// prometheusQuery asks the watch's endpoint with client (nil: a default
+// client with a 10 s timeout that refuses internal addresses).
+func prometheusQuery(client *http.Client) rollout.Query {
+	return func(ctx context.Context, endpoint, query, comparator string) (float64, error) {
+		return QueryPrometheus(ctx, client, endpoint, query, comparator)
 	}
-	if err != nil {
-		return res, err
-	}
-	// Ask only for a watch whose stage is current (checked again below,
-	// under the lock, before anything is counted).
-	ro, err := LoadRollout(ctx, st, wt.ProgramID)
-	if err != nil {
-		return res, err
-	}
-	if !watchActive(ro, wt) {
-		res.Skipped = true
-		return res, st.ResetWatch(ctx, wt.ID)
-	}
-	value, qerr := QueryPrometheus(ctx, client, wt.Endpoint, wt.Query, wt.Comparator)
-	err = st.InTx(ctx, func(tx *store.Store) error {
-		// The chain's lock first, as every rollout change takes it.
-		if _, err := tx.LockDecisionChain(ctx, wt.ProgramID); err != nil {
-			return err
-		}
-		cur, err := tx.LockWatch(ctx, watchID)
-		if errors.Is(err, store.ErrNotFound) {
-			res.Skipped = true
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		ro, err := LoadRollout(ctx, tx, cur.ProgramID)
-		if err != nil {
-			return err
-		}
-		if !watchActive(ro, cur) || cur.Endpoint != wt.Endpoint || cur.Query != wt.Query {
-			res.Skipped = true
-			return tx.ResetWatch(ctx, cur.ID)
-		}
-		if qerr != nil {
-			res.Err, res.Breaches = qerr.Error(), cur.Breaches
-			return tx.RecordWatchCheck(ctx, cur.ID, now, nil, res.Err, cur.Breaches, cur.Recent)
-		}
-		res.Value = &value
-		if !acceptance.PastLine(acceptance.Comparator(cur.Comparator), value, cur.Line) {
-			return tx.RecordWatchCheck(ctx, cur.ID, now, &value, "", 0, nil)
-		}
-		recent := append(cur.Recent, store.WatchPoint{At: now.UTC(), Value: value})
-		if len(recent) > cur.Consecutive {
-			recent = recent[len(recent)-cur.Consecutive:]
-		}
-		res.Breaches = cur.Breaches + 1
-		if res.Breaches < cur.Consecutive {
-			return tx.RecordWatchCheck(ctx, cur.ID, now, &value, "", res.Breaches, recent)
-		}
-		stage, _, _ := ro.CurrentStage()
-		sum := sha256.Sum256([]byte(cur.Endpoint + "\n" + cur.Query))
-		id := strconv.FormatInt(cur.ID, 10)
-		extra := attest.DecisionEvidence{RunIDs: []string{},
-			Verdicts: map[string]string{"watch/" + id: "STOP-LOSS"},
-			Digests:  map[string]string{"watch/" + id + "/query": "sha256:" + hex.EncodeToString(sum[:])}}
-		if _, err := RecordDecision(ctx, tx, env, DecisionInput{ProgramID: cur.ProgramID, Kind: acceptance.DecisionStopLoss, Stage: stage.Name,
-			Actor: SystemActor, Reason: watchReason(cur, recent), At: now, Extra: &extra}); err != nil {
-			return err
-		}
-		res.Triggered = true
-		// The stage is halted; counting starts afresh when it resumes.
-		return tx.RecordWatchCheck(ctx, cur.ID, now, &value, "", 0, nil)
-	})
-	return res, err
-}
-
-// watchReason says why the watch stopped the stage, with its numbers.
-func watchReason(w store.Watch, recent []store.WatchPoint) string {
-	vals := make([]string, len(recent))
-	for i, p := range recent {
-		vals[i] = FormatWatchValue(p.Value, w.Unit)
-	}
-	must := "at or below"
-	if w.Comparator == ">=" {
-		must = "at or above"
-	}
-	first, last := recent[0], recent[len(recent)-1]
-	return fmt.Sprintf("Production watch %q: %d consecutive checks past the stop-loss line %s (the value must stay %s it): %s, from %s to %s. Query %q at %s.",
-		w.Name, len(recent), FormatWatchValue(w.Line, w.Unit), must, strings.Join(vals, ", "),
-		first.At.UTC().Format(time.RFC3339), last.At.UTC().Format(time.RFC3339), w.Query, redactEndpoint(w.Endpoint))
-}
-
-// FormatWatchValue writes a value with its unit.
-func FormatWatchValue(v float64, unit string) string {
-	s := strconv.FormatFloat(v, 'g', 6, 64)
-	if unit != "" {
-		s += " " + unit
-	}
-	return s
-}
-
-// RedactEndpoint drops credentials and the query from an endpoint URL for
-// records and pages.
-func RedactEndpoint(endpoint string) string { return redactEndpoint(endpoint) }
-
-func redactEndpoint(endpoint string) string {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return "(unreadable URL)"
-	}
-	u.User = nil
-	u.RawQuery = ""
-	return u.String()
 }
 
 // ErrNoData is a query that matched no series (or only NaN).
@@ -278,7 +144,7 @@ func QueryPrometheus(ctx context.Context, client *http.Client, endpoint, query, 
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return 0, fmt.Errorf("the endpoint %q is not an http(s) URL", redactEndpoint(endpoint))
+		return 0, fmt.Errorf("the endpoint %q is not an http(s) URL", rollout.RedactEndpoint(endpoint))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/query"
 	q := u.Query()

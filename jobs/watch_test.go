@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 )
 
@@ -105,10 +106,10 @@ func TestWatchTriggersAfterKBreachesNotKMinusOne(t *testing.T) {
 	b.judgedRun(t, "PASS")
 	w := b.addWatch(t, "pilot-5pct", prom.URL+"/prom/", 3)
 	clock := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	check := func() WatchResult {
+	check := func() rollout.WatchResult {
 		t.Helper()
 		clock = clock.Add(30 * time.Second)
-		res, err := CheckWatch(ctx, b.store, b.env(ins), nil, w.ID, clock)
+		res, err := rollout.CheckWatch(ctx, b.store, b.env(ins), prometheusQuery(nil), w.ID, clock)
 		require.NoError(t, err)
 		return res
 	}

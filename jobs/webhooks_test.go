@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 )
 
@@ -44,12 +45,12 @@ func TestWebhookDeliveriesAreSignedAndRetried(t *testing.T) {
 	require.Len(t, got, 3)
 	for _, r := range got {
 		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
-		require.Equal(t, "stage_approved", r.Header.Get(HeaderWebhookEvent))
-		require.True(t, VerifyWebhookSignature(flakySecret, r.Body, r.Header.Get(HeaderWebhookSignature)), "every attempt is signed")
+		require.Equal(t, "stage_approved", r.Header.Get(rollout.HeaderWebhookEvent))
+		require.True(t, rollout.VerifyWebhookSignature(flakySecret, r.Body, r.Header.Get(rollout.HeaderWebhookSignature)), "every attempt is signed")
 		require.Equal(t, got[0].Body, r.Body, "every attempt sends the same body")
 	}
-	require.False(t, VerifyWebhookSignature("whsec_other", got[0].Body, got[0].Header.Get(HeaderWebhookSignature)))
-	var body WebhookBody
+	require.False(t, rollout.VerifyWebhookSignature("whsec_other", got[0].Body, got[0].Header.Get(rollout.HeaderWebhookSignature)))
+	var body rollout.WebhookBody
 	require.NoError(t, json.Unmarshal(got[0].Body, &body))
 	require.Equal(t, "lab-acceptance", body.Stage)
 	require.Equal(t, "approved", body.StageState)

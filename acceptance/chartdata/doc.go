@@ -7,7 +7,7 @@
 // percentile).
 //
 // It is pure: no database, no files, no HTML. It imports acceptance and
-// acceptance/stats only. The ingest (service/ingest) reads a run folder
+// acceptance/stats only. The ingest reads a run folder
 // into its inputs and stores the documents it returns (store/charts.go
 // keeps them as JSON by key); pages decode them (Decode) and web/charts
 // draws them.

@@ -2,7 +2,7 @@ package chartdata
 
 import "slices"
 
-// A run's chart aggregates are computed once, at ingest (jobs/charts.go),
+// A run's chart aggregates are computed once, at ingest (Compute),
 // and kept in run_charts as JSON documents, one per key; pages read them
 // and only assemble chart options. The keys:
 //

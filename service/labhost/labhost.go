@@ -1,4 +1,7 @@
-package jobs
+// Package labhost reaches a lab host as its row describes it: the SSH
+// target with its unsealed key, pinned host keys and jump chain, and the
+// label that binds a sealed key to its row.
+package labhost
 
 import (
 	"fmt"
@@ -8,11 +11,11 @@ import (
 	"github.com/accordlab/accord/store"
 )
 
-// TargetFor turns a host row into an SSH target: its key unsealed, its
+// Target turns a host row into an SSH target: its key unsealed, its
 // pinned host keys parsed, its jump chain with the same credentials.
 // A host whose key was never confirmed is refused: unknown keys are never
 // accepted.
-func TargetFor(h store.Host, sealer *runners.Sealer) (sshrun.Target, error) {
+func Target(h store.Host, sealer *runners.Sealer) (sshrun.Target, error) {
 	if !h.Pinned() {
 		return sshrun.Target{}, &runners.PermanentError{Err: fmt.Errorf("the host key of %s is not confirmed yet: scan it and confirm the fingerprint on the host's page", h.Name)}
 	}

@@ -1,0 +1,332 @@
+// Package report signs a judged run (step 8 of a run): in-toto
+// statements in DSSE envelopes, and the report bundle with the human
+// report, the raw outputs and the program's decision log, made once and
+// kept, so that every download is the same signed bytes. The report's
+// HTML is drawn by a Renderer (web, wired in main): this package draws
+// nothing.
+package report
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/runners/probe/wire"
+	"github.com/accordlab/accord/service/rollout"
+	"github.com/accordlab/accord/store"
+)
+
+// Contents are everything the human report shows.
+type Contents struct {
+	Run        store.Run
+	Program    string
+	Vendor     string
+	Customer   string
+	Evaluation *acceptance.Evaluation
+	// Measurements are the run's measurement rows; HostFacts its host
+	// facts (nil: none, as for an imported run).
+	Measurements []store.MeasurementRow
+	HostFacts    *store.HostFacts
+	ProfileYAML  string
+	GateYAML     string
+	Artifacts    []store.RunArtifact
+	KeyID        string
+	SignedAt     string
+	StopLoss     string
+}
+
+// Signer is what signing a run needs.
+type Signer struct {
+	Log     *slog.Logger
+	Store   *store.Store
+	Keyring *attest.Keyring
+	// Render writes the report's HTML (web.RenderReport, wired in main).
+	Render Renderer
+}
+
+// Renderer writes the human report of a run, one standalone HTML file.
+type Renderer func(ctx context.Context, w io.Writer, c Contents) error
+
+// ErrNoKeyring: the installation has no signing keyring; retrying does
+// not help.
+var ErrNoKeyring = errors.New("no signing keyring configured")
+
+// Sign signs a run and stores its statements and report bundle; it
+// returns the stored report.
+func (d Signer) Sign(ctx context.Context, runID int64) (store.RunReport, error) {
+	st := d.Store
+	if d.Keyring == nil {
+		return store.RunReport{}, ErrNoKeyring
+	}
+	if d.Render == nil {
+		return store.RunReport{}, fmt.Errorf("sign run %d: no report renderer", runID)
+	}
+	signer, err := d.Keyring.Active()
+	if err != nil {
+		return store.RunReport{}, fmt.Errorf("sign run %d: %w", runID, err)
+	}
+	in, err := gatherReport(ctx, st, runID)
+	if err != nil {
+		return store.RunReport{}, fmt.Errorf("sign run %d: %w", runID, err)
+	}
+	atts, err := attest.SignRun(signer, in.evidence)
+	if err != nil {
+		return store.RunReport{}, fmt.Errorf("sign run %d: %w", runID, err)
+	}
+	keys, err := d.Keyring.PublicKeys()
+	if err != nil {
+		return store.RunReport{}, err
+	}
+	in.data.KeyID, in.data.SignedAt = signer.KeyID(), time.Now().UTC().Format("2006-01-02 15:04 UTC")
+	var html bytes.Buffer
+	if err := d.Render(ctx, &html, in.data); err != nil {
+		return store.RunReport{}, fmt.Errorf("sign run %d: report: %w", runID, err)
+	}
+
+	tmp, err := os.CreateTemp("", "accord-bundle-*.tar.gz")
+	if err != nil {
+		return store.RunReport{}, err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	bundle := attest.BundleInput{
+		RunID: strconv.FormatInt(runID, 10), Title: in.title, Created: time.Now().UTC(), ReportHTML: html.Bytes(),
+		Summary: in.summary, Facts: in.evidence.HostFacts, Evaluation: in.evaluation, Attestations: atts, Keys: keys,
+	}
+	if bundle.Decisions, err = d.DecisionLog(ctx, in.data.Run.ProgramID); err != nil {
+		return store.RunReport{}, fmt.Errorf("sign run %d: %w", runID, err)
+	}
+	for _, a := range in.artifacts {
+		a := a
+		bundle.Artifacts = append(bundle.Artifacts, attest.Artifact{Name: a.Path, Size: a.Size, SHA256: a.SHA256, Open: func(ctx context.Context) (io.ReadCloser, error) {
+			rc, _, err := st.Artifacts().Open(ctx, a.SHA256)
+			return rc, err
+		}})
+	}
+	written, err := attest.WriteBundle(ctx, tmp, signer, bundle)
+	if err != nil {
+		return store.RunReport{}, fmt.Errorf("sign run %d: bundle: %w", runID, err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return store.RunReport{}, err
+	}
+	blob, err := io.ReadAll(tmp)
+	if err != nil {
+		return store.RunReport{}, err
+	}
+	manifest := sha256.Sum256(written.Manifest)
+	var report store.RunReport
+	err = st.InTx(ctx, func(tx *store.Store) error {
+		for _, a := range atts {
+			env, err := json.Marshal(a.Envelope)
+			if err != nil {
+				return err
+			}
+			pt := attest.BenchmarkPredicateType
+			if a.Name == attest.AttestationTestResult {
+				pt = attest.TestResultPredicate
+			}
+			if err := tx.SaveAttestation(ctx, store.RunAttestation{RunID: runID, Name: a.Name, PredicateType: pt, KeyID: signer.KeyID(), Envelope: env}); err != nil {
+				return err
+			}
+		}
+		digest, err := tx.Artifacts().Put(ctx, blob)
+		if err != nil {
+			return err
+		}
+		report, err = tx.AddRunReport(ctx, store.RunReport{RunID: runID, BundleSHA256: digest, Size: int64(len(blob)),
+			ManifestSHA256: hex.EncodeToString(manifest[:]), KeyID: signer.KeyID(), Cosigners: []string{}})
+		if err != nil {
+			return err
+		}
+		return tx.AddRunNote(ctx, runID, "info", fmt.Sprintf("results signed by %s; report bundle %s (%d bytes)", signer.KeyID(), digest[:12], len(blob)))
+	})
+	return report, err
+}
+
+// reportInputs is what a run's report is made of.
+type reportInputs struct {
+	evidence   attest.RunEvidence
+	data       Contents
+	title      string
+	summary    json.RawMessage
+	evaluation json.RawMessage
+	artifacts  []store.RunArtifact
+}
+
+func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInputs, error) {
+	var in reportInputs
+	run, err := st.RunByID(ctx, runID)
+	if err != nil {
+		return in, err
+	}
+	program, err := st.ProgramByID(ctx, run.ProgramID)
+	if err != nil {
+		return in, err
+	}
+	in.data = Contents{Run: run, Program: program.Name, Vendor: program.VendorName, Customer: program.CustomerName}
+	in.title = fmt.Sprintf("Run #%d: %s v%d on %s", run.ID, run.ProfileName, run.ProfileVersion, run.HostName)
+	ev, err := st.LatestEvaluation(ctx, run.ID)
+	switch {
+	case err == nil:
+		var e acceptance.Evaluation
+		if err := json.Unmarshal(ev.Result, &e); err != nil {
+			return in, err
+		}
+		in.data.Evaluation = &e
+		in.evaluation = ev.Canonical
+	case errors.Is(err, store.ErrNotFound):
+		in.evaluation = json.RawMessage(`null`)
+	default:
+		return in, err
+	}
+	if in.artifacts, err = st.RunArtifacts(ctx, run.ID); err != nil {
+		return in, err
+	}
+	in.data.Artifacts = in.artifacts
+	facts := []byte(`{}`)
+	for _, a := range in.artifacts {
+		if a.Path == wire.FactsFile {
+			rc, _, err := st.Artifacts().Open(ctx, a.SHA256)
+			if err != nil {
+				return in, err
+			}
+			facts, err = io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				return in, err
+			}
+		}
+	}
+	switch hf, err := st.RunFacts(ctx, run.ID); {
+	case err == nil:
+		in.data.HostFacts = &hf
+	case !errors.Is(err, store.ErrNotFound):
+		return in, err
+	}
+	rows, err := st.MeasurementSummaries(ctx, run.ID)
+	if err != nil {
+		return in, err
+	}
+	metrics := make([]map[string]any, 0, len(rows))
+	in.data.Measurements = rows
+	for _, m := range rows {
+		metrics = append(metrics, map[string]any{"metric": m.Metric, "step": m.Step, "level": m.Level, "repetition": m.Repetition,
+			"summary": m.Summary, "tool_summary": m.ToolSummary, "source": m.Source})
+	}
+	metricsJSON, err := json.Marshal(metrics)
+	if err != nil {
+		return in, err
+	}
+	sl, err := st.RunStopLoss(ctx, run.ID)
+	if err != nil {
+		return in, err
+	}
+	if len(sl) > 0 {
+		var b acceptance.StopLossBreach
+		if err := json.Unmarshal(sl, &b); err != nil {
+			return in, fmt.Errorf("stop-loss of run %d: %w", run.ID, err)
+		}
+		in.data.StopLoss = b.Explanation
+	}
+	in.evidence = attest.RunEvidence{
+		RunID: strconv.FormatInt(run.ID, 10), Host: run.HostName, HostFacts: facts, Metrics: metricsJSON, Verdict: run.Verdict,
+		EngineVersion: acceptance.EngineVersion,
+	}
+	if run.StartedAt != nil {
+		in.evidence.Started = *run.StartedAt
+	}
+	if run.FinishedAt != nil {
+		in.evidence.Finished = *run.FinishedAt
+	}
+	if run.BaselineRunID != nil {
+		in.evidence.BaselineRunID = strconv.FormatInt(*run.BaselineRunID, 10)
+	}
+	for _, a := range in.artifacts {
+		in.evidence.Artifacts = append(in.evidence.Artifacts, attest.ArtifactDigest{Name: a.Path, SHA256: a.SHA256, Size: a.Size})
+	}
+	if run.ProfileVersionID != nil {
+		pv, err := st.GetSpecVersionByID(ctx, store.KindProfile, run.ProgramID, *run.ProfileVersionID)
+		if err != nil {
+			return in, err
+		}
+		in.evidence.Profile = attest.Ref{Name: run.ProfileName, Version: pv.Version, SHA256: strings.TrimPrefix(pv.Digest, "sha256:")}
+		var p acceptance.ProfileSpec
+		if err := json.Unmarshal(pv.Spec, &p); err != nil {
+			return in, fmt.Errorf("profile version %d: %w", pv.ID, err)
+		}
+		y, err := acceptance.ExportProfileYAML(p)
+		if err != nil {
+			return in, fmt.Errorf("profile version %d: %w", pv.ID, err)
+		}
+		in.data.ProfileYAML = string(y)
+	}
+	if run.GateSetVersionID != nil {
+		gv, err := st.GetSpecVersionByID(ctx, store.KindGateSet, run.ProgramID, *run.GateSetVersionID)
+		if err != nil {
+			return in, err
+		}
+		in.evidence.GateSet = attest.Ref{Name: run.GateSetName, Version: gv.Version, SHA256: strings.TrimPrefix(gv.Digest, "sha256:")}
+		var g acceptance.GateSetSpec
+		if err := json.Unmarshal(gv.Spec, &g); err != nil {
+			return in, fmt.Errorf("gate set version %d: %w", gv.ID, err)
+		}
+		y, err := acceptance.ExportGateSetYAML(g)
+		if err != nil {
+			return in, fmt.Errorf("gate set version %d: %w", gv.ID, err)
+		}
+		in.data.GateYAML = string(y)
+	}
+	if in.data.Evaluation != nil {
+		for _, c := range in.data.Evaluation.Criteria {
+			details, err := json.Marshal(c)
+			if err != nil {
+				return in, fmt.Errorf("criterion %s: %w", c.Name, err)
+			}
+			in.evidence.Verdicts = append(in.evidence.Verdicts, attest.Verdict{Criterion: c.Name, Severity: string(c.Severity),
+				Verdict: string(c.Verdict), Explanation: c.Explanation, Details: details})
+		}
+	}
+	summary := map[string]any{
+		"run_id": run.ID, "label": run.Label, "state": run.State, "reason": run.Reason, "verdict": run.Verdict, "emulated": run.Emulated,
+		"program": program.Name, "vendor": program.VendorName, "customer": program.CustomerName,
+		"profile": in.evidence.Profile, "gate_set": in.evidence.GateSet, "host": run.HostName, "baseline_run_id": run.BaselineRunID,
+		"started_at": run.StartedAt, "finished_at": run.FinishedAt, "metrics": json.RawMessage(metricsJSON),
+	}
+	if in.summary, err = json.MarshalIndent(summary, "", "  "); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+// DecisionLog is the program's decision log as `accord verify`
+// checks it, for the bundle's decisions.json: nil when the program has no
+// decisions yet, or when the stored log does not verify (the rollout page
+// names the bad record; a bundle must not carry a log that fails).
+func (d Signer) DecisionLog(ctx context.Context, programID int64) (json.RawMessage, error) {
+	ds, err := d.Store.ListDecisions(ctx, programID)
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	chain, err := d.Store.GetDecisionChain(ctx, programID)
+	if err != nil {
+		return nil, err
+	}
+	if err := rollout.VerifyStoredLog(d.Keyring, programID, ds, chain); err != nil {
+		d.Log.Warn("the program's decision log does not verify: the report bundle leaves it out", "program_id", programID, "err", err)
+		return nil, nil
+	}
+	return rollout.StoredLog(programID, ds, chain.Checkpoint).Marshal()
+}
