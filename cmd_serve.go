@@ -89,7 +89,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 		return fmt.Errorf("config: signing keys (ACCORD_DATA_DIR, ACCORD_SIGNING_KEY_FILE): %w", err)
 	}
 	deps := jobs.Deps{Log: log, Store: st, Runner: runner, Sealer: sealer, Holder: holderName(), Version: version, LeaseTTL: cfg.LeaseTTL, Keyring: keyring,
-		Report: web.RenderReport}
+		Report: web.RenderReport, BaseURL: cfg.BaseURL}
 	if err := os.MkdirAll(runner.Limits.TempDir, 0o700); err != nil {
 		return fmt.Errorf("config: ACCORD_DATA_DIR=%s: %w", cfg.DataDir, err)
 	}

@@ -11,14 +11,15 @@ import (
 )
 
 // cmdVerify checks a report bundle or an exported decision log offline:
-// `accord verify FILE [--keys KEYS]`. Without --keys, the file's own keys
-// are used, which proves integrity but not origin.
+// `accord verify FILE [--keys KEYS] [--head HEAD]`. Without --keys, the
+// file's own keys are used, which proves integrity but not origin.
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	keysFile := fs.String("keys", "", "trusted keys: an allowed_signers file, a PEM file or keys.json (for example from /.well-known/accord/)")
+	headFile := fs.String("head", "", "the program's published decision log head (…/decisions/head.json): says whether the log is behind it")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: accord verify FILE [--keys KEYS]\n\nChecks a signed report bundle (.tar.gz) or an exported decision log (.json) offline.")
+		fmt.Fprintln(stderr, "usage: accord verify FILE [--keys KEYS] [--head HEAD]\n\nChecks a signed report bundle (.tar.gz) or an exported decision log (.json) offline;\nwith --head, also whether its decision log is behind the installation's published head.")
 		fs.PrintDefaults()
 	}
 	// Accept the file before or after the flags.
@@ -48,7 +49,19 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return 2
 		}
 	}
-	if err := attest.VerifyFile(ctx, file, trusted, stdout); err != nil {
+	var head *attest.LogHead
+	if *headFile != "" {
+		b, err := os.ReadFile(*headFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "accord verify:", err)
+			return 2
+		}
+		if head, err = attest.ParseLogHead(b); err != nil {
+			fmt.Fprintln(stderr, "accord verify:", err)
+			return 2
+		}
+	}
+	if err := attest.VerifyFileWithHead(ctx, file, trusted, head, stdout); err != nil {
 		fmt.Fprintln(stderr, "accord verify: NOT VERIFIED:", err)
 		return 1
 	}

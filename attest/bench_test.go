@@ -12,7 +12,7 @@ import (
 // benchBundle is a bundle with one artifact of size bytes.
 func benchBundle(b *testing.B, size int) (*Signer, *KeySet, BundleInput) {
 	b.Helper()
-	kr, err := OpenKeyring(b.TempDir(), KeyringOptions{})
+	kr, err := OpenKeyring(b.TempDir(), KeyringOptions{Now: keyClock})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func BenchmarkVerifyBundle64MiB(b *testing.B) {
 }
 
 func BenchmarkSignDecision(b *testing.B) {
-	kr, err := OpenKeyring(b.TempDir(), KeyringOptions{})
+	kr, err := OpenKeyring(b.TempDir(), KeyringOptions{Now: keyClock})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func BenchmarkSignDecision(b *testing.B) {
 }
 
 func BenchmarkVerifyChain1000(b *testing.B) {
-	kr, err := OpenKeyring(b.TempDir(), KeyringOptions{})
+	kr, err := OpenKeyring(b.TempDir(), KeyringOptions{Now: keyClock})
 	if err != nil {
 		b.Fatal(err)
 	}

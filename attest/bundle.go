@@ -29,6 +29,8 @@ const (
 	FileFacts          = "facts.json"
 	FileEvaluation     = "evaluation.json"
 	FileDecisions      = "decisions.json"
+	FileProfile        = "profile.json"
+	FileGateSet        = "gate-set.json"
 	FileKeysJSON       = "keys/keys.json"
 	FileKeysPEM        = "keys/keys.pem"
 	FileSignerPEM      = "keys/signer.pem"
@@ -57,8 +59,17 @@ type BundleInput struct {
 	Facts      json.RawMessage
 	Evaluation json.RawMessage
 	// Decisions is the program's decision log (DecisionLog.Marshal) as of
-	// signing, or nil: then the bundle has no decisions.json.
+	// signing: every bundle carries it, an empty log (a checkpoint at seq 0)
+	// when the program has no decisions yet.
 	Decisions json.RawMessage
+	// LogHeadURL is where the installation publishes the program's signed
+	// log head, for VERIFY.md (optional).
+	LogHeadURL string
+	// Profile and GateSet are the run's profile and gate set documents as
+	// canonical JSON, whose SHA-256 the benchmark statement names (both or
+	// neither).
+	Profile   json.RawMessage
+	GateSet   json.RawMessage
 	Artifacts []Artifact
 	// Attestations are the run's signed statements (SignRun).
 	Attestations []Attestation
@@ -196,23 +207,34 @@ func WriteBundle(ctx context.Context, w io.Writer, s *Signer, in BundleInput) (*
 	if err := checkAttestationsAgainstFacts(in); err != nil {
 		return nil, err
 	}
+	if len(in.Decisions) == 0 {
+		return nil, errors.New("attest: bundle: no decision log (an empty program's log is a checkpoint at seq 0)")
+	}
+	logSummary, err := summarizeLog(in.Decisions)
+	if err != nil {
+		return nil, fmt.Errorf("attest: bundle: %w", err)
+	}
+	if (in.Profile == nil) != (in.GateSet == nil) {
+		return nil, errors.New("attest: bundle: the profile and the gate set documents go together")
+	}
 
 	bw := newBundleWriter(w, BundleDir(in.RunID), created)
-	small := []struct {
+	type file struct {
 		name string
 		data []byte
-	}{
-		{FileVerifyMD, verifyMarkdown(in.RunID, in.Title, s.KeyID(), info.Attestations, in.Decisions != nil)},
+	}
+	doc := verifyDoc{RunID: in.RunID, Title: in.Title, SignerID: s.KeyID(), Created: created, Attestations: info.Attestations,
+		Log: logSummary, LogHeadURL: in.LogHeadURL, Documents: in.Profile != nil}
+	small := []file{
+		{FileVerifyMD, verifyMarkdown(doc)},
 		{FileReportHTML, in.ReportHTML},
 		{FileSummary, jsonOrNull(in.Summary)},
 		{FileFacts, jsonOrNull(in.Facts)},
 		{FileEvaluation, jsonOrNull(in.Evaluation)},
+		{FileDecisions, in.Decisions},
 	}
-	if in.Decisions != nil { // a program without decisions has no log to carry
-		small = append(small, struct {
-			name string
-			data []byte
-		}{FileDecisions, in.Decisions})
+	if in.Profile != nil {
+		small = append(small, file{FileProfile, in.Profile}, file{FileGateSet, in.GateSet})
 	}
 	for _, f := range small {
 		if err := bw.add(f.name, f.data, true); err != nil {
@@ -256,16 +278,21 @@ func WriteBundle(ctx context.Context, w io.Writer, s *Signer, in BundleInput) (*
 		return nil, fmt.Errorf("attest: bundle: %w", err)
 	}
 	infoJSON := bytes.TrimSuffix(infoBuf.Bytes(), []byte("\n"))
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{
+	keyFiles := []file{
 		{FileKeysJSON, keysJSON},
 		{FileKeysPEM, keysPEM},
 		{FileSignerPEM, signerPEM},
 		{FileAllowedSigners, MarshalAllowedSigners(keys)},
 		{FileBundleJSON, append(infoJSON, '\n')},
-	} {
+	}
+	for _, k := range keys { // each key's own PEM, as keys.json names it
+		p, err := k.PEM()
+		if err != nil {
+			return nil, err
+		}
+		keyFiles = append(keyFiles, file{k.PEMFile(), p})
+	}
+	for _, f := range keyFiles {
 		if err := bw.add(f.name, f.data, true); err != nil {
 			return nil, err
 		}
@@ -321,6 +348,9 @@ func checkAttestationsAgainstFacts(in BundleInput) error {
 		if bm.RunID != in.RunID {
 			return fmt.Errorf("attest: bundle: attestation %s is for run %q, bundle for %q", a.Name, bm.RunID, in.RunID)
 		}
+		if _, err := bm.checkDocuments(in.Profile, in.GateSet); err != nil {
+			return fmt.Errorf("attest: bundle: attestation %s: %w", a.Name, err)
+		}
 	}
 	return nil
 }
@@ -354,6 +384,27 @@ func checkSubjects(atts []Attestation, artifacts []ArtifactDigest) error {
 type benchmarkCheck struct {
 	RunID     string `json:"runId"`
 	HostFacts string `json:"hostFactsSha256"`
+	Profile   Ref    `json:"profile"`
+	GateSet   Ref    `json:"gateSet"`
+}
+
+// checkDocuments recomputes the profile's and the gate set's digests from
+// their documents (nil: not in the bundle) and compares them with the
+// statement's; it names the file that differs.
+func (bm benchmarkCheck) checkDocuments(profile, gateSet []byte) (string, error) {
+	for _, d := range []struct {
+		what, file string
+		ref        Ref
+		doc        []byte
+	}{{"profile", FileProfile, bm.Profile, profile}, {"gate set", FileGateSet, bm.GateSet, gateSet}} {
+		if d.doc == nil {
+			continue
+		}
+		if got := sha256Hex(d.doc); got != d.ref.SHA256 {
+			return d.file, fmt.Errorf("attests %s %s v%d with SHA-256 %s, %s is %s", d.what, d.ref.Name, d.ref.Version, d.ref.SHA256, d.file, got)
+		}
+	}
+	return "", nil
 }
 
 func statementOf(env interface {

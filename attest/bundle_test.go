@@ -26,7 +26,7 @@ type bundleTestBundle struct {
 
 func setupBundle(t *testing.T) *bundleTestBundle {
 	t.Helper()
-	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	s, err := kr.Active()
 	require.NoError(t, err)
@@ -56,12 +56,14 @@ func TestBundleVerifies(t *testing.T) {
 		names = append(names, f.Name)
 	}
 	for _, want := range []string{FileVerifyMD, FileReportHTML, FileSummary, FileFacts, FileEvaluation, FileDecisions,
+		FileProfile, FileGateSet, tb.signer.PublicKey().PEMFile(),
 		FileKeysJSON, FileKeysPEM, FileSignerPEM, FileAllowedSigners, FileBundleJSON,
 		"artifacts/fio/kv-cache-4k.json", "artifacts/inference/requests.csv", "artifacts/probe/events.jsonl", "artifacts/status.json",
 		"attestations/benchmark.dsse.json", "attestations/test-result.dsse.json"} {
 		require.Contains(t, names, want)
 	}
-	require.Len(t, report.Files, 17, "every file the manifest lists, the attestations too")
+	require.Len(t, report.Files, 20, "every file the manifest lists, the attestations too")
+	require.True(t, report.Documents, "the profile and gate set hash to the statement's digests")
 
 	require.Len(t, report.Attestations, 2)
 	types := []string{report.Attestations[0].PredicateType, report.Attestations[1].PredicateType}
@@ -76,7 +78,7 @@ func TestBundleVerifies(t *testing.T) {
 	var text bytes.Buffer
 	require.NoError(t, report.WriteText(&text))
 	require.Contains(t, text.String(), tb.signer.KeyID())
-	require.Contains(t, text.String(), "17 files match the manifest")
+	require.Contains(t, text.String(), "20 files match the manifest")
 
 	// Without trusted keys the bundle's own keys are used, and said so.
 	self, err := VerifyBundle(context.Background(), bytes.NewReader(tb.bundle), nil)
@@ -115,17 +117,30 @@ func TestVerifyMarkdownCommandsWithRealTools(t *testing.T) {
 	tb := setupBundle(t)
 	dir := extract(t, tb.bundle)
 	blocks := verifyBlocks(t, dir, "sh")
-	require.Len(t, blocks, 4) // sha256sum, ssh-keygen, co-signatures, openssl
+	require.Len(t, blocks, 5) // sha256sum, ssh-keygen, co-signatures, openssl, profile and gate set
 	require.Contains(t, blocks[0], "sha256sum --strict -c MANIFEST.sha256")
-	require.Contains(t, blocks[1], "ssh-keygen -Y verify -f keys/allowed_signers -I accord-signer -n accord-report@accordlab -s MANIFEST.sha256.sig < MANIFEST.sha256")
+	require.Contains(t, blocks[1], "ssh-keygen -Y verify -f keys/allowed_signers -I accord-signer -n accord-report@accordlab -Overify-time=20260314102653Z -s MANIFEST.sha256.sig < MANIFEST.sha256")
 	require.Contains(t, blocks[3], "openssl dgst -sha256 -verify keys/signer.pem")
 
 	for i, b := range blocks {
 		out, err := runBlock(dir, b)
 		require.NoError(t, err, "block %d", i)
-		if i == 3 {
+		switch i {
+		case 3:
 			require.Equal(t, 2, strings.Count(out, "Verified OK"), out)
+		case 4: // the profile's name has quotes, braces and a backslash in it
+			require.Equal(t, "profile.json: OK\ngate-set.json: OK\n", out)
 		}
+	}
+
+	// The profile or gate set document changed and the manifest made to
+	// match (as if re-signed): the statement's digest still refuses it.
+	for _, doc := range []string{FileProfile, FileGateSet} {
+		changed := extract(t, tb.bundle)
+		flipFile(t, filepath.Join(changed, doc))
+		out, err := runBlock(changed, blocks[4])
+		require.Error(t, err, out)
+		require.Contains(t, out, doc+": FAILED")
 	}
 
 	// Each file changed in turn: the tool that checks it refuses.
@@ -133,6 +148,8 @@ func TestVerifyMarkdownCommandsWithRealTools(t *testing.T) {
 	for _, e := range entries {
 		block := 0 // sha256sum
 		switch {
+		case e.Name == FileProfile || e.Name == FileGateSet:
+			block = 4 // against the statement
 		case e.Name == FileManifest || e.Name == FileManifestSig:
 			block = 1 // ssh-keygen
 		case strings.HasPrefix(e.Name, "attestations/"):
@@ -283,7 +300,7 @@ func TestBundleWithReplacedKeysIsRefused(t *testing.T) {
 	tb := setupBundle(t)
 
 	// Only the allowed_signers file replaced: the manifest catches it.
-	mallory, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	mallory, err := OpenKeyring(t.TempDir(), KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	ms, err := mallory.Active()
 	require.NoError(t, err)
@@ -329,77 +346,129 @@ func mustRead(t *testing.T, path string) []byte {
 	return b
 }
 
-func TestKeyRotationAndRevocation(t *testing.T) {
+// A key's whole life, as three verifiers see it with the installation's
+// published keys: ssh-keygen (VERIFY.md's command with the published
+// allowed_signers), openssl (the published keys.pem and each key's own PEM)
+// and accord verify (the published keys.json). Key A signs, is rotated out
+// for B; B signs, is revoked (C takes over). Signatures made while a key
+// was in use verify; A's signature dated after the rotation and B's dated
+// after the revocation (whoever still holds the key) are refused.
+func TestKeyLifeAcrossVerifiers(t *testing.T) {
 	t.Parallel()
-	requireTools(t, "ssh-keygen")
-	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	requireTools(t, "ssh-keygen", "openssl", "bash", "tar")
+	t0 := keyClock()
+	now := t0
+	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{Now: func() time.Time { return now }})
 	require.NoError(t, err)
-	oldSigner, err := kr.Active()
+	keyA, err := kr.Active()
 	require.NoError(t, err)
-	pub, err := kr.PublicKeys()
-	require.NoError(t, err)
-	oldBundle := writeBundle(t, oldSigner, testInput(t, oldSigner, pub, "7", nil))
-
-	newKey, err := kr.Rotate(testTime.Add(24 * time.Hour))
-	require.NoError(t, err)
-	newSigner, err := kr.Active()
-	require.NoError(t, err)
-	require.Equal(t, newKey.ID, newSigner.KeyID())
-	require.NotEqual(t, oldSigner.KeyID(), newSigner.KeyID())
-
-	// Verification goes through the published keys.json, as a third party's would.
-	published := func() (*KeySet, []PublicKey) {
+	sign := func(s *Signer, keys []PublicKey, runID string, at time.Time) []byte {
+		in := testInput(t, s, keys, runID, emptyLog(t, s, at))
+		in.Created = at
+		return writeBundle(t, s, in)
+	}
+	published := func() []PublicKey {
 		keys, err := kr.PublicKeys()
 		require.NoError(t, err)
-		doc, err := MarshalKeysJSON(keys)
-		require.NoError(t, err)
-		ks, err := ParseKeysJSON(doc)
-		require.NoError(t, err)
-		return ks, keys
+		return keys
 	}
-	ks, keys := published()
-	report, err := VerifyBundle(context.Background(), bytes.NewReader(oldBundle), ks)
-	require.NoError(t, err)
-	require.Equal(t, oldSigner.KeyID(), report.Manifest.KeyID)
-	require.Equal(t, KeyRetired, report.Manifest.Status)
 
-	sshVerify := func(keys []PublicKey, bundle []byte) error {
+	byA := sign(keyA, published(), "1", t0.Add(time.Hour))
+	rotated := t0.Add(2 * time.Hour)
+	_, err = kr.Rotate(rotated)
+	require.NoError(t, err)
+	keyB, err := kr.Active()
+	require.NoError(t, err)
+	byB := sign(keyB, published(), "2", rotated.Add(time.Hour))
+	// Whoever kept A's private key signs after the rotation, with A's own keys.
+	byALate := sign(keyA, []PublicKey{keyA.PublicKey()}, "3", rotated.Add(30*time.Minute))
+
+	revoked := rotated.Add(3 * time.Hour)
+	require.NoError(t, kr.Revoke(keyB.KeyID(), "laptop stolen", revoked))
+	byBLate := sign(keyB, []PublicKey{keyB.PublicKey()}, "4", revoked.Add(time.Hour))
+	keyC, err := kr.Active()
+	require.NoError(t, err)
+	byC := sign(keyC, published(), "5", revoked.Add(2*time.Hour))
+
+	keys := published()
+	require.Len(t, keys, 3)
+	keysDir := t.TempDir()
+	allowedSigners := filepath.Join(keysDir, "allowed_signers")
+	require.NoError(t, os.WriteFile(allowedSigners, MarshalAllowedSigners(keys), 0o644))
+	keysPEM, err := MarshalPEM(keys)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(keysDir, "keys.pem"), keysPEM, 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(keysDir, "keys"), 0o755))
+	for _, k := range keys {
+		p, err := k.PEM()
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(keysDir, k.PEMFile()), p, 0o644))
+	}
+	keysJSON, err := MarshalKeysJSON(keys)
+	require.NoError(t, err)
+	trusted, err := ParseKeysJSON(keysJSON)
+	require.NoError(t, err)
+
+	// ssh-keygen: VERIFY.md's manifest check with the published
+	// allowed_signers in place of the bundle's own, as VERIFY.md says.
+	sshKeygen := func(bundle []byte) error {
 		dir := extract(t, bundle)
-		allowed := filepath.Join(t.TempDir(), "allowed_signers")
-		require.NoError(t, os.WriteFile(allowed, MarshalAllowedSigners(keys), 0o644))
-		cmd := exec.Command("ssh-keygen", "-Y", "verify", "-f", allowed, "-I", Principal, "-n", Namespace, "-s", FileManifestSig)
-		cmd.Dir = dir
-		cmd.Stdin = bytes.NewReader(mustRead(t, filepath.Join(dir, FileManifest)))
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return errors.New(string(out))
-		}
-		return nil
+		block := strings.Replace(verifyBlocks(t, dir, "sh")[1], "-f "+FileAllowedSigners, "-f "+allowedSigners, 1)
+		_, err := runBlock(dir, block)
+		return err
 	}
-	require.NoError(t, sshVerify(keys, oldBundle), "the published allowed_signers keeps the rotated-out key")
+	// openssl: the benchmark envelope against one PEM file.
+	openssl := func(bundle []byte, pemFile string) error {
+		dir := extract(t, bundle)
+		block := strings.Replace(verifyBlocks(t, dir, "sh")[3], "-verify "+FileSignerPEM, "-verify "+pemFile, 1)
+		_, err := runBlock(dir, block)
+		return err
+	}
+	accordVerify := func(bundle []byte) (string, error) {
+		path := filepath.Join(t.TempDir(), "bundle.tar.gz")
+		require.NoError(t, os.WriteFile(path, bundle, 0o644))
+		var out bytes.Buffer
+		err := VerifyFile(context.Background(), path, trusted, &out)
+		return out.String(), err
+	}
+	ownPEM := func(s *Signer) string { return filepath.Join(keysDir, s.PublicKey().PEMFile()) }
+	activePEM := filepath.Join(keysDir, "keys.pem")
 
-	newBundle := writeBundle(t, newSigner, testInput(t, newSigner, keys, "8", nil))
-	report, err = VerifyBundle(context.Background(), bytes.NewReader(newBundle), ks)
+	for _, c := range []struct {
+		name       string
+		bundle     []byte
+		signer     *Signer
+		accordErr  error
+		accordSays string
+	}{
+		{"A before its rotation", byA, keyA, nil, "rotated out at " + rotated.Format(time.RFC3339)},
+		{"A after its rotation", byALate, keyA, ErrRotatedOutKey, "was rotated out at " + rotated.Format(time.RFC3339)},
+		{"B before its revocation", byB, keyB, nil, "REVOKED at " + revoked.Format(time.RFC3339) + ": laptop stolen"},
+		{"B after its revocation", byBLate, keyB, ErrRevokedKey, "was revoked at " + revoked.Format(time.RFC3339) + " (laptop stolen)"},
+		{"C, active", byC, keyC, nil, "trusted, active"},
+	} {
+		valid := c.accordErr == nil
+		err := sshKeygen(c.bundle)
+		require.Equal(t, valid, err == nil, "%s: ssh-keygen: %v", c.name, err)
+
+		// openssl reads bytes, not times: the key's own PEM verifies what
+		// it signed; keys.pem (the active key only) refuses the others.
+		require.NoError(t, openssl(c.bundle, ownPEM(c.signer)), "%s: openssl with its own PEM", c.name)
+		err = openssl(c.bundle, activePEM)
+		require.Equal(t, c.signer == keyC, err == nil, "%s: openssl with keys.pem: %v", c.name, err)
+
+		out, err := accordVerify(c.bundle)
+		if valid {
+			require.NoError(t, err, c.name)
+		} else {
+			require.ErrorIs(t, err, c.accordErr, c.name)
+			out += err.Error()
+		}
+		require.Contains(t, out, c.accordSays, c.name)
+	}
+	out, err := accordVerify(byB)
 	require.NoError(t, err)
-	require.Equal(t, KeyActive, report.Manifest.Status)
-
-	// Revocation: the old key's bundle is reported as signed by a revoked key.
-	require.NoError(t, kr.Revoke(oldSigner.KeyID(), "laptop stolen", testTime.Add(48*time.Hour)))
-	ks, keys = published()
-	report, err = VerifyBundle(context.Background(), bytes.NewReader(oldBundle), ks)
-	require.ErrorIs(t, err, ErrRevokedKey)
-	require.NotNil(t, report)
-	require.Equal(t, KeyRevoked, report.Manifest.Status)
-	require.Equal(t, "laptop stolen", report.Manifest.RevokedReason)
-	require.Len(t, report.Files, 16, "the rest of the bundle is still checked and reported (no decisions.json: none were given)")
-	var text bytes.Buffer
-	require.NoError(t, report.WriteText(&text))
-	require.Contains(t, text.String(), "REVOKED")
-	require.Error(t, sshVerify(keys, oldBundle), "the published allowed_signers drops revoked keys")
-	require.NoError(t, sshVerify(keys, newBundle))
-
-	_, err = VerifyBundle(context.Background(), bytes.NewReader(newBundle), ks)
-	require.NoError(t, err)
+	require.Contains(t, out, "WARNING: "+FileManifestSig+": key "+keyB.KeyID()+" was revoked at "+revoked.Format(time.RFC3339)+" (laptop stolen), after this bundle was signed")
 }
 
 // Co-signing as the other side's engineer does it: VERIFY.md's co-sign
@@ -539,7 +608,7 @@ func TestImportBundleWithPinnedKey(t *testing.T) {
 	_, err = ImportBundle(context.Background(), bytes.NewReader(tb.bundle), pinned, nil)
 	require.NoError(t, err)
 
-	other, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	other, err := OpenKeyring(t.TempDir(), KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	otherSigner, err := other.Active()
 	require.NoError(t, err)

@@ -126,6 +126,7 @@ type bundleReader struct {
 var keptFiles = map[string]bool{
 	FileBundleJSON: true, FileReportHTML: true, FileSummary: true, FileFacts: true,
 	FileEvaluation: true, FileDecisions: true, FileKeysJSON: true, FileSignerPEM: true,
+	FileProfile: true, FileGateSet: true,
 }
 
 // readBundle reads and verifies a bundle within limits; contents asks for

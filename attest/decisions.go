@@ -152,6 +152,23 @@ func SignCheckpoint(s *Signer, chain string, head *SignedDecision, now time.Time
 	return s.SignDSSE(CheckpointPayloadType, payload)
 }
 
+// ParseCheckpoint reads a checkpoint envelope's payload without verifying
+// its signature (Verify does; this is for showing a stored head).
+func ParseCheckpoint(env *dsse.Envelope) (Checkpoint, error) {
+	var cp Checkpoint
+	if env == nil || env.PayloadType != CheckpointPayloadType {
+		return cp, errors.New("attest: not a checkpoint envelope")
+	}
+	payload, err := env.DecodePayload()
+	if err != nil {
+		return cp, fmt.Errorf("attest: checkpoint: %w", err)
+	}
+	if err := strictjson.Decode(payload, &cp); err != nil {
+		return cp, fmt.Errorf("attest: checkpoint: %w", err)
+	}
+	return cp, nil
+}
+
 // ChainError names the first bad record of a decision log.
 type ChainError struct {
 	// Index is the record's position in the log (0-based); Seq the seq
@@ -182,6 +199,12 @@ type ChainReport struct {
 	CheckpointKeyID string
 	// KeyIDs are the keys that signed records, in order of first use.
 	KeyIDs []string
+	// EarlierCheckpoints counts the superseded checkpoints checked.
+	EarlierCheckpoints int
+	// Warnings name signatures by keys revoked after they signed.
+	Warnings []string
+	// hashes[i] is record seq i+1's hash, for comparing with a published head.
+	hashes []string
 }
 
 // VerifyChain checks a decision log: each record's signature by a trusted
@@ -190,21 +213,30 @@ type ChainReport struct {
 // signed checkpoint names the last record (nothing cut off the end). It
 // returns a *ChainError naming the first bad record.
 func VerifyChain(records []Decision, envelopes []*dsse.Envelope, checkpoint *dsse.Envelope, keys *KeySet) error {
-	_, err := verifyChain(records, envelopes, checkpoint, keys)
+	_, err := verifyChain(records, envelopes, checkpoint, nil, keys)
 	return err
 }
 
-func verifyChain(records []Decision, envelopes []*dsse.Envelope, checkpoint *dsse.Envelope, keys *KeySet) (*ChainReport, error) {
+func verifyChain(records []Decision, envelopes []*dsse.Envelope, checkpoint *dsse.Envelope, earlier []*dsse.Envelope, keys *KeySet) (*ChainReport, error) {
 	report := &ChainReport{}
 	lookup := func(id string) (crypto.PublicKey, bool) {
 		k, ok := keys.Lookup(id)
 		return k.Key, ok
 	}
-	checkKeys := func(ids []string) (revoked *PublicKey) {
+	// checkKeys applies each signing key's validity window to the time the
+	// record or checkpoint states; a key revoked after it signed is a
+	// warning, once per key.
+	warned := map[string]bool{}
+	checkKeys := func(ids []string, at time.Time, what string) error {
 		for _, id := range ids {
 			k, _ := keys.Lookup(id)
-			if k.Status == KeyRevoked {
-				return &k
+			if err := k.CheckSignedAt(at); err != nil {
+				return err
+			}
+			if k.Status == KeyRevoked && !warned[id] {
+				warned[id] = true
+				report.Warnings = append(report.Warnings, fmt.Sprintf("decision log: key %s, which signed %s (dated %s), was revoked at %s (%s), after it signed",
+					id, what, stamp(at), stamp(k.RevokedAt), k.RevokedReason))
 			}
 			if !slices.Contains(report.KeyIDs, id) {
 				report.KeyIDs = append(report.KeyIDs, id)
@@ -215,6 +247,7 @@ func verifyChain(records []Decision, envelopes []*dsse.Envelope, checkpoint *dss
 	prevHash := GenesisHash
 	var prevSeq int64
 	chain := ""
+	hashes := []string{GenesisHash} // hashes[seq] is record seq's hash
 	for i, rec := range records {
 		expected := prevSeq + 1
 		bad := func(reason string, err error) (*ChainReport, error) {
@@ -231,15 +264,16 @@ func verifyChain(records []Decision, envelopes []*dsse.Envelope, checkpoint *dss
 		if err != nil {
 			return bad("bad signature", err)
 		}
-		if k := checkKeys(ids); k != nil {
-			return bad(fmt.Sprintf("signed by key %s, revoked %s: %s", k.ID, k.RevokedAt.UTC().Format(time.RFC3339), k.RevokedReason), ErrRevokedKey)
-		}
 		canon, err := rec.Canonical()
 		if err != nil {
 			return bad("unencodable record", err)
 		}
 		if !bytes.Equal(canon, payload) {
 			return bad("changed: "+diffRecord(canon, payload), nil)
+		}
+		// The record is what was signed, so its time is the signed one.
+		if err := checkKeys(ids, rec.Time, fmt.Sprintf("record %d", rec.Seq)); err != nil {
+			return bad("signing key not valid at the record's time", err)
 		}
 		switch {
 		case rec.Seq > expected && slices.ContainsFunc(records[i+1:], func(r Decision) bool { return r.Seq == expected }):
@@ -259,6 +293,7 @@ func verifyChain(records []Decision, envelopes []*dsse.Envelope, checkpoint *dss
 		}
 		prevHash = sha256Hex(canon)
 		prevSeq = rec.Seq
+		hashes = append(hashes, prevHash)
 	}
 	if len(envelopes) > len(records) {
 		return nil, &ChainError{Index: len(records), Seq: prevSeq + 1, Reason: "envelope without record"}
@@ -277,12 +312,12 @@ func verifyChain(records []Decision, envelopes []*dsse.Envelope, checkpoint *dss
 	if err != nil {
 		return cpErr("bad signature", err)
 	}
-	if k := checkKeys(ids); k != nil {
-		return cpErr(fmt.Sprintf("signed by key %s, revoked: %s", k.ID, k.RevokedReason), ErrRevokedKey)
-	}
 	var cp Checkpoint
 	if err := strictjson.Decode(payload, &cp); err != nil {
 		return cpErr("unreadable", err)
+	}
+	if err := checkKeys(ids, cp.Time, "the checkpoint"); err != nil {
+		return cpErr("signing key not valid at the checkpoint's time", err)
 	}
 	switch {
 	case cp.Seq > prevSeq:
@@ -301,6 +336,42 @@ func verifyChain(records []Decision, envelopes []*dsse.Envelope, checkpoint *dss
 	report.Head = cp.Head
 	report.CheckpointTime = cp.Time
 	report.CheckpointKeyID = ids[0]
+
+	// Earlier checkpoints: each signed by a key valid at its time, over the
+	// record the log holds at its seq, in order, none after the latest.
+	last := Checkpoint{Chain: cp.Chain}
+	for i, env := range earlier {
+		bad := func(reason string, err error) (*ChainReport, error) {
+			return nil, &ChainError{Index: len(records), Seq: prevSeq + 1, Reason: fmt.Sprintf("earlier checkpoint %d: %s", i+1, reason), Err: err}
+		}
+		if env == nil || env.PayloadType != CheckpointPayloadType {
+			return bad("not a checkpoint envelope", nil)
+		}
+		ids, payload, err := env.Verify(lookup)
+		if err != nil {
+			return bad("bad signature", err)
+		}
+		var e Checkpoint
+		if err := strictjson.Decode(payload, &e); err != nil {
+			return bad("unreadable", err)
+		}
+		if err := checkKeys(ids, e.Time, fmt.Sprintf("checkpoint %d", i+1)); err != nil {
+			return bad("signing key not valid at its time", err)
+		}
+		switch {
+		case e.Chain != cp.Chain:
+			return bad(fmt.Sprintf("is for chain %q, the log is chain %q", e.Chain, cp.Chain), nil)
+		case e.Seq < 0 || e.Seq > prevSeq:
+			return bad(fmt.Sprintf("names seq %d, the log ends at seq %d", e.Seq, prevSeq), nil)
+		case e.Head != hashes[e.Seq]:
+			return bad(fmt.Sprintf("head %s at seq %d, the log's record there hashes to %s (history rewritten)", e.Head, e.Seq, hashes[e.Seq]), nil)
+		case e.Seq < last.Seq || e.Time.Before(last.Time) || e.Time.After(cp.Time):
+			return bad("out of order", nil)
+		}
+		last = e
+	}
+	report.EarlierCheckpoints = len(earlier)
+	report.hashes = hashes[1:]
 	return report, nil
 }
 
@@ -351,6 +422,10 @@ type DecisionLog struct {
 	Chain      string             `json:"chain"`
 	Records    []DecisionLogEntry `json:"records"`
 	Checkpoint *dsse.Envelope     `json:"checkpoint"`
+	// EarlierCheckpoints are the checkpoints Checkpoint superseded, oldest
+	// first: one per earlier decision, and one each time the installation
+	// signed its head again with a new key (after a revocation).
+	EarlierCheckpoints []*dsse.Envelope `json:"earlier_checkpoints,omitempty"`
 }
 
 // DecisionLogEntry is one record, its hash and its envelope.
@@ -402,7 +477,7 @@ func (l *DecisionLog) Verify(keys *KeySet) (*ChainReport, error) {
 	for i, e := range l.Records {
 		records[i], envelopes[i] = e.Record, e.Envelope
 	}
-	report, err := verifyChain(records, envelopes, l.Checkpoint, keys)
+	report, err := verifyChain(records, envelopes, l.Checkpoint, l.EarlierCheckpoints, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -423,4 +498,115 @@ func isDecisionLog(data []byte) bool {
 		Format string `json:"format"`
 	}
 	return json.Unmarshal(data, &probe) == nil && probe.Format == DecisionLogFormat
+}
+
+// LogHeadFormat identifies a published decision log head.
+const LogHeadFormat = "accord-decision-head/v1"
+
+// LogHead is what an installation publishes of a program's decision log so
+// that a verifier online can tell an export is behind: the latest signed
+// checkpoint, with its fields spelled out.
+type LogHead struct {
+	Format     string         `json:"format"`
+	Chain      string         `json:"chain"`
+	Seq        int64          `json:"seq"`
+	Head       string         `json:"head"`
+	Time       time.Time      `json:"time"`
+	Checkpoint *dsse.Envelope `json:"checkpoint"`
+}
+
+// NewLogHead publishes a checkpoint.
+func NewLogHead(checkpoint *dsse.Envelope) (*LogHead, error) {
+	cp, err := ParseCheckpoint(checkpoint)
+	if err != nil {
+		return nil, err
+	}
+	return &LogHead{Format: LogHeadFormat, Chain: cp.Chain, Seq: cp.Seq, Head: cp.Head, Time: cp.Time, Checkpoint: checkpoint}, nil
+}
+
+// ParseLogHead reads a published head strictly.
+func ParseLogHead(data []byte) (*LogHead, error) {
+	var h LogHead
+	if err := strictjson.Decode(data, &h); err != nil {
+		return nil, fmt.Errorf("attest: log head: %w", err)
+	}
+	if h.Format != LogHeadFormat {
+		return nil, fmt.Errorf("attest: log head: format %q, want %q", h.Format, LogHeadFormat)
+	}
+	return &h, nil
+}
+
+// Freshness is how a decision log compares with the published head.
+type Freshness struct {
+	LogSeq   int64
+	HeadSeq  int64
+	HeadTime time.Time
+	// Behind counts the decisions the published head has that the log
+	// does not (0: the log is current as of HeadTime).
+	Behind int64
+}
+
+func (f Freshness) String() string {
+	if f.Behind > 0 {
+		decisions := "decisions"
+		if f.Behind == 1 {
+			decisions = "decision"
+		}
+		return fmt.Sprintf("BEHIND: the installation's log is at seq %d (signed %s); this one ends at seq %d, %d %s earlier",
+			f.HeadSeq, stamp(f.HeadTime), f.LogSeq, f.Behind, decisions)
+	}
+	return fmt.Sprintf("current: the installation's published head (signed %s) is this log's seq %d", stamp(f.HeadTime), f.LogSeq)
+}
+
+// ErrLogBehind is returned by CompareHead when the log is older than the
+// published head.
+var ErrLogBehind = errors.New("the decision log is behind the published head")
+
+// CompareHead checks a published head (its signature by a trusted key
+// valid at its time, that its fields are what it signed, its chain) against
+// the log this report verified, and that both tell the same history: where
+// the log reaches the head's seq, its record there must hash to the head. A
+// log behind the head is reported with an error wrapping ErrLogBehind.
+func (r *ChainReport) CompareHead(h *LogHead, keys *KeySet) (Freshness, error) {
+	var f Freshness
+	lookup := func(id string) (crypto.PublicKey, bool) {
+		k, ok := keys.Lookup(id)
+		return k.Key, ok
+	}
+	if h.Checkpoint == nil {
+		return f, errors.New("attest: log head: no checkpoint")
+	}
+	ids, payload, err := h.Checkpoint.Verify(lookup)
+	if err != nil {
+		return f, fmt.Errorf("attest: log head: %w", err)
+	}
+	var cp Checkpoint
+	if err := strictjson.Decode(payload, &cp); err != nil {
+		return f, fmt.Errorf("attest: log head: %w", err)
+	}
+	for _, id := range ids {
+		k, _ := keys.Lookup(id)
+		if err := k.CheckSignedAt(cp.Time); err != nil {
+			return f, fmt.Errorf("attest: log head: %w", err)
+		}
+	}
+	if cp.Chain != h.Chain || cp.Seq != h.Seq || cp.Head != h.Head || !cp.Time.Equal(h.Time) {
+		return f, errors.New("attest: log head: its fields are not what its checkpoint signed")
+	}
+	if cp.Chain != r.Chain {
+		return f, fmt.Errorf("attest: log head: for chain %q, the log is chain %q", cp.Chain, r.Chain)
+	}
+	f = Freshness{LogSeq: r.Seq, HeadSeq: cp.Seq, HeadTime: cp.Time}
+	hash := GenesisHash
+	if cp.Seq > 0 && cp.Seq <= f.LogSeq {
+		hash = r.hashes[cp.Seq-1]
+	}
+	if cp.Seq <= f.LogSeq && hash != cp.Head {
+		return f, fmt.Errorf("attest: log head: seq %d is %s at the installation, %s in this log: the histories differ", cp.Seq, cp.Head, hash)
+	}
+	if cp.Seq > f.LogSeq {
+		f.Behind = cp.Seq - f.LogSeq
+		return f, fmt.Errorf("%s: %w", f, ErrLogBehind)
+	}
+	return f, nil
 }

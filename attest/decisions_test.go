@@ -63,7 +63,7 @@ type chainTestBundle struct {
 
 func setupChain(t *testing.T, n int) *chainTestBundle {
 	t.Helper()
-	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	s, err := kr.Active()
 	require.NoError(t, err)
@@ -212,14 +212,38 @@ func TestDecisionChainTampering(t *testing.T) {
 		k.Status = KeyRevoked
 		k.RevokedReason = "compromised"
 		err := VerifyChain(recs, envs, tb.cp, NewKeySet(k))
-		require.ErrorIs(t, err, ErrRevokedKey)
+		require.ErrorIs(t, err, ErrRevokedKey, "revoked since an unknown time: nothing it signed holds")
 		requireChainError(t, err, 0, 1, "compromised")
+
+		// Revoked between the second and the third record: the third is refused.
+		k.RevokedAt = recs[2].Time.Add(-time.Second)
+		err = VerifyChain(recs, envs, tb.cp, NewKeySet(k))
+		require.ErrorIs(t, err, ErrRevokedKey)
+		requireChainError(t, err, 2, 3, "revoked at "+k.RevokedAt.UTC().Truncate(time.Second).Format(time.RFC3339))
+
+		// Revoked after the checkpoint: the log holds, with a warning.
+		k.RevokedAt = testTime.Add(200 * time.Hour)
+		log := NewDecisionLog(recs[0].Chain, nil, tb.cp)
+		for i := range recs {
+			log.Records = append(log.Records, DecisionLogEntry{Record: recs[i], Hash: mustHash(t, recs[i]), Envelope: envs[i]})
+		}
+		report, err := log.Verify(NewKeySet(k))
+		require.NoError(t, err)
+		require.Len(t, report.Warnings, 1)
+		require.Contains(t, report.Warnings[0], "was revoked at "+k.RevokedAt.Format(time.RFC3339)+" (compromised), after it signed")
 	})
+}
+
+func mustHash(t *testing.T, d Decision) string {
+	t.Helper()
+	h, err := d.Hash()
+	require.NoError(t, err)
+	return h
 }
 
 func mustKey(t *testing.T) *ecdsa.PrivateKey {
 	t.Helper()
-	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	s, err := kr.Active()
 	require.NoError(t, err)

@@ -9,8 +9,10 @@
 //   - At start: kr, err := OpenKeyring(filepath.Join(dataDir, "signing"),
 //     KeyringOptions{KeyFile: cfg.SigningKeyFile}). The first call generates
 //     the installation key (PKCS#8 PEM, mode 0400).
-//   - /.well-known/accord/keys.json, keys.pem, allowed_signers:
-//     MarshalKeysJSON, MarshalPEM and MarshalAllowedSigners of kr.PublicKeys().
+//   - /.well-known/accord/keys.json, keys.pem (the active key), keys/ID.pem
+//     (each key, PublicKey.PEMFile), allowed_signers (every key with its
+//     validity window): MarshalKeysJSON, MarshalPEM, PublicKey.PEM and
+//     MarshalAllowedSigners of kr.PublicKeys().
 //   - sign_run job: s, _ := kr.Active(); atts, _ := SignRun(s, RunEvidence{...})
 //     and store the envelopes (dsse.Envelope.Marshal) with the run.
 //   - Bundle download: WriteBundle(ctx, w, s, BundleInput{...}) streams the
@@ -21,8 +23,12 @@
 //     allowed_signers line or PEM), then ImportBundle with an ArtifactSink.
 //   - A decision: in one transaction, lock the chain head, NextDecision(head,
 //     Decision{...}), SignDecision, insert, and SignCheckpoint over the new head.
-//     Export with NewDecisionLog(...).Marshal().
-//   - `accord verify FILE [--keys KEYS]`: VerifyFile(ctx, path, keys, os.Stdout)
-//     with keys from ParseTrustedKeys (nil: the bundle's own keys, integrity only).
-//   - Key rotation and revocation (admin): kr.Rotate(now), kr.Revoke(id, reason, now).
+//     Export with NewDecisionLog(...) (EarlierCheckpoints set).Marshal();
+//     publish the head with NewLogHead(checkpoint).
+//   - `accord verify FILE [--keys KEYS] [--head HEAD]`: VerifyFileWithHead with
+//     keys from ParseTrustedKeys (nil: the bundle's own keys, integrity only).
+//   - Key rotation and revocation (admin): kr.Rotate(now), kr.Revoke(id, reason, now),
+//     then sign every decision log's head again with the active key. A key's
+//     signatures are valid from its making to its rotation or revocation
+//     (PublicKey.CheckSignedAt), at the time they state.
 package attest

@@ -32,6 +32,17 @@ func testArtifacts() map[string][]byte {
 	}
 }
 
+// testProfileName has what JSON escapes and what ends a JSON object, which
+// VERIFY.md's shell extraction of the digest must get past.
+const testProfileName = `kv-cache "lookups" {4 KiB} \ à`
+
+// testProfile and testGateSet stand for the canonical JSON of the run's
+// profile and gate set versions.
+var (
+	testProfile = []byte(`{"name":"kv-cache-lookups","steps":[]}`)
+	testGateSet = []byte(`{"criteria":[],"name":"rollout-gates"}`)
+)
+
 var testFacts = []byte(`{"hostname":"lab-gpu-07","kernel":"6.1.0-18-amd64","nvme":[{"model":"Array X"}]}`)
 
 func testEvidence(runID string) RunEvidence {
@@ -43,8 +54,8 @@ func testEvidence(runID string) RunEvidence {
 		RunID:         runID,
 		URL:           "https://accord.example/runs/" + runID,
 		Artifacts:     arts,
-		Profile:       Ref{Name: "kv-cache-lookups", Version: 3, SHA256: sha256Hex([]byte("profile v3"))},
-		GateSet:       Ref{Name: "rollout-gates", Version: 2, SHA256: sha256Hex([]byte("gates v2"))},
+		Profile:       Ref{Name: testProfileName, Version: 3, SHA256: sha256Hex(testProfile)},
+		GateSet:       Ref{Name: "rollout-gates", Version: 2, SHA256: sha256Hex(testGateSet)},
 		BaselineRunID: "41",
 		Host:          "lab-gpu-07",
 		HostFacts:     testFacts,
@@ -61,11 +72,15 @@ func testEvidence(runID string) RunEvidence {
 	}
 }
 
-// testInput is a complete bundle input for runID signed by s.
+// testInput is a complete bundle input for runID signed by s; decisions
+// nil stands for a program without decisions (an empty log).
 func testInput(t testing.TB, s *Signer, keys []PublicKey, runID string, decisions []byte) BundleInput {
 	t.Helper()
 	atts, err := SignRun(s, testEvidence(runID))
 	require.NoError(t, err)
+	if decisions == nil {
+		decisions = emptyLog(t, s, testTime.Add(time.Hour))
+	}
 	in := BundleInput{
 		RunID:        runID,
 		Title:        "KV-cache lookups on Array X <vs> local NVMe",
@@ -77,6 +92,8 @@ func testInput(t testing.TB, s *Signer, keys []PublicKey, runID string, decision
 		Decisions:    decisions,
 		Attestations: atts,
 		Keys:         keys,
+		Profile:      testProfile,
+		GateSet:      testGateSet,
 	}
 	first := true
 	for name, data := range testArtifacts() {
@@ -92,6 +109,17 @@ func testInput(t testing.TB, s *Signer, keys []PublicKey, runID string, decision
 		in.Artifacts = append(in.Artifacts, a)
 	}
 	return in
+}
+
+// emptyLog is the decision log of a program without decisions, its
+// checkpoint signed at `at`.
+func emptyLog(t testing.TB, s *Signer, at time.Time) []byte {
+	t.Helper()
+	cp, err := SignCheckpoint(s, "program:17", nil, at)
+	require.NoError(t, err)
+	log, err := NewDecisionLog("program:17", nil, cp).Marshal()
+	require.NoError(t, err)
+	return log
 }
 
 func writeBundle(t testing.TB, s *Signer, in BundleInput) []byte {
@@ -217,3 +245,7 @@ func requireTools(t *testing.T, names ...string) {
 		}
 	}
 }
+
+// keyClock is the keyring's clock in tests: its keys are made a month
+// before testTime, when the test runs and decisions happen.
+func keyClock() time.Time { return testTime.Add(-30 * 24 * time.Hour) }

@@ -48,7 +48,7 @@ func TestRunStatementsJSON(t *testing.T) {
 	require.Equal(t, "https://accord.example/runs/42", pred["url"])
 	conf := pred["configuration"].([]any)
 	require.Len(t, conf, 3)
-	require.Equal(t, "profile/kv-cache-lookups", conf[0].(map[string]any)["name"])
+	require.Equal(t, "profile/"+testProfileName, conf[0].(map[string]any)["name"])
 	require.Equal(t, map[string]any{"sha256": sha256Hex(testFacts)}, conf[2].(map[string]any)["digest"])
 
 	raw, err = json.Marshal(bm)
@@ -59,13 +59,13 @@ func TestRunStatementsJSON(t *testing.T) {
 	require.Equal(t, "42", pred["runId"])
 	require.Equal(t, sha256Hex(testFacts), pred["hostFactsSha256"])
 	require.Equal(t, "FAIL", pred["verdict"])
-	require.Equal(t, map[string]any{"name": "kv-cache-lookups", "version": float64(3), "sha256": sha256Hex([]byte("profile v3"))}, pred["profile"])
+	require.Equal(t, map[string]any{"name": testProfileName, "version": float64(3), "sha256": sha256Hex(testProfile)}, pred["profile"])
 	require.Equal(t, 1843.2, pred["metrics"].(map[string]any)["ttft"].(map[string]any)["p99"].(map[string]any)["value"])
 	require.Len(t, pred["verdicts"], 3)
 	require.Equal(t, "2026-03-14T09:26:53.589793Z", pred["startedOn"])
 
 	// Signed, the statement parses back strictly.
-	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	s, err := kr.Active()
 	require.NoError(t, err)

@@ -112,6 +112,7 @@ type keyringEntry struct {
 	PrivateKey    string     `json:"private_key_file,omitempty"`
 	Status        KeyStatus  `json:"status"`
 	Created       time.Time  `json:"created"`
+	RetiredAt     *time.Time `json:"retired_at,omitempty"`
 	RevokedAt     *time.Time `json:"revoked_at,omitempty"`
 	RevokedReason string     `json:"revoked_reason,omitempty"`
 }
@@ -185,10 +186,15 @@ func (kr *Keyring) PublicKeys() ([]PublicKey, error) {
 		return nil, err
 	}
 	keys := make([]PublicKey, 0, len(st.Keys))
-	for _, e := range st.Keys {
+	for i, e := range st.Keys {
 		k, err := e.publicKey()
 		if err != nil {
 			return nil, err
+		}
+		// Keyrings written before rotation times were kept: a key that is
+		// no longer active was rotated out when the next key was made.
+		if k.Status != KeyActive && k.RetiredAt.IsZero() && i+1 < len(st.Keys) {
+			k.RetiredAt = st.Keys[i+1].Created
 		}
 		keys = append(keys, k)
 	}
@@ -317,8 +323,9 @@ func (kr *Keyring) adoptKeyFile(st *keyringState, now time.Time) error {
 			return nil
 		}
 		// A retired key configured again becomes active again.
-		retireActive(st)
+		retireActive(st, now)
 		st.Keys[i].Status = KeyActive
+		st.Keys[i].RetiredAt = nil
 		st.Keys[i].PrivateKey = path
 		return nil
 	}
@@ -326,7 +333,7 @@ func (kr *Keyring) adoptKeyFile(st *keyringState, now time.Time) error {
 }
 
 func addActive(st *keyringState, pub PublicKey, privateFile string, now time.Time) error {
-	retireActive(st)
+	retireActive(st, now)
 	p, err := pub.PEM()
 	if err != nil {
 		return err
@@ -342,10 +349,12 @@ func addActive(st *keyringState, pub PublicKey, privateFile string, now time.Tim
 	return nil
 }
 
-func retireActive(st *keyringState) {
+func retireActive(st *keyringState, now time.Time) {
+	t := now.UTC()
 	for i := range st.Keys {
 		if st.Keys[i].Status == KeyActive {
 			st.Keys[i].Status = KeyRetired
+			st.Keys[i].RetiredAt = &t
 		}
 	}
 }
@@ -370,6 +379,9 @@ func (e keyringEntry) publicKey() (PublicKey, error) {
 	}
 	k.Status = e.Status
 	k.Created = e.Created
+	if e.RetiredAt != nil {
+		k.RetiredAt = *e.RetiredAt
+	}
 	if e.RevokedAt != nil {
 		k.RevokedAt = *e.RevokedAt
 	}

@@ -50,7 +50,7 @@ func TestKeyringFirstUse(t *testing.T) {
 	require.True(t, strings.HasPrefix(s.KeyID(), "SHA256:"))
 
 	// Opening again uses the same key; nothing is in the environment.
-	again, err := OpenKeyring(dir, KeyringOptions{})
+	again, err := OpenKeyring(dir, KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	s2, err := again.Active()
 	require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestKeyringConcurrentFirstUseMakesOneKey(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range ids {
 		wg.Go(func() {
-			kr, err := OpenKeyring(dir, KeyringOptions{})
+			kr, err := OpenKeyring(dir, KeyringOptions{Now: keyClock})
 			if err != nil {
 				t.Error(err)
 				return
@@ -86,7 +86,7 @@ func TestKeyringConcurrentFirstUseMakesOneKey(t *testing.T) {
 	for _, id := range ids {
 		require.Equal(t, ids[0], id)
 	}
-	kr, err := OpenKeyring(dir, KeyringOptions{})
+	kr, err := OpenKeyring(dir, KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	keys, err := kr.PublicKeys()
 	require.NoError(t, err)
@@ -102,18 +102,18 @@ func TestKeyringConfiguredKeyFile(t *testing.T) {
 	require.NoError(t, err, string(out))
 
 	require.NoError(t, os.Chmod(keyFile, 0o644))
-	_, err = OpenKeyring(t.TempDir(), KeyringOptions{KeyFile: keyFile})
+	_, err = OpenKeyring(t.TempDir(), KeyringOptions{KeyFile: keyFile, Now: keyClock})
 	require.ErrorContains(t, err, "group or other access")
 
 	require.NoError(t, os.Chmod(keyFile, 0o400))
 	dir := t.TempDir()
 	// A keyring that had generated its own key first: the configured file takes over.
-	first, err := OpenKeyring(dir, KeyringOptions{})
+	first, err := OpenKeyring(dir, KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	generated, err := first.Active()
 	require.NoError(t, err)
 
-	kr, err := OpenKeyring(dir, KeyringOptions{KeyFile: keyFile})
+	kr, err := OpenKeyring(dir, KeyringOptions{KeyFile: keyFile, Now: keyClock})
 	require.NoError(t, err)
 	s, err := kr.Active()
 	require.NoError(t, err)
@@ -145,7 +145,7 @@ func TestKeyringConfiguredKeyFile(t *testing.T) {
 func TestKeyringRevokeActiveRotates(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	kr, err := OpenKeyring(dir, KeyringOptions{})
+	kr, err := OpenKeyring(dir, KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	old, err := kr.Active()
 	require.NoError(t, err)
@@ -169,7 +169,7 @@ func TestKeyringRevokeActiveRotates(t *testing.T) {
 
 func TestPublishedKeyFormats(t *testing.T) {
 	t.Parallel()
-	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	_, err = kr.Rotate(testTime)
 	require.NoError(t, err)
@@ -202,7 +202,13 @@ func TestPublishedKeyFormats(t *testing.T) {
 		require.Equal(t, k.Status, got.Status)
 	}
 
-	// allowed_signers: revoked keys left out, one line per key in the fixed form.
+	require.Equal(t, "keys/"+fileSafeID(keys[0].ID)+".pem", raw.Keys[0]["pem_file"])
+	require.Equal(t, testTime.Format(time.RFC3339Nano), raw.Keys[0]["retired_at"], "rotated out when the second key was made")
+	require.Equal(t, testTime.Add(time.Hour).Format(time.RFC3339Nano), raw.Keys[1]["retired_at"])
+	require.NotContains(t, raw.Keys[2], "retired_at")
+
+	// allowed_signers: every key, each with its window in the fixed form:
+	// from its making to its rotation or revocation, to the second.
 	allowed := MarshalAllowedSigners(keys)
 	var lines []string
 	for _, l := range strings.Split(string(allowed), "\n") {
@@ -210,19 +216,37 @@ func TestPublishedKeyFormats(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
-	require.Len(t, lines, 2)
-	require.True(t, strings.HasPrefix(lines[0], `accord-signer namespaces="accord-report@accordlab" ecdsa-sha2-nistp256 AAAA`), lines[0])
+	require.Len(t, lines, 3)
+	opts := func(after, before string) string {
+		o := `accord-signer namespaces="accord-report@accordlab",valid-after="` + after + `"`
+		if before != "" {
+			o += `,valid-before="` + before + `"`
+		}
+		return o + " ecdsa-sha2-nistp256 AAAA"
+	}
+	require.True(t, strings.HasPrefix(lines[0], opts("20260212092653Z", "20260314092653Z")), lines[0])
+	require.True(t, strings.HasPrefix(lines[1], opts("20260314092653Z", "20260314102653Z")), lines[1])
+	require.True(t, strings.HasPrefix(lines[2], opts("20260314102653Z", "")), lines[2])
+	require.Contains(t, string(allowed), "# "+keys[0].ID+" revoked, made 2026-02-12T09:26:53Z, rotated out 2026-03-14T09:26:53Z, revoked 2026-03-14T09:26:53Z: test\n")
 	ks, err = ParseTrustedKeys(allowed)
 	require.NoError(t, err)
-	require.Equal(t, 2, ks.Len())
-	_, ok := ks.Lookup(keys[0].ID)
-	require.False(t, ok)
+	require.Equal(t, 3, ks.Len())
+	for i, k := range keys {
+		got, ok := ks.Lookup(k.ID)
+		require.True(t, ok)
+		require.Equal(t, k.ValidAfter(), got.ValidAfter(), "key %d", i)
+		require.Equal(t, k.ValidBefore(), got.ValidBefore(), "key %d", i)
+	}
 
+	// keys.pem holds the active key only (openssl reads the first block);
+	// every key has its own PEM.
 	pemText, err := MarshalPEM(keys)
 	require.NoError(t, err)
 	ks, err = ParseTrustedKeys(pemText)
 	require.NoError(t, err)
-	require.Equal(t, 3, ks.Len())
+	require.Equal(t, 1, ks.Len())
+	_, ok := ks.Lookup(keys[2].ID)
+	require.True(t, ok)
 
 	// A keys.json whose id is not its key's fingerprint is refused.
 	forged := strings.Replace(string(doc), keys[1].ID, keys[2].ID, 1)
@@ -237,7 +261,7 @@ func TestPublishedKeyFormats(t *testing.T) {
 
 func TestParseAllowedSignersForms(t *testing.T) {
 	t.Parallel()
-	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{Now: keyClock})
 	require.NoError(t, err)
 	s, err := kr.Active()
 	require.NoError(t, err)

@@ -48,23 +48,92 @@ const (
 )
 
 // ErrRevokedKey is wrapped by verification errors caused by a signature of
-// a revoked key.
+// a revoked key made at or after its revocation.
 var ErrRevokedKey = errors.New("signed by a revoked key")
+
+// ErrRotatedOutKey is wrapped by verification errors caused by a signature
+// of a retired key made at or after it was rotated out.
+var ErrRotatedOutKey = errors.New("signed by a key after it was rotated out")
+
+// ErrKeyNotYetValid is wrapped by verification errors caused by a signature
+// dated before its key was made.
+var ErrKeyNotYetValid = errors.New("signed by a key before the key existed")
 
 // PublicKey is a verification key with its status.
 type PublicKey struct {
 	// ID is the OpenSSH SHA256 fingerprint ("SHA256:...").
-	ID            string
-	Algorithm     string
-	Key           crypto.PublicKey
-	SSH           ssh.PublicKey
-	Status        KeyStatus
-	Created       time.Time
+	ID        string
+	Algorithm string
+	Key       crypto.PublicKey
+	SSH       ssh.PublicKey
+	Status    KeyStatus
+	Created   time.Time
+	// RetiredAt is when the key was rotated out (zero while active).
+	RetiredAt     time.Time
 	RevokedAt     time.Time
 	RevokedReason string
 	// Principal names the signer in allowed_signers form (may be empty).
 	Principal string
 }
+
+// The key's validity window, as allowed_signers states it and every
+// verifier applies it to a signature's time: from the second it was made
+// to the second it was rotated out or revoked, both included. Times count
+// in whole seconds, as ssh-keygen's valid-after and valid-before do (both
+// bounds inclusive), so that all verifiers agree; a signature dated in the
+// very second of a revocation still passes.
+
+// ValidAfter is the first second the key may have signed in (zero: no bound).
+func (k PublicKey) ValidAfter() time.Time { return wholeSecond(k.Created) }
+
+// ValidBefore is the last second the key may have signed in (zero: no
+// bound): the second it was rotated out or revoked, whichever came first.
+func (k PublicKey) ValidBefore() time.Time {
+	end := wholeSecond(k.RevokedAt)
+	if r := wholeSecond(k.RetiredAt); !r.IsZero() && (end.IsZero() || r.Before(end)) {
+		end = r
+	}
+	return end
+}
+
+// CheckSignedAt says whether the key may have made a signature dated at:
+// nil, or an error wrapping ErrRevokedKey, ErrRotatedOutKey or
+// ErrKeyNotYetValid that says when.
+func (k PublicKey) CheckSignedAt(at time.Time) error {
+	t := wholeSecond(at)
+	if k.Status == KeyRevoked && k.RevokedAt.IsZero() {
+		return fmt.Errorf("key %s is revoked (%s), since an unknown time: %w", k.ID, k.RevokedReason, ErrRevokedKey)
+	}
+	if after := k.ValidAfter(); !after.IsZero() && t.Before(after) {
+		return fmt.Errorf("key %s was made at %s, after this signature's time %s: %w", k.ID, stamp(k.Created), stamp(at), ErrKeyNotYetValid)
+	}
+	before := k.ValidBefore()
+	if before.IsZero() || !t.After(before) {
+		return nil
+	}
+	if !k.RevokedAt.IsZero() && t.After(wholeSecond(k.RevokedAt)) {
+		return fmt.Errorf("key %s was revoked at %s (%s), and this signature is dated %s: %w", k.ID, stamp(k.RevokedAt), k.RevokedReason, stamp(at), ErrRevokedKey)
+	}
+	return fmt.Errorf("key %s was rotated out at %s, and this signature is dated %s: %w", k.ID, stamp(k.RetiredAt), stamp(at), ErrRotatedOutKey)
+}
+
+func wholeSecond(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(time.Second)
+}
+
+// stamp is how reports write a time.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// sshTime is ssh-keygen's time form (valid-after, -Overify-time), in UTC.
+func sshTime(t time.Time) string { return t.UTC().Format("20060102150405") + "Z" }
+
+// PEMFile is the key's own PEM file, relative to /.well-known/accord/ and
+// to a bundle's top directory: keys/ID.pem with the fingerprint made safe
+// for file names.
+func (k PublicKey) PEMFile() string { return "keys/" + fileSafeID(k.ID) + ".pem" }
 
 // KeyID returns the OpenSSH SHA256 fingerprint of pub: the key id used in
 // DSSE signatures, keys.json and reports.
@@ -115,14 +184,30 @@ func (k PublicKey) PEM() ([]byte, error) {
 }
 
 // AllowedSignersLine returns the key as one allowed_signers line restricted
-// to Namespace.
+// to Namespace and to its validity window (valid-after, valid-before).
 func (k PublicKey) AllowedSignersLine() string {
 	principal := k.Principal
 	if principal == "" {
 		principal = Principal
 	}
-	return fmt.Sprintf("%s namespaces=%q %s", principal, Namespace,
+	opts := fmt.Sprintf("namespaces=%q", Namespace)
+	if a := k.ValidAfter(); !a.IsZero() {
+		opts += fmt.Sprintf(",valid-after=%q", sshTime(a))
+	}
+	if b := k.ValidBefore(); !b.IsZero() {
+		opts += fmt.Sprintf(",valid-before=%q", sshTime(b))
+	}
+	return fmt.Sprintf("%s %s %s", quotePrincipal(principal), opts,
 		strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k.SSH))))
+}
+
+// quotePrincipal quotes a principal with a space, tab or comma in it, which
+// allowed_signers would otherwise split on.
+func quotePrincipal(p string) string {
+	if strings.ContainsAny(p, " \t,") {
+		return `"` + strings.ReplaceAll(p, `"`, "") + `"`
+	}
+	return p
 }
 
 // KeySet is a set of verification keys by id. The zero value is empty.
@@ -193,8 +278,11 @@ type keyJSON struct {
 	SSHPublicKey  string     `json:"ssh_public_key"`
 	Status        KeyStatus  `json:"status"`
 	Created       time.Time  `json:"created"`
+	RetiredAt     *time.Time `json:"retired_at,omitempty"`
 	RevokedAt     *time.Time `json:"revoked_at,omitempty"`
 	RevokedReason string     `json:"revoked_reason,omitempty"`
+	// PEMFile is the key's own PEM file (PublicKey.PEMFile).
+	PEMFile string `json:"pem_file,omitempty"`
 }
 
 const keysFormat = "accord-keys/v1"
@@ -215,11 +303,9 @@ func MarshalKeysJSON(keys []PublicKey) ([]byte, error) {
 			Status:        k.Status,
 			Created:       k.Created.UTC(),
 			RevokedReason: k.RevokedReason,
+			PEMFile:       k.PEMFile(),
 		}
-		if !k.RevokedAt.IsZero() {
-			t := k.RevokedAt.UTC()
-			kj.RevokedAt = &t
-		}
+		kj.RetiredAt, kj.RevokedAt = optionalTime(k.RetiredAt), optionalTime(k.RevokedAt)
 		doc.Keys = append(doc.Keys, kj)
 	}
 	out, err := json.MarshalIndent(doc, "", "  ")
@@ -227,6 +313,14 @@ func MarshalKeysJSON(keys []PublicKey) ([]byte, error) {
 		return nil, fmt.Errorf("attest: marshal keys.json: %w", err)
 	}
 	return append(out, '\n'), nil
+}
+
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // ParseKeysJSON reads a keys.json document. Each key's id must be the
@@ -260,8 +354,14 @@ func ParseKeysJSON(data []byte) (*KeySet, error) {
 		default:
 			return nil, fmt.Errorf("attest: keys.json: key %d: unknown status %q", i, kj.Status)
 		}
+		if kj.PEMFile != "" && kj.PEMFile != k.PEMFile() {
+			return nil, fmt.Errorf("attest: keys.json: key %d: pem_file %q, want %q", i, kj.PEMFile, k.PEMFile())
+		}
 		k.Status = kj.Status
 		k.Created = kj.Created
+		if kj.RetiredAt != nil {
+			k.RetiredAt = *kj.RetiredAt
+		}
 		if kj.RevokedAt != nil {
 			k.RevokedAt = *kj.RevokedAt
 		}
@@ -271,11 +371,16 @@ func ParseKeysJSON(data []byte) (*KeySet, error) {
 	return ks, nil
 }
 
-// MarshalPEM returns the keys as concatenated PEM blocks, each preceded by a
-// comment line naming its id and status (openssl skips text between blocks).
+// MarshalPEM returns the active keys as concatenated PEM blocks, each
+// preceded by a comment line naming its id (openssl skips text between
+// blocks, and reads only the first block: there is one active key). Retired
+// and revoked keys are published one per file (PublicKey.PEMFile).
 func MarshalPEM(keys []PublicKey) ([]byte, error) {
 	var b bytes.Buffer
 	for _, k := range keys {
+		if k.Status != KeyActive {
+			continue
+		}
 		p, err := k.PEM()
 		if err != nil {
 			return nil, err
@@ -287,18 +392,32 @@ func MarshalPEM(keys []PublicKey) ([]byte, error) {
 }
 
 // MarshalAllowedSigners returns an OpenSSH allowed_signers file with every
-// key that is not revoked, so `ssh-keygen -Y verify` accepts signatures of
-// the active and of rotated-out keys, and refuses revoked ones.
+// key and its validity window, so that `ssh-keygen -Y verify
+// -Overify-time=T` accepts a signature dated T only while its key was in
+// use: a rotated-out key's signature made after the rotation, and a revoked
+// key's made after the revocation, are refused.
 func MarshalAllowedSigners(keys []PublicKey) []byte {
 	var b bytes.Buffer
 	for _, k := range keys {
-		if k.Status == KeyRevoked {
-			continue
-		}
-		fmt.Fprintf(&b, "# %s %s\n", k.ID, k.Status)
+		fmt.Fprintf(&b, "# %s %s%s\n", k.ID, k.Status, keyDates(k))
 		b.WriteString(k.AllowedSignersLine() + "\n")
 	}
 	return b.Bytes()
+}
+
+// keyDates is ", made T, rotated out T, revoked T: reason" as far as known.
+func keyDates(k PublicKey) string {
+	var s string
+	if !k.Created.IsZero() {
+		s += ", made " + stamp(k.Created)
+	}
+	if !k.RetiredAt.IsZero() {
+		s += ", rotated out " + stamp(k.RetiredAt)
+	}
+	if !k.RevokedAt.IsZero() {
+		s += ", revoked " + stamp(k.RevokedAt) + ": " + strings.ReplaceAll(k.RevokedReason, "\n", " ")
+	}
+	return s
 }
 
 // ParseAllowedSigners reads an OpenSSH allowed_signers file. Lines whose
@@ -323,13 +442,25 @@ func ParseAllowedSigners(data []byte) ([]PublicKey, error) {
 			return nil, fmt.Errorf("attest: allowed_signers line %d: %w", n+1, err)
 		}
 		allowed := true
+		var validAfter, validBefore time.Time
 		for _, opt := range options {
 			name, value, _ := strings.Cut(opt, "=")
+			value = strings.Trim(value, `"`)
 			switch strings.ToLower(name) {
 			case "cert-authority":
 				return nil, fmt.Errorf("attest: allowed_signers line %d: cert-authority is not supported", n+1)
 			case "namespaces":
-				allowed = slices.Contains(strings.Split(strings.Trim(value, `"`), ","), Namespace)
+				allowed = slices.Contains(strings.Split(value, ","), Namespace)
+			case "valid-after", "valid-before":
+				t, err := parseSSHTime(value)
+				if err != nil {
+					return nil, fmt.Errorf("attest: allowed_signers line %d: %s: %w", n+1, name, err)
+				}
+				if strings.EqualFold(name, "valid-after") {
+					validAfter = t
+				} else {
+					validBefore = t
+				}
 			}
 		}
 		if !allowed {
@@ -339,10 +470,29 @@ func ParseAllowedSigners(data []byte) ([]PublicKey, error) {
 		if err != nil {
 			return nil, fmt.Errorf("attest: allowed_signers line %d: %w", n+1, err)
 		}
+		// The window as the line states it: made at valid-after, rotated
+		// out (no longer signing) at valid-before.
+		k.Created = validAfter
+		if !validBefore.IsZero() {
+			k.Status, k.RetiredAt = KeyRetired, validBefore
+		}
 		k.Principal, _, _ = strings.Cut(principals, ",")
 		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// parseSSHTime reads ssh-keygen's YYYYMMDD[HHMM[SS]] times. Accord writes
+// them in UTC with a Z; without it they are read as UTC too (ssh-keygen
+// would use the local time zone).
+func parseSSHTime(v string) (time.Time, error) {
+	v = strings.TrimSuffix(v, "Z")
+	for _, layout := range []string{"20060102150405", "200601021504", "20060102"} {
+		if len(v) == len(layout) {
+			return time.ParseInLocation(layout, v, time.UTC)
+		}
+	}
+	return time.Time{}, fmt.Errorf("time %q is not YYYYMMDD[HHMM[SS]][Z]", v)
 }
 
 // cutPrincipals splits an allowed_signers line after its principals field,

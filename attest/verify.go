@@ -41,6 +41,12 @@ type Report struct {
 	Attestations []AttestationCheck
 	// Decisions is set when decisions.json holds a decision log.
 	Decisions *ChainReport
+	// Warnings are what verified but needs a reader's attention: a key
+	// revoked after it signed, what offline checks cannot tell.
+	Warnings []string
+	// Documents says the profile and gate set documents were in the bundle
+	// and hash to the digests the benchmark statement names.
+	Documents bool
 }
 
 // SignatureCheck is one verified SSH signature over MANIFEST.sha256.
@@ -53,8 +59,12 @@ type SignatureCheck struct {
 	// by keys the verifier does not know are reported, not refused.
 	Trusted       bool
 	Status        KeyStatus
+	RetiredAt     time.Time
 	RevokedAt     time.Time
 	RevokedReason string
+	// SignedAt is when the bundle says it was signed (bundle.json's
+	// created; zero for co-signatures, which carry no time).
+	SignedAt time.Time
 }
 
 // FileCheck is one file whose digest matched the manifest.
@@ -124,11 +134,27 @@ func ImportBundle(ctx context.Context, r io.Reader, pinned *KeySet, sink Artifac
 func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 	report := &Report{}
 	imp := &Imported{Report: report}
-	var revoked error // reported after everything else is checked
+	// A signature by a key outside its validity window is reported after
+	// everything else is checked, with the report.
+	var keyErr error
+	noteKeyErr := func(file string, err error) {
+		if keyErr == nil {
+			keyErr = fmt.Errorf("bundle: %s: %w", file, err)
+		}
+	}
 	noteRevoked := func(file string, k PublicKey) {
-		if revoked == nil {
-			revoked = fmt.Errorf("bundle: %s: key %s (revoked %s: %s): %w", file, k.ID,
-				k.RevokedAt.UTC().Format(time.RFC3339), k.RevokedReason, ErrRevokedKey)
+		noteKeyErr(file, fmt.Errorf("key %s was revoked at %s (%s), and a co-signature carries no time: %w", k.ID, stamp(k.RevokedAt), k.RevokedReason, ErrRevokedKey))
+	}
+	// checkSignedAt applies a trusted key's window to the bundle's time.
+	checkSignedAt := func(file string, k PublicKey, at time.Time) {
+		if err := k.CheckSignedAt(at); err != nil {
+			noteKeyErr(file, err)
+			return
+		}
+		if k.Status == KeyRevoked {
+			report.Warnings = append(report.Warnings, fmt.Sprintf("%s: key %s was revoked at %s (%s), after this bundle was signed (%s); "+
+				"offline checks cannot tell whether whoever held the key dated it back: ask the installation whether it made this bundle",
+				file, k.ID, stamp(k.RevokedAt), k.RevokedReason, stamp(at)))
 		}
 	}
 
@@ -188,9 +214,6 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 		return nil, tamper(FileManifestSig, reason, nil)
 	}
 	report.Manifest = signatureCheck(FileManifestSig, signer, true)
-	if signer.Status == KeyRevoked {
-		noteRevoked(FileManifestSig, signer)
-	}
 
 	// Every file against the manifest, in name order.
 	names := make([]string, 0, len(listed)+len(br.files))
@@ -258,6 +281,8 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 		}
 	}
 	report.RunID, report.Title, report.Created = info.RunID, info.Title, info.Created
+	report.Manifest.SignedAt = info.Created
+	checkSignedAt(FileManifestSig, signer, info.Created)
 	imp.Info = info
 	for _, a := range info.Artifacts {
 		f, ok := br.files[dirArtifacts+a.Name]
@@ -309,8 +334,8 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 			return nil, tamper(n, "signature does not verify", err)
 		}
 		for _, id := range ids {
-			if k, _ := trusted.Lookup(id); k.Status == KeyRevoked {
-				noteRevoked(n, k)
+			if k, _ := trusted.Lookup(id); k.ID != signerID {
+				checkSignedAt(n, k, info.Created)
 			}
 		}
 		if env.PayloadType != PayloadTypeInToto {
@@ -343,6 +368,21 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 			if bm.RunID != info.RunID {
 				return nil, tamper(n, fmt.Sprintf("is about run %q, the bundle about run %q", bm.RunID, info.RunID), nil)
 			}
+			profile, hasProfile, err := br.file(FileProfile)
+			if err != nil {
+				return nil, err
+			}
+			gateSet, hasGateSet, err := br.file(FileGateSet)
+			if err != nil {
+				return nil, err
+			}
+			if file, err := bm.checkDocuments(profile, gateSet); err != nil {
+				return nil, tamper(file, "is not the document "+n+" attests", err)
+			}
+			if hasProfile != hasGateSet {
+				return nil, tamper(FileGateSet, "the bundle has one of "+FileProfile+" and "+FileGateSet+" without the other", nil)
+			}
+			report.Documents = hasProfile
 		}
 		report.Attestations = append(report.Attestations, AttestationCheck{File: n, PredicateType: st.PredicateType, KeyIDs: ids, Subjects: len(st.Subject)})
 		imp.Statements = append(imp.Statements, st)
@@ -366,14 +406,15 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 			return nil, tamper(FileDecisions, "unreadable decision log", err)
 		}
 		chain, err := log.Verify(trusted)
-		if errors.Is(err, ErrRevokedKey) {
-			if revoked == nil {
-				revoked = fmt.Errorf("bundle: %s: %w", FileDecisions, err)
-			}
+		if isKeyWindowErr(err) {
+			noteKeyErr(FileDecisions, err)
 		} else if err != nil {
 			return nil, tamper(FileDecisions, "decision log does not verify", err)
 		}
 		report.Decisions = chain
+		if chain != nil {
+			report.Warnings = append(report.Warnings, chain.Warnings...)
+		}
 	}
 
 	if br.contents {
@@ -394,7 +435,13 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 			imp.Artifacts = append(imp.Artifacts, ArtifactDigest{Name: name, SHA256: f.SHA256, Size: f.Size})
 		}
 	}
-	return imp, revoked
+	return imp, keyErr
+}
+
+// isKeyWindowErr reports whether err is a signature by a key outside its
+// validity window (revoked, rotated out, not yet made).
+func isKeyWindowErr(err error) bool {
+	return errors.Is(err, ErrRevokedKey) || errors.Is(err, ErrRotatedOutKey) || errors.Is(err, ErrKeyNotYetValid)
 }
 
 // verifyCoSignatures checks every MANIFEST.sha256.NAME.sig against its
@@ -463,7 +510,7 @@ func (br *bundleReader) verifyCoSignatures(trusted *KeySet, noteRevoked func(str
 func signatureCheck(file string, k PublicKey, trusted bool) SignatureCheck {
 	return SignatureCheck{
 		File: file, KeyID: k.ID, Algorithm: k.Algorithm, Principal: k.Principal,
-		Trusted: trusted, Status: k.Status, RevokedAt: k.RevokedAt, RevokedReason: k.RevokedReason,
+		Trusted: trusted, Status: k.Status, RetiredAt: k.RetiredAt, RevokedAt: k.RevokedAt, RevokedReason: k.RevokedReason,
 	}
 }
 
@@ -509,26 +556,38 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "Co-signed in %s by %s, key %s (%s)\n", c.File, c.Principal, c.KeyID, statusText(c))
 	}
 	fmt.Fprintf(&b, "%d files match the manifest\n", len(r.Files))
+	if r.Documents {
+		fmt.Fprintf(&b, "%s and %s hash to the digests the benchmark statement names\n", FileProfile, FileGateSet)
+	}
 	for _, a := range r.Attestations {
 		fmt.Fprintf(&b, "Attestation %s: %s, %d subjects, signed by %s\n", a.File, a.PredicateType, a.Subjects, strings.Join(a.KeyIDs, ", "))
 	}
 	if r.Decisions != nil {
-		fmt.Fprintf(&b, "Decision log: %d records, head %s at seq %d, checkpoint signed by %s\n",
-			r.Decisions.Records, r.Decisions.Head, r.Decisions.Seq, r.Decisions.CheckpointKeyID)
+		fmt.Fprintf(&b, "Decision log: %d records, head %s at seq %d, checkpoint %s signed by %s\n",
+			r.Decisions.Records, r.Decisions.Head, r.Decisions.Seq, stamp(r.Decisions.CheckpointTime), r.Decisions.CheckpointKeyID)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(&b, "WARNING: %s\n", warn)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
 func statusText(c SignatureCheck) string {
+	signed := ""
+	if !c.SignedAt.IsZero() {
+		signed = ", signed " + stamp(c.SignedAt)
+	}
 	switch {
 	case !c.Trusted:
 		return "NOT a trusted key"
 	case c.Status == KeyRevoked:
-		return fmt.Sprintf("REVOKED %s: %s", c.RevokedAt.UTC().Format(time.RFC3339), c.RevokedReason)
+		return fmt.Sprintf("trusted%s; REVOKED at %s: %s", signed, stamp(c.RevokedAt), c.RevokedReason)
+	case c.Status == KeyRetired && !c.RetiredAt.IsZero():
+		return fmt.Sprintf("trusted%s; rotated out at %s", signed, stamp(c.RetiredAt))
 	case c.Status == KeyRetired:
-		return "trusted, rotated out"
+		return "trusted" + signed + "; rotated out"
 	default:
-		return "trusted, " + string(c.Status)
+		return "trusted, " + string(c.Status) + signed
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,6 +17,7 @@ var reportRouteCases = []routeCase{
 	rc("GET", "/.well-known/accord/keys.json", public),
 	rc("GET", "/.well-known/accord/keys.pem", public),
 	rc("GET", "/.well-known/accord/allowed_signers", public),
+	rc("GET", "/.well-known/accord/keys/{keyFile}", public),
 	rc("GET", "/verify", signedIn),
 	rc("POST", "/verify", signedIn, http.StatusUnprocessableEntity),
 	rc("GET", "/admin/keys", adminOnly),
@@ -34,6 +36,9 @@ var reportRouteCases = []routeCase{
 func (f *matrixFixture) addReportObjects(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
+	signer, err := f.b.keyring.Active()
+	require.NoError(t, err)
+	f.ids["keyFile"] = strings.TrimPrefix(signer.PublicKey().PEMFile(), "keys/")
 	for _, ids := range []map[string]string{f.ids, f.idsB} {
 		runID, err := strconv.ParseInt(ids["runID"], 10, 64)
 		require.NoError(t, err)

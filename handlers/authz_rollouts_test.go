@@ -32,6 +32,7 @@ var rolloutRouteCases = []routeCase{
 	rc("POST", "/programs/{programID}/rollout/rollback", inProgramNeeds(capApprove), http.StatusUnprocessableEntity),
 	rc("GET", "/programs/{programID}/decisions", inProgramNeeds(capView)),
 	rc("GET", "/programs/{programID}/decisions/export", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/decisions/head.json", inProgramNeeds(capView)),
 	rc("GET", "/programs/{programID}/webhooks", inProgramNeeds(capOwner)),
 	rc("POST", "/programs/{programID}/webhooks", inProgramNeeds(capOwner), http.StatusUnprocessableEntity),
 	rc("GET", "/programs/{programID}/webhooks/{webhookID}", inProgramNeeds(capOwner)),
@@ -42,6 +43,7 @@ var rolloutRouteCases = []routeCase{
 	rc("POST", "/api/v1/programs/{programID}/rollout/decisions", apiInProgramNeeds(capApprove), http.StatusUnprocessableEntity),
 	rc("GET", "/api/v1/programs/{programID}/decisions", apiInProgramNeeds(capView)),
 	rc("GET", "/api/v1/programs/{programID}/decisions/export", apiInProgramNeeds(capView)),
+	rc("GET", "/api/v1/programs/{programID}/decisions/head", apiInProgramNeeds(capView)),
 }
 
 // addRolloutObjects creates the rollouts objects the matrix's routes need, in

@@ -51,6 +51,7 @@ var apiOperations = []apiOperation{
 	{Method: "POST", Path: "/api/v1/programs/{programID}/rollout/decisions", Summary: "Take a decision on the current stage (approve, waive, reject, halt, resume, rollback-requested) for the token user's side; 422 with the reason when the rules refuse it", Scope: "approve", Request: "DecisionRequest", Response: "DecisionCreated", Status: 201},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions", Summary: "The decision log with its verification (verified, or the first bad record)", Scope: "read", Response: "DecisionList"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions/export", Summary: "The whole decision log as `accord verify` checks it (accord-decision-log/v1)", Scope: "read", Response: "DecisionLog"},
+	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions/head", Summary: "The decision log's signed head (seq, hash, time): `accord verify FILE --head` tells whether an export is behind", Scope: "read", Response: "LogHead"},
 }
 
 var apiSchemas = map[string]any{
@@ -94,7 +95,8 @@ var apiSchemas = map[string]any{
 		"hash": str()}),
 	"DecisionCreated": obj(map[string]any{"decision": ref("DecisionRecord"), "events": arr(str()), "rollout": ref("Rollout")}),
 	"DecisionList":    obj(map[string]any{"chain": str(), "verified": boolean(), "problem": str(), "head_seq": integer(), "head": str(), "decisions": arr(ref("DecisionRecord"))}),
-	"DecisionLog":     map[string]any{"type": "object", "description": "format accord-decision-log/v1: chain, records[] {record, hash, envelope (DSSE)}, checkpoint (DSSE over the head); verify with `accord verify FILE --keys keys.json`"},
+	"DecisionLog":     map[string]any{"type": "object", "description": "format accord-decision-log/v1: chain, records[] {record, hash, envelope (DSSE)}, checkpoint (DSSE over the head), earlier_checkpoints[] (the ones it superseded); verify with `accord verify FILE --keys keys.json`"},
+	"LogHead":         map[string]any{"type": "object", "description": "format accord-decision-head/v1: chain, seq, head, time, checkpoint (DSSE over the head); `accord verify FILE --keys keys.json --head head.json`"},
 	"GateSetSpec": map[string]any{"type": "object", "description": "A gate set: schema_version, name, correction, stop_loss_consecutive, criteria (metric, statistic, mode, comparator, threshold, unit, confidence, min_samples, severity, stop_loss).",
 		"required": []any{"name", "criteria"}},
 }

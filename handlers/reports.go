@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -34,6 +35,7 @@ func (s *Server) keyRoutes(r chi.Router) {
 	r.Get("/.well-known/accord/keys.json", s.showKeys("application/json"))
 	r.Get("/.well-known/accord/keys.pem", s.showKeys("application/x-pem-file"))
 	r.Get("/.well-known/accord/allowed_signers", s.showKeys("text/plain; charset=utf-8"))
+	r.Get("/.well-known/accord/keys/{keyFile}", s.showKeyPEM)
 }
 
 // maxBundleUpload bounds an uploaded bundle (verification, import).
@@ -210,6 +212,32 @@ func (s *Server) showKeys(contentType string) http.HandlerFunc {
 	}
 }
 
+// showKeyPEM publishes one key, active, retired or revoked, as its own PEM
+// file (keys.json names each key's file): openssl and cosign read one key.
+func (s *Server) showKeyPEM(w http.ResponseWriter, r *http.Request) {
+	keys, err := s.keyring.PublicKeys()
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	want := "keys/" + chi.URLParam(r, "keyFile")
+	for _, k := range keys {
+		if k.PEMFile() != want {
+			continue
+		}
+		body, err := k.PEM()
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-pem-file")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		_, _ = w.Write(body)
+		return
+	}
+	s.renderError(w, r, http.StatusNotFound)
+}
+
 // showVerify is the page where anyone signed in checks a bundle.
 func (s *Server) showVerify(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, web.VerifyPage(s.page(r, "Verify a report", "verify"), web.VerifyResult{}))
@@ -279,8 +307,11 @@ func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, "/admin/keys")
 		return
 	}
-	_ = s.store.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "signing_key_rotated", Target: k.ID, ClientAddr: clientAddr(r)})
-	s.setFlash(w, "ok", "New signing key "+k.ID+" is active; the old one still verifies earlier reports.")
+	if err := s.store.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "signing_key_rotated", Target: k.ID, ClientAddr: clientAddr(r)}); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.setFlash(w, "ok", "New signing key "+k.ID+" is active; the old one still verifies what it signed before now.")
 	redirect(w, r, "/admin/keys")
 }
 
@@ -296,13 +327,24 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, "/admin/keys")
 		return
 	}
-	if err := s.keyring.Revoke(id, reason, time.Now()); err != nil {
+	now := time.Now()
+	if err := s.keyring.Revoke(id, reason, now); err != nil {
 		s.setFlash(w, "error", "The key was not revoked: "+err.Error())
 		redirect(w, r, "/admin/keys")
 		return
 	}
-	_ = s.store.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "signing_key_revoked", Target: id, ClientAddr: clientAddr(r),
-		Details: map[string]any{"reason": reason}})
-	s.setFlash(w, "ok", "Key revoked: reports it signed are now reported as signed by a revoked key.")
+	// Every program's decision log carries on under the active key.
+	carried, err := rollout.CarryLogsOver(r.Context(), s.store, s.keyring, now)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	if err := s.store.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "signing_key_revoked", Target: id, ClientAddr: clientAddr(r),
+		Details: map[string]any{"reason": reason, "decision_logs_signed_again": carried}}); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.setFlash(w, "ok", fmt.Sprintf("Key revoked at %s: signatures it made from then on are refused; what it signed before still verifies, with a warning. %d decision logs were signed again with the active key.",
+		now.UTC().Format(time.RFC3339), carried))
 	redirect(w, r, "/admin/keys")
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
-	"github.com/accordlab/accord/attest/dsse"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
@@ -50,6 +49,7 @@ func (s *Server) rolloutRoutes(r chi.Router) {
 	r.With(s.need(capApprove)).Post("/rollout/rollback", s.requestRollback)
 	r.With(s.need(capView)).Get("/decisions", s.showDecisions)
 	r.With(s.need(capView)).Get("/decisions/export", s.exportDecisions)
+	r.With(s.need(capView)).Get("/decisions/head.json", s.showLogHead)
 	s.webhookRoutes(r)
 }
 
@@ -59,6 +59,7 @@ func (s *Server) apiRolloutRoutes(r chi.Router) {
 	r.With(s.need(capApprove)).Post("/rollout/decisions", s.apiCreateDecision)
 	r.With(s.need(capView)).Get("/decisions", s.apiListDecisions)
 	r.With(s.need(capView)).Get("/decisions/export", s.exportDecisions)
+	r.With(s.need(capView)).Get("/decisions/head", s.showLogHead)
 }
 
 // awaitedApprovals lists rollout stages waiting for the viewer's approval,
@@ -402,23 +403,10 @@ type decisionLog struct {
 func (s *Server) readDecisionLog(ctx context.Context, programID int64) (decisionLog, error) {
 	dl := decisionLog{BadIndex: -1}
 	var err error
-	if dl.Decisions, err = s.store.ListDecisions(ctx, programID); err != nil {
+	if dl.Log, dl.Decisions, err = rollout.ProgramLog(ctx, s.store, programID, nil, time.Time{}); err != nil {
 		return dl, err
 	}
-	chain, err := s.store.GetDecisionChain(ctx, programID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return dl, err
-	default:
-		dl.Chain = &chain
-	}
-	var checkpoint *dsse.Envelope
-	if dl.Chain != nil {
-		checkpoint = dl.Chain.Checkpoint
-	}
-	dl.Log = rollout.StoredLog(programID, dl.Decisions, checkpoint)
-	if len(dl.Decisions) == 0 && (dl.Chain == nil || dl.Chain.HeadSeq == 0) {
+	if dl.Log.Checkpoint == nil && len(dl.Decisions) == 0 {
 		return dl, nil
 	}
 	keys, err := s.keyring.KeySet()
@@ -449,6 +437,7 @@ func (s *Server) showDecisions(w http.ResponseWriter, r *http.Request) {
 	if dl.Report != nil {
 		d.HeadSeq, d.Head, d.KeyIDs = dl.Report.Seq, dl.Report.Head, dl.Report.KeyIDs
 		d.Checkpoint = web.DecisionTime(dl.Report.CheckpointTime)
+		d.CheckpointKeyID, d.EarlierCheckpoints, d.Warnings = dl.Report.CheckpointKeyID, dl.Report.EarlierCheckpoints, dl.Report.Warnings
 	}
 	for _, k := range acceptance.DecisionKinds {
 		d.Kinds = append(d.Kinds, string(k))
@@ -507,27 +496,22 @@ func sortedMapKeys(m map[string]string) []string {
 	return keys
 }
 
-// exportDecisions downloads the whole log as `accord verify` reads it. An
-// empty log carries a checkpoint signed now over the empty chain.
+// exportDecisions downloads the whole log as `accord verify` reads it, its
+// earlier checkpoints too. An empty log carries a checkpoint signed now over
+// the empty chain.
 func (s *Server) exportDecisions(w http.ResponseWriter, r *http.Request) {
 	pr := programFrom(r.Context())
-	dl, err := s.readDecisionLog(r.Context(), pr.ID)
+	signer, err := s.keyring.Active()
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	if len(dl.Decisions) == 0 && dl.Log.Checkpoint == nil {
-		signer, err := s.keyring.Active()
-		if err != nil {
-			s.serverError(w, r, err)
-			return
-		}
-		if dl.Log.Checkpoint, err = attest.SignCheckpoint(signer, dl.Log.Chain, nil, time.Now()); err != nil {
-			s.serverError(w, r, err)
-			return
-		}
+	log, _, err := rollout.ProgramLog(r.Context(), s.store, pr.ID, signer, time.Now())
+	if err != nil {
+		s.serverError(w, r, err)
+		return
 	}
-	body, err := dl.Log.Marshal()
+	body, err := log.Marshal()
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -536,4 +520,17 @@ func (s *Server) exportDecisions(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="accord-decisions-program-%d.json"`, pr.ID))
 	_, _ = w.Write(body)
+}
+
+// showLogHead publishes the program's signed log head (seq, head hash,
+// time): a verifier online compares an export with it (`accord verify
+// FILE --head head.json`) to tell whether the export is behind.
+func (s *Server) showLogHead(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	head, err := rollout.LogHead(r.Context(), s.store, s.keyring, pr.ID, time.Now())
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, head)
 }

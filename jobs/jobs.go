@@ -7,6 +7,7 @@ package jobs
 
 import (
 	"log/slog"
+	"net/url"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -41,6 +42,9 @@ type Deps struct {
 	Keyring *attest.Keyring
 	// Report draws a signed run's human report (web.RenderReport).
 	Report report.Renderer
+	// BaseURL is the installation's public address, for the links report
+	// bundles carry (nil: none).
+	BaseURL *url.URL
 	// AttemptBudget is how long one job attempt follows a run before it
 	// hands over to the next attempt (default 10 minutes). River only
 	// rescues a job whose worker vanished once its timeout (the budget plus
@@ -57,7 +61,7 @@ func (d Deps) attemptBudget() time.Duration {
 }
 
 func (d Deps) signer() report.Signer {
-	return report.Signer{Log: d.Log, Store: d.Store, Keyring: d.Keyring, Render: d.Report}
+	return report.Signer{Log: d.Log, Store: d.Store, Keyring: d.Keyring, Render: d.Report, BaseURL: d.BaseURL}
 }
 
 func (d Deps) leaseTTL() time.Duration {

@@ -50,7 +50,8 @@ func setupRollouts(t *testing.T, stages ...string) *rolloutBundle {
 	sealer, err := runners.NewSealer([]byte("0123456789abcdef0123456789abcdef-rollouts"))
 	require.NoError(t, err)
 	b.deps = Deps{Log: quietLogger(), Store: b.store, Sealer: sealer, Holder: "test", Version: "test", Report: web.RenderReport}
-	b.deps.Keyring, err = attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{})
+	// The key is made before the decisions the tests date on a fixed clock.
+	b.deps.Keyring, err = attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
 	require.NoError(t, err)
 
 	vendor, err := b.store.CreateOrganization(ctx, "Acme Storage", "vendor")
@@ -603,9 +604,18 @@ func TestReportBundlesCarryTheProgramsDecisionLog(t *testing.T) {
 	t.Parallel()
 	b := setupRollouts(t, "pilot-5pct")
 	ctx := context.Background()
-	none, err := b.deps.signer().DecisionLog(ctx, b.programID)
+	signer, err := b.deps.Keyring.Active()
 	require.NoError(t, err)
-	require.Nil(t, none, "no decisions, no log")
+	keys, err := b.deps.Keyring.KeySet()
+	require.NoError(t, err)
+	raw, err := b.deps.signer().DecisionLog(ctx, signer, b.programID, time.Now())
+	require.NoError(t, err)
+	empty, err := attest.ParseDecisionLog(raw)
+	require.NoError(t, err)
+	report, err := empty.Verify(keys)
+	require.NoError(t, err)
+	require.Equal(t, 0, report.Records, "no decisions yet: an empty log, its checkpoint at seq 0")
+	require.Equal(t, int64(0), report.Seq)
 
 	ins := b.insertOnly(t)
 	require.NoError(t, b.store.InTx(ctx, func(tx *store.Store) error {
@@ -613,13 +623,11 @@ func TestReportBundlesCarryTheProgramsDecisionLog(t *testing.T) {
 			Actor: chen, OrgName: "BigCloud", Reason: "p99 TTFT above the line"})
 		return err
 	}))
-	raw, err := b.deps.signer().DecisionLog(ctx, b.programID)
+	raw, err = b.deps.signer().DecisionLog(ctx, signer, b.programID, time.Now())
 	require.NoError(t, err)
 	log, err := attest.ParseDecisionLog(raw)
 	require.NoError(t, err)
-	keys, err := b.deps.Keyring.KeySet()
-	require.NoError(t, err)
-	report, err := log.Verify(keys)
+	report, err = log.Verify(keys)
 	require.NoError(t, err)
 	require.NotNil(t, report)
 	require.Contains(t, string(raw), "p99 TTFT above the line")

@@ -33,7 +33,7 @@ func (w *SignRunWorker) Timeout(*river.Job[SignRunArgs]) time.Duration { return 
 
 func (w *SignRunWorker) Work(ctx context.Context, job *river.Job[SignRunArgs]) error {
 	_, err := w.deps.signer().Sign(ctx, job.Args.RunID)
-	if errors.Is(err, report.ErrNoKeyring) {
+	if errors.Is(err, report.ErrNoKeyring) || errors.Is(err, report.ErrLogDoesNotVerify) {
 		return river.JobCancel(err)
 	}
 	return err

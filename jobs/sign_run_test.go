@@ -3,6 +3,8 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"os"
 	"os/exec"
@@ -75,13 +77,29 @@ func TestJudgedRunIsSignedAndItsReportVerifies(t *testing.T) {
 	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Contains(t, string(out), "Good \"accord-report@accordlab\" signature")
-	// The program has no rollout decisions: no decisions.json, and VERIFY.md
-	// says so rather than naming a file that is not there.
-	_, err = os.Stat(filepath.Join(root, attest.FileDecisions))
-	require.ErrorIs(t, err, os.ErrNotExist)
+	// The program has no rollout decisions: decisions.json is its empty log
+	// (a checkpoint at seq 0), and VERIFY.md says so.
+	require.NotNil(t, report.Decisions)
+	require.Equal(t, 0, report.Decisions.Records)
 	verifyMD, err := os.ReadFile(filepath.Join(root, attest.FileVerifyMD))
 	require.NoError(t, err)
-	require.Contains(t, string(verifyMD), "no rollout decisions when this run was signed")
+	require.Contains(t, string(verifyMD), "was signed: it held no decisions yet")
+	// The profile and gate set are in it; their digests are the stored versions'.
+	require.True(t, report.Documents)
+	run, err := b.store.RunByID(ctx, runID)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		file string
+		kind store.SpecKind
+		id   *int64
+	}{{attest.FileProfile, store.KindProfile, run.ProfileVersionID}, {attest.FileGateSet, store.KindGateSet, run.GateSetVersionID}} {
+		doc, err := os.ReadFile(filepath.Join(root, c.file))
+		require.NoError(t, err)
+		v, err := b.store.GetSpecVersionByID(ctx, c.kind, b.programID, *c.id)
+		require.NoError(t, err)
+		sum := sha256.Sum256(doc)
+		require.Equal(t, v.Digest, "sha256:"+hex.EncodeToString(sum[:]), "%s recomputes the stored version's digest", c.file)
+	}
 	html, err := os.ReadFile(filepath.Join(root, "report.html"))
 	require.NoError(t, err)
 	require.Contains(t, string(html), "PASS")

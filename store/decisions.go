@@ -129,7 +129,93 @@ func (s *Store) AppendDecision(ctx context.Context, programID int64, d attest.Si
 	if tag.RowsAffected() != 1 {
 		return fmt.Errorf("store: decision %d does not follow the head of program %d's chain: %w", r.Seq, programID, ErrConflict)
 	}
+	return s.keepCheckpoint(ctx, programID, r.Seq, d.Hash, CheckpointForDecision, checkpoint, cp)
+}
+
+// Why a checkpoint was signed.
+const (
+	CheckpointForDecision   = "decision"
+	CheckpointForRevocation = "key_revoked"
+)
+
+func (s *Store) keepCheckpoint(ctx context.Context, programID, seq int64, head, reason string, env *dsse.Envelope, raw []byte) error {
+	keyID := ""
+	if len(env.Signatures) > 0 {
+		keyID = env.Signatures[0].KeyID
+	}
+	if _, err := s.db.Exec(ctx, `INSERT INTO decision_checkpoints (program_id, seq, head_hash, key_id, reason, envelope)
+		VALUES ($1, $2, $3, $4, $5, $6)`, programID, seq, head, keyID, reason, raw); err != nil {
+		return fmt.Errorf("store: keep checkpoint of program %d at seq %d: %w", programID, seq, err)
+	}
 	return nil
+}
+
+// ReplaceCheckpoint makes checkpoint the chain's latest, over the same
+// head, and keeps it in the history (after a key revocation the head is
+// signed again with the active key). The caller holds the chain's lock.
+func (s *Store) ReplaceCheckpoint(ctx context.Context, chain DecisionChain, checkpoint *dsse.Envelope) error {
+	raw, err := json.Marshal(checkpoint)
+	if err != nil {
+		return fmt.Errorf("store: checkpoint of program %d: %w", chain.ProgramID, err)
+	}
+	tag, err := s.db.Exec(ctx, `UPDATE decision_chains SET checkpoint = $3, updated_at = now() WHERE program_id = $1 AND head_seq = $2`,
+		chain.ProgramID, chain.HeadSeq, raw)
+	if err != nil {
+		return fmt.Errorf("store: checkpoint of program %d: %w", chain.ProgramID, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("store: checkpoint of program %d: the head moved: %w", chain.ProgramID, ErrConflict)
+	}
+	return s.keepCheckpoint(ctx, chain.ProgramID, chain.HeadSeq, chain.HeadHash, CheckpointForRevocation, checkpoint, raw)
+}
+
+// StoredCheckpoint is one checkpoint of a program's history.
+type StoredCheckpoint struct {
+	Seq       int64
+	HeadHash  string
+	KeyID     string
+	Reason    string
+	Envelope  *dsse.Envelope
+	CreatedAt time.Time
+}
+
+// ListCheckpoints returns every checkpoint a program's log had, oldest first.
+func (s *Store) ListCheckpoints(ctx context.Context, programID int64) ([]StoredCheckpoint, error) {
+	rows, err := s.db.Query(ctx, `SELECT seq, head_hash, key_id, reason, envelope, created_at FROM decision_checkpoints
+		WHERE program_id = $1 ORDER BY id`, programID)
+	if err != nil {
+		return nil, fmt.Errorf("store: checkpoints of program %d: %w", programID, err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredCheckpoint, error) {
+		var c StoredCheckpoint
+		var env []byte
+		if err := row.Scan(&c.Seq, &c.HeadHash, &c.KeyID, &c.Reason, &env, &c.CreatedAt); err != nil {
+			return c, err
+		}
+		c.Envelope = &dsse.Envelope{}
+		if err := json.Unmarshal(env, c.Envelope); err != nil {
+			return c, fmt.Errorf("checkpoint at seq %d: %w", c.Seq, err)
+		}
+		return c, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: checkpoints of program %d: %w", programID, err)
+	}
+	return list, nil
+}
+
+// ListDecisionChains returns every program's chain head that has a
+// checkpoint (a program with decisions).
+func (s *Store) ListDecisionChains(ctx context.Context) ([]DecisionChain, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+chainColumns+` FROM decision_chains WHERE checkpoint IS NOT NULL ORDER BY program_id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: decision chains: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (DecisionChain, error) { return scanChain(row) })
+	if err != nil {
+		return nil, fmt.Errorf("store: decision chains: %w", err)
+	}
+	return list, nil
 }
 
 // ListDecisions returns a program's decision log in order.

@@ -15,10 +15,11 @@ import (
 	"github.com/accordlab/accord/store/storetest"
 )
 
-// signingKey is a keyring of the test's own with its active signer.
+// signingKey is a keyring of the test's own with its active signer, made
+// before the decisions the tests date.
 func signingKey(t *testing.T) (*attest.Keyring, *attest.Signer) {
 	t.Helper()
-	kr, err := attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{})
+	kr, err := attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
 	require.NoError(t, err)
 	signer, err := kr.Active()
 	require.NoError(t, err)

@@ -14,7 +14,7 @@ import (
 	"github.com/accordlab/accord/attest"
 )
 
-// SampleTime is when the sample run ran.
+// SampleTime is when the sample run ran (its statement's times).
 var SampleTime = time.Date(2026, 11, 30, 9, 26, 53, 0, time.UTC)
 
 // sampleArtifacts are laid out as a probe's run folder is: its own
@@ -40,7 +40,14 @@ func SampleBundle(t testing.TB, kr *attest.Keyring) ([]byte, *attest.KeySet) {
 	require.NoError(t, err)
 	keys, err := kr.PublicKeys()
 	require.NoError(t, err)
-	in := SampleInput(t, s, keys, "7", SampleTime.Add(time.Hour))
+	// Signed an hour after the active key was made.
+	created := time.Now()
+	for _, k := range keys {
+		if k.ID == s.KeyID() {
+			created = k.Created.Add(time.Hour)
+		}
+	}
+	in := SampleInput(t, s, keys, "7", created)
 	var buf bytes.Buffer
 	_, err = attest.WriteBundle(context.Background(), &buf, s, in)
 	require.NoError(t, err)
@@ -52,10 +59,12 @@ func SampleBundle(t testing.TB, kr *attest.Keyring) ([]byte, *attest.KeySet) {
 // SampleInput is a complete bundle input for runID signed by s at created.
 func SampleInput(t testing.TB, s *attest.Signer, keys []attest.PublicKey, runID string, created time.Time) attest.BundleInput {
 	t.Helper()
+	profile := []byte(`{"name":"kv-cache-lookups","purpose":"storage-microbenchmark"}`)
+	gateSet := []byte(`{"criteria":[{"metric":"fio.read.iops"}],"name":"rollout-gates"}`)
 	ev := attest.RunEvidence{
 		RunID:         runID,
-		Profile:       attest.Ref{Name: "kv-cache-lookups", Version: 3, SHA256: hexSHA256([]byte("profile"))},
-		GateSet:       attest.Ref{Name: "rollout-gates", Version: 2, SHA256: hexSHA256([]byte("gates"))},
+		Profile:       attest.Ref{Name: "kv-cache-lookups", Version: 3, SHA256: hexSHA256(profile)},
+		GateSet:       attest.Ref{Name: "rollout-gates", Version: 2, SHA256: hexSHA256(gateSet)},
 		Host:          "lab-gpu-07",
 		HostFacts:     sampleFacts,
 		Metrics:       json.RawMessage(`{"fio.read.iops":{"mean":412345}}`),
@@ -75,6 +84,8 @@ func SampleInput(t testing.TB, s *attest.Signer, keys []attest.PublicKey, runID 
 		Evaluation: json.RawMessage(`{"verdict":"PASS"}`),
 		Decisions:  SampleDecisionLog(t, s, 2, created),
 		Keys:       keys,
+		Profile:    profile,
+		GateSet:    gateSet,
 	}
 	for name, data := range sampleArtifacts() {
 		ev.Artifacts = append(ev.Artifacts, attest.ArtifactDigest{Name: name, SHA256: hexSHA256(data), Size: int64(len(data))})

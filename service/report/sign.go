@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -54,6 +55,9 @@ type Signer struct {
 	Keyring *attest.Keyring
 	// Render writes the report's HTML (web.RenderReport, wired in main).
 	Render Renderer
+	// BaseURL is the installation's public address, for the links report
+	// bundles carry (nil: none).
+	BaseURL *url.URL
 }
 
 // Renderer writes the human report of a run, one standalone HTML file.
@@ -62,6 +66,10 @@ type Renderer func(ctx context.Context, w io.Writer, c Contents) error
 // ErrNoKeyring: the installation has no signing keyring; retrying does
 // not help.
 var ErrNoKeyring = errors.New("no signing keyring configured")
+
+// ErrLogDoesNotVerify: the program's stored decision log does not verify,
+// so no bundle is signed with it; retrying does not help.
+var ErrLogDoesNotVerify = errors.New("the program's decision log does not verify, so no bundle is signed with it")
 
 // Sign signs a run and stores its statements and report bundle; it
 // returns the stored report.
@@ -89,7 +97,8 @@ func (d Signer) Sign(ctx context.Context, runID int64) (store.RunReport, error) 
 	if err != nil {
 		return store.RunReport{}, err
 	}
-	in.data.KeyID, in.data.SignedAt = signer.KeyID(), time.Now().UTC().Format("2006-01-02 15:04 UTC")
+	now := time.Now().UTC()
+	in.data.KeyID, in.data.SignedAt = signer.KeyID(), now.Format("2006-01-02 15:04 UTC")
 	var html bytes.Buffer
 	if err := d.Render(ctx, &html, in.data); err != nil {
 		return store.RunReport{}, fmt.Errorf("sign run %d: report: %w", runID, err)
@@ -102,11 +111,22 @@ func (d Signer) Sign(ctx context.Context, runID int64) (store.RunReport, error) 
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	bundle := attest.BundleInput{
-		RunID: strconv.FormatInt(runID, 10), Title: in.title, Created: time.Now().UTC(), ReportHTML: html.Bytes(),
+		RunID: strconv.FormatInt(runID, 10), Title: in.title, Created: now, ReportHTML: html.Bytes(),
 		Summary: in.summary, Facts: in.evidence.HostFacts, Evaluation: in.evaluation, Attestations: atts, Keys: keys,
 	}
-	if bundle.Decisions, err = d.DecisionLog(ctx, in.data.Run.ProgramID); err != nil {
+	if bundle.Decisions, err = d.DecisionLog(ctx, signer, in.data.Run.ProgramID, now); err != nil {
+		if errors.Is(err, ErrLogDoesNotVerify) {
+			if nerr := st.AddRunNote(ctx, runID, "error", "not signed: "+err.Error()); nerr != nil {
+				return store.RunReport{}, errors.Join(err, nerr)
+			}
+		}
 		return store.RunReport{}, fmt.Errorf("sign run %d: %w", runID, err)
+	}
+	if d.BaseURL != nil {
+		bundle.LogHeadURL = d.BaseURL.JoinPath("programs", strconv.FormatInt(in.data.Run.ProgramID, 10), "decisions", "head.json").String()
+	}
+	if in.profileDoc != nil && in.gateSetDoc != nil {
+		bundle.Profile, bundle.GateSet = in.profileDoc, in.gateSetDoc
 	}
 	for _, a := range in.artifacts {
 		a := a
@@ -164,6 +184,24 @@ type reportInputs struct {
 	summary    json.RawMessage
 	evaluation json.RawMessage
 	artifacts  []store.RunArtifact
+	// profileDoc and gateSetDoc are the versions' canonical JSON, whose
+	// digests the benchmark statement names (nil without the version).
+	profileDoc json.RawMessage
+	gateSetDoc json.RawMessage
+}
+
+// specDocument is a spec version's canonical JSON, checked against its
+// stored digest: the document in the bundle must be the one the statement
+// names.
+func specDocument(doc []byte, err error, digest string) (json.RawMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(doc)
+	if got := acceptance.DigestPrefix + hex.EncodeToString(sum[:]); got != digest {
+		return nil, fmt.Errorf("its canonical JSON is %s, the stored version's digest %s", got, digest)
+	}
+	return doc, nil
 }
 
 func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInputs, error) {
@@ -272,6 +310,10 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 			return in, fmt.Errorf("profile version %d: %w", pv.ID, err)
 		}
 		in.data.ProfileYAML = string(y)
+		doc, err := acceptance.ProfileCanonicalJSON(p)
+		if in.profileDoc, err = specDocument(doc, err, pv.Digest); err != nil {
+			return in, fmt.Errorf("profile version %d: %w", pv.ID, err)
+		}
 	}
 	if run.GateSetVersionID != nil {
 		gv, err := st.GetSpecVersionByID(ctx, store.KindGateSet, run.ProgramID, *run.GateSetVersionID)
@@ -288,6 +330,10 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 			return in, fmt.Errorf("gate set version %d: %w", gv.ID, err)
 		}
 		in.data.GateYAML = string(y)
+		doc, err := acceptance.GateSetCanonicalJSON(g)
+		if in.gateSetDoc, err = specDocument(doc, err, gv.Digest); err != nil {
+			return in, fmt.Errorf("gate set version %d: %w", gv.ID, err)
+		}
 	}
 	if in.data.Evaluation != nil {
 		for _, c := range in.data.Evaluation.Criteria {
@@ -311,22 +357,22 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 	return in, nil
 }
 
-// DecisionLog is the program's decision log as `accord verify`
-// checks it, for the bundle's decisions.json: nil when the program has no
-// decisions yet, or when the stored log does not verify (the rollout page
-// names the bad record; a bundle must not carry a log that fails).
-func (d Signer) DecisionLog(ctx context.Context, programID int64) (json.RawMessage, error) {
-	ds, err := d.Store.ListDecisions(ctx, programID)
-	if err != nil || len(ds) == 0 {
-		return nil, err
-	}
-	chain, err := d.Store.GetDecisionChain(ctx, programID)
+// DecisionLog is the program's decision log as `accord verify` checks it,
+// for the bundle's decisions.json: every bundle carries it (a program
+// without decisions gets a checkpoint over the empty chain, signed by signer
+// at now). A stored log that does not verify is not signed into a bundle:
+// the error wraps ErrLogDoesNotVerify and names the bad record.
+func (d Signer) DecisionLog(ctx context.Context, signer *attest.Signer, programID int64, now time.Time) (json.RawMessage, error) {
+	log, _, err := rollout.ProgramLog(ctx, d.Store, programID, signer, now)
 	if err != nil {
 		return nil, err
 	}
-	if err := rollout.VerifyStoredLog(d.Keyring, programID, ds, chain); err != nil {
-		d.Log.Warn("the program's decision log does not verify: the report bundle leaves it out", "program_id", programID, "err", err)
-		return nil, nil
+	keys, err := d.Keyring.KeySet()
+	if err != nil {
+		return nil, err
 	}
-	return rollout.StoredLog(programID, ds, chain.Checkpoint).Marshal()
+	if _, err := log.Verify(keys); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLogDoesNotVerify, err)
+	}
+	return log.Marshal()
 }

@@ -1,0 +1,131 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/service/report"
+	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
+)
+
+// signJudgedRun gives a judged run two raw outputs and signs it as the
+// sign_run job does; it returns the bundle.
+func (rb *rolloutBundle) signJudgedRun(t *testing.T) []byte {
+	t.Helper()
+	ctx := context.Background()
+	run := rb.judgedRun(t, "PASS")
+	for path, body := range map[string]string{"events.jsonl": `{"seq":1}` + "\n", "facts.json": `{"schema_version":1}`} {
+		digest, err := rb.store.Artifacts().Put(ctx, []byte(body))
+		require.NoError(t, err)
+		require.NoError(t, rb.store.AddRunArtifact(ctx, store.RunArtifact{RunID: run, Path: path, SHA256: digest, Size: int64(len(body))}))
+	}
+	require.NoError(t, rb.store.SetRunVerdict(ctx, run, "PASS"))
+	_, err := report.Signer{Store: rb.store, Keyring: rb.keyring, Render: web.RenderReport}.Sign(ctx, run)
+	require.NoError(t, err)
+	return rb.download(t, rb.url("/runs/"+itoa64(run)+"/report.tar.gz"))
+}
+
+// Revoking the installation's key does not break the decision log: every
+// program's head is signed again with the new active key (the revoked
+// key's checkpoints kept), the Decisions page still says verified (and
+// notes the revocation), a bundle signed before the revocation still
+// verifies, one signed after carries the whole log and says how many
+// decisions it holds, and the published head tells an old export it is
+// behind.
+func TestKeyRevocationCarriesTheDecisionLogOn(t *testing.T) {
+	t.Parallel()
+	rb := setupRollout(t)
+	ctx := context.Background()
+	rb.addStages(t, "lab-acceptance", "pilot-5pct")
+	rb.judgedRun(t, "PASS")
+	for _, c := range []*http.Client{rb.vendorApprover, rb.custApprover} {
+		code, page := rb.decide(t, c, "lab-acceptance", "approve", "")
+		require.Equal(t, http.StatusSeeOther, code, page)
+	}
+	before := rb.signJudgedRun(t)
+	oldExport := rb.download(t, rb.url("/decisions/export"))
+	code, page := rb.decide(t, rb.viewer, "pilot-5pct", "halt", "TTFT spikes on the pilot nodes")
+	require.Equal(t, http.StatusSeeOther, code, page)
+
+	revokedKey, err := rb.keyring.Active()
+	require.NoError(t, err)
+	rb.createUser(t, "root@vendor.example", nil, true)
+	admin := rb.signIn(t, "root@vendor.example")
+	res, page := rb.post(t, admin, "/admin/keys/revoke", url.Values{"key_id": {revokedKey.KeyID()}, "reason": {"laptop stolen"}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, page)
+	activeKey, err := rb.keyring.Active()
+	require.NoError(t, err)
+	require.NotEqual(t, revokedKey.KeyID(), activeKey.KeyID())
+
+	// The page: verified, the new key signs the head, the revocation noted.
+	_, log := rb.get(t, rb.viewer, rb.url("/decisions"))
+	require.Contains(t, log, `id="chain-verdict">verified<`)
+	require.Contains(t, log, `id="checkpoint-key">`+activeKey.KeyID()+`<`)
+	require.Contains(t, log, "was revoked at")
+	require.Contains(t, log, "(laptop stolen), after it signed")
+
+	trusted, err := attest.ParseTrustedKeys(rb.download(t, "/.well-known/accord/keys.json"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, data, 0o600))
+		return path
+	}
+	verify := func(path string, head *attest.LogHead) (string, error) {
+		var out bytes.Buffer
+		err := attest.VerifyFileWithHead(ctx, path, trusted, head, &out)
+		return out.String(), err
+	}
+
+	// The export: 3 records, 3 checkpoints kept before the carried-over one.
+	out, err := verify(write("decisions.json", rb.download(t, rb.url("/decisions/export"))), nil)
+	require.NoError(t, err)
+	require.Contains(t, out, "3 records")
+	require.Contains(t, out, "signed by "+activeKey.KeyID()+" (3 earlier checkpoints)")
+	checkpoints, err := rb.store.ListCheckpoints(ctx, rb.programID)
+	require.NoError(t, err)
+	require.Len(t, checkpoints, 4)
+	require.Equal(t, store.CheckpointForRevocation, checkpoints[3].Reason)
+	require.Equal(t, revokedKey.KeyID(), checkpoints[2].KeyID)
+
+	// The bundle signed before the revocation still verifies, with a warning.
+	out, err = verify(write("before.tar.gz", before), nil)
+	require.NoError(t, err)
+	require.Contains(t, out, "REVOKED at")
+	require.Contains(t, out, "WARNING: "+attest.FileManifestSig+": key "+revokedKey.KeyID()+" was revoked at")
+
+	// A bundle signed after it carries the whole log and says so.
+	after := rb.signJudgedRun(t)
+	out, err = verify(write("after.tar.gz", after), nil)
+	require.NoError(t, err)
+	require.Contains(t, out, "Decision log: 3 records")
+	verifyMD := string(fileOf(t, after, "/"+attest.FileVerifyMD))
+	require.Contains(t, verifyMD, "was signed: 3 decisions, seq 1 to 3")
+	require.NotContains(t, verifyMD, "no decisions")
+	require.NotContains(t, verifyMD, "no rollout decisions")
+
+	// Freshness: the published head says the old export is behind, the
+	// current one is not.
+	head, err := attest.ParseLogHead(rb.download(t, rb.url("/decisions/head.json")))
+	require.NoError(t, err)
+	require.Equal(t, int64(3), head.Seq)
+	_, err = verify(write("old.json", oldExport), head)
+	require.ErrorIs(t, err, attest.ErrLogBehind)
+	require.ErrorContains(t, err, "BEHIND: the installation's log is at seq 3")
+	require.ErrorContains(t, err, "this one ends at seq 2, 1 decision earlier")
+	out, err = verify(write("after-head.tar.gz", after), head)
+	require.NoError(t, err)
+	require.Contains(t, out, "Decision log current")
+	require.True(t, strings.HasSuffix(out, "verified\n"), out)
+}
