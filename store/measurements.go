@@ -25,6 +25,11 @@ type Summary struct {
 	P999 float64 `json:"p999"`
 	Max  float64 `json:"max"`
 	Mean float64 `json:"mean"`
+	// ToolFigures lay the tool's own summary figures (for an import) beside
+	// Accord's from the same samples under the tool's percentile
+	// definition, so that the two can be checked against each other
+	// without mixing definitions.
+	ToolFigures []acceptance.ToolFigure `json:"tool_figures,omitempty"`
 }
 
 // Summarize computes a measurement's statistics with Accord's own
@@ -37,8 +42,12 @@ func Summarize(m acceptance.Measurement) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	figs, err := acceptance.ToolFigures(m)
+	if err != nil {
+		return Summary{}, err
+	}
 	return Summary{N: s.N(), Min: s.Min(), P50: s.Quantile(0.5), P90: s.Quantile(0.9), P95: s.Quantile(0.95),
-		P99: s.Quantile(0.99), P999: s.Quantile(0.999), Max: s.Max(), Mean: s.Mean()}, nil
+		P99: s.Quantile(0.99), P999: s.Quantile(0.999), Max: s.Max(), Mean: s.Mean(), ToolFigures: figs}, nil
 }
 
 // MeasurementRow is a stored measurement without its samples.
