@@ -301,6 +301,24 @@ func (s Statistic) Quantile() (float64, bool) {
 	return 0, false
 }
 
+// Percent is a percentile statistic as the tools write it (99.9 for
+// p99.9), exactly; false for mean, max and rate.
+func (s Statistic) Percent() (float64, bool) {
+	switch s {
+	case StatP50:
+		return 50, true
+	case StatP90:
+		return 90, true
+	case StatP95:
+		return 95, true
+	case StatP99:
+		return 99, true
+	case StatP999:
+		return 99.9, true
+	}
+	return 0, false
+}
+
 // Valid reports whether s is a known statistic.
 func (s Statistic) Valid() bool {
 	for _, k := range Statistics {

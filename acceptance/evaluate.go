@@ -13,7 +13,7 @@ import (
 // EngineVersion names the evaluation engine. It changes whenever a change
 // could change a verdict, a number or an explanation, so that a stored
 // evaluation says which rules produced it.
-const EngineVersion = "accord-evaluate/1"
+const EngineVersion = "accord-evaluate/2"
 
 // DefaultResamples is the number of bootstrap resamples per relative
 // criterion and series.
@@ -98,7 +98,10 @@ type CriterionResult struct {
 	Severity      Severity `json:"severity"`
 	Confidence    float64  `json:"confidence"`
 	MinSamples    int      `json:"min_samples,omitempty"`
-	Verdict       Verdict  `json:"verdict"`
+	// PointEstimate is set when the gate set lets this criterion be judged
+	// on a tool's summary alone (point_estimate: true).
+	PointEstimate bool    `json:"point_estimate,omitempty"`
+	Verdict       Verdict `json:"verdict"`
 	// PValue is the criterion's p-value for passing: the largest over its
 	// series (it passes only if every series does). Absent when no series
 	// had an interval.
@@ -144,6 +147,8 @@ const (
 	reasonNoData            = "no-data"
 	reasonBaselineZero      = "baseline-zero"
 	reasonUnknownSampleSize = "sample-size-unknown"
+	reasonPointEstimate     = "point-estimate-only"
+	reasonDefinitionsDiffer = "percentile-definitions-differ"
 )
 
 // SeriesResult is the verdict of a criterion on one series (step × level).
@@ -155,7 +160,10 @@ type SeriesResult struct {
 	// too-few-samples-for-bound, too-few-repetitions,
 	// interval-straddles-limit, holm-correction, no-baseline,
 	// baseline-missing-series, host-facts-differ, no-data, baseline-zero,
-	// sample-size-unknown.
+	// sample-size-unknown, point-estimate-only (a tool's summary on a side
+	// and the criterion not opted into point estimates),
+	// percentile-definitions-differ (two tools' summaries made by different
+	// percentile definitions).
 	Reason string `json:"reason"`
 	// Estimate is the statistic (absolute) or the relative difference in %
 	// (relative); Lower and Upper are one-sided bounds at the criterion's
@@ -194,6 +202,10 @@ type SideSummary struct {
 	// Data is samples, histogram or tool-summary.
 	Data  string   `json:"data"`
 	Tools []string `json:"tools,omitempty"`
+	// Definition is the percentile definition Value follows when it is not
+	// Accord's nearest rank: a side compared with a tool's summary is read
+	// by that tool's definition.
+	Definition stats.Definition `json:"definition,omitempty"`
 }
 
 // Needed says how much more data would likely decide an INCONCLUSIVE

@@ -40,6 +40,9 @@ type preparedSide struct {
 	trials []int64
 	tools  []string
 	notes  []string
+	// defs are the percentile definitions of the tools' summaries (a
+	// tool-summary side), "" where a measurement does not record one.
+	defs []stats.Definition
 }
 
 const (
@@ -112,6 +115,14 @@ func prepareSide(m Metric, ms []Measurement) (*preparedSide, error) {
 	}
 	if len(withValues) == 0 {
 		p.data = dataSummary
+		seen := map[stats.Definition]bool{}
+		for _, x := range ms {
+			if d := x.Source.PercentileDefinition; !seen[d] {
+				seen[d] = true
+				p.defs = append(p.defs, d)
+			}
+		}
+		slices.Sort(p.defs)
 		return p, nil
 	}
 	p.data = dataSamples
@@ -215,7 +226,7 @@ func (e *evaluator) evaluateCriterion(index int, c Criterion) (CriterionResult, 
 	cr := CriterionResult{
 		Index: index, Name: c.Name, Metric: c.Metric, Statistic: c.Statistic, Mode: c.Mode,
 		Comparator: c.Comparator, Threshold: c.Threshold, ThresholdUnit: c.Unit, Limit: limit, Unit: unit,
-		Severity: c.Severity, Confidence: c.Confidence, MinSamples: c.MinSamples,
+		Severity: c.Severity, Confidence: c.Confidence, MinSamples: c.MinSamples, PointEstimate: c.PointEstimate,
 	}
 	cc := &critCtx{index: index, c: c, m: m, limit: limit, conf: c.Confidence, alpha: alphaOf(c.Confidence)}
 	cc.q, cc.isQ = c.Statistic.Quantile()
@@ -608,6 +619,10 @@ func absMax(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
 func absSummary(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
 	vals, n, ok := cs.summary(cc.c.Statistic)
 	sr.Interval = IntervalNone
+	if ok && needsPointEstimateOptIn(cc) {
+		sr.Estimate = finiteOrNil(meanOf(vals))
+		return pointEstimateOnly(cc, sr, "the run", cs.tools)
+	}
 	if !ok {
 		sr.Verdict, sr.Reason, sr.Method = Inconclusive, reasonNoData, "tool summary without this statistic"
 		sr.Explanation = fmt.Sprintf("There are no %s samples, and the tool's own summary does not give %s, so it cannot be judged.",
@@ -621,6 +636,9 @@ func absSummary(cc *critCtx, cs *preparedSide, sr SeriesResult) SeriesResult {
 		sr.Method += fmt.Sprintf(" (mean over %d repetitions)", len(vals))
 	}
 	sr.Method += "; no samples, so no interval"
+	if cc.c.PointEstimate {
+		sr.Method += "; judged on the point estimate because the gate set allows it for this criterion (point_estimate: true)"
+	}
 	if cc.c.MinSamples > 0 {
 		if n == 0 {
 			sr.Verdict, sr.Reason = Inconclusive, reasonUnknownSampleSize
@@ -751,6 +769,23 @@ func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, s
 		return sr, nil
 	}
 	if pointOnly {
+		summaryOnly := cs.data == dataSummary || bs.data == dataSummary
+		if summaryOnly && needsPointEstimateOptIn(cc) {
+			who := "the candidate"
+			switch {
+			case cs.data == dataSummary && bs.data == dataSummary:
+				who = "both runs"
+			case bs.data == dataSummary:
+				who = "the baseline"
+			}
+			return pointEstimateOnly(cc, sr, who, append(slices.Clone(cs.tools), bs.tools...)), nil
+		}
+		if summaryOnly && cc.isQ {
+			var ok bool
+			if sr, ok = oneDefinition(cc, cs, bs, sr); !ok {
+				return sr, nil
+			}
+		}
 		return relPointOnly(cc, cs, bs, sr), nil
 	}
 	if cc.m.Kind == KindRate {
@@ -974,6 +1009,97 @@ func (e *evaluator) relRate(cc *critCtx, key SeriesKey, cs, bs *preparedSide, sr
 	return sr, nil
 }
 
+// needsPointEstimateOptIn says whether a criterion on a tool's summary
+// waits for point_estimate: true: percentiles and means do (a tool's
+// summary gives them no interval, and Accord will not judge them on a
+// point estimate unasked); a maximum has no interval in any case.
+func needsPointEstimateOptIn(cc *critCtx) bool {
+	return !cc.c.PointEstimate && (cc.isQ || cc.c.Statistic == StatMean)
+}
+
+// pointEstimateOnly is the verdict on a percentile or mean where a side
+// has only a tool's summary and the gate set did not opt the criterion
+// into point estimates: INCONCLUSIVE, saying what would make it
+// judgeable.
+func pointEstimateOnly(cc *critCtx, sr SeriesResult, who string, tools []string) SeriesResult {
+	sr.Verdict, sr.Reason, sr.Interval = Inconclusive, reasonPointEstimate, IntervalNone
+	sr.Method = "not judged: only a tool's own summary on " + who + ", a point estimate without samples, and the criterion does not allow point estimates"
+	sr.Needed = &Needed{Basis: "per-request samples or histogram bins on every side (or point_estimate: true on the criterion)"}
+	value := ""
+	if sr.Estimate != nil {
+		if cc.c.Mode == Relative {
+			value = fmt.Sprintf(" (it changed by %s against the baseline by those figures)", fmtPct(*sr.Estimate))
+		} else {
+			value = fmt.Sprintf(" (%s by %s)", fmtValue(*sr.Estimate, cc.m.Unit), toolPhrase(tools))
+		}
+	}
+	sr.Explanation = fmt.Sprintf("%s is known on %s only from %s's own summary%s: a point estimate, with no per-request samples or histogram to bound it, so it is not judged. "+
+		"To judge it, import the per-request data (vLLM's --save-detailed result, AIPerf's profile_export.jsonl, fio's json+ output) or run the step with Accord's probe; "+
+		"or let the gate set judge this criterion on point estimates (point_estimate: true), which every verdict and report then shows.",
+		capitalize(statLabel(cc.c.Statistic, cc.m)), who, toolPhrase(tools), value)
+	return sr
+}
+
+// oneDefinition makes a percentile comparison with a tool's summary use
+// one definition on both sides: a side with samples is read by the
+// summary's own definition; two summaries made by different definitions
+// (or one that does not say) are not compared. ok is false when the series
+// is decided here (INCONCLUSIVE).
+func oneDefinition(cc *critCtx, cs, bs *preparedSide, sr SeriesResult) (SeriesResult, bool) {
+	def, known := stats.Definition(""), true
+	for _, p := range []*preparedSide{cs, bs} {
+		if p.data != dataSummary {
+			continue
+		}
+		for _, d := range p.defs {
+			switch {
+			case d == "":
+				known = false
+			case def == "":
+				def = d
+			case def != d:
+				sr.Verdict, sr.Reason = Inconclusive, reasonDefinitionsDiffer
+				sr.Method = "not compared: the two sides' percentiles follow different definitions"
+				sr.Explanation = fmt.Sprintf("The sides' %s come from tools that compute percentiles differently (%s and %s), and without samples Accord cannot read either side by the other's rule, so they are not compared. Import the per-request data, or run the step with Accord's probe.",
+					statLabel(cc.c.Statistic, cc.m), def.Label(), d.Label())
+				return sr, false
+			}
+		}
+	}
+	if !known || def == "" {
+		sr.Verdict, sr.Reason = Inconclusive, reasonDefinitionsDiffer
+		sr.Method = "not compared: a tool's summary does not say how its percentiles were computed"
+		sr.Explanation = fmt.Sprintf("A side's %s is a tool's summary that does not record how the tool computes percentiles (an import made before Accord kept it), so a comparison could mix two definitions. Import the file again.",
+			statLabel(cc.c.Statistic, cc.m))
+		return sr, false
+	}
+	p, _ := cc.c.Statistic.Percent()
+	for _, side := range []struct {
+		p   *preparedSide
+		sum *SideSummary
+	}{{cs, &sr.Candidate}, {bs, sr.Baseline}} {
+		if side.p.data == dataSummary || len(side.p.reps) == 0 {
+			continue
+		}
+		v, err := side.p.pooled.Percentile(def, p)
+		if err != nil {
+			continue // the pooled sample is not empty: p is a valid percentile
+		}
+		side.sum.Value = finiteOrNil(v)
+		side.sum.PerRepetition = nil
+		for _, r := range side.p.reps {
+			x, _ := r.Percentile(def, p)
+			side.sum.PerRepetition = append(side.sum.PerRepetition, x)
+		}
+		side.sum.Definition = def
+	}
+	if c, b := sr.Candidate.Value, sr.Baseline.Value; c != nil && b != nil && *b != 0 {
+		sr.Estimate = finiteOrNil(stats.RelativeDifference(*c, *b))
+	}
+	sr.Notes = append(sr.Notes, fmt.Sprintf("both sides' %s by %s, the tool summary's own definition", cc.c.Statistic, def.Label()))
+	return sr, true
+}
+
 func relPointOnly(cc *critCtx, cs, bs *preparedSide, sr SeriesResult) SeriesResult {
 	d := *sr.Estimate
 	sr.Interval = IntervalNone
@@ -981,7 +1107,7 @@ func relPointOnly(cc *critCtx, cs, bs *preparedSide, sr SeriesResult) SeriesResu
 	case cc.c.Statistic == StatMax:
 		sr.Method = "relative change of the largest observed values; a maximum has no confidence interval"
 	default:
-		sr.Method = "relative change of the tools' own summary values; no samples on at least one side, so no interval"
+		sr.Method = "relative change of the tools' own summary values; no samples on at least one side, so no interval; judged on the point estimate because the gate set allows it for this criterion (point_estimate: true)"
 	}
 	if cc.c.MinSamples > 0 {
 		nc, nb := sr.Candidate.N, sr.Baseline.N

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance/stats"
 )
 
 // Simulations: many evaluations of data drawn from known distributions,
@@ -298,4 +300,71 @@ func TestSimulationAbsoluteWithRunToRunVariation(t *testing.T) {
 		return EvaluationInput{Gates: gateSet(absoluteCriterion(MetricTTFT, StatP99, LessOrEqual, trueP99, "ms")), Candidate: runVaried(r, 3, 1000, 0.15)}
 	})
 	require.LessOrEqual(t, o.pass, 0.075)
+}
+
+// summaryOnly turns drawn samples into what a tool's summary keeps:
+// numpy's percentiles and the mean, no samples (as vLLM's result without
+// per-request arrays, or GenAI-Perf's export).
+func summaryOnly(t *testing.T, ms []Measurement) []Measurement {
+	t.Helper()
+	out := make([]Measurement, len(ms))
+	for i, m := range ms {
+		s, err := stats.NewSample(m.Values, nil)
+		require.NoError(t, err)
+		sum := map[string]float64{"mean": s.Mean()}
+		for _, p := range []float64{50, 90, 95, 99} {
+			v, err := s.Percentile(stats.NumpyLinear, p)
+			require.NoError(t, err)
+			sum[fmt.Sprintf("p%g", p)] = v
+		}
+		out[i] = Measurement{Metric: m.Metric, Step: m.Step, Repetition: m.Repetition, ToolSummary: sum,
+			Source: Source{Tool: "vllm-bench", PercentileDefinition: stats.NumpyLinear}}
+	}
+	return out
+}
+
+// A/A comparisons of summary-only sides, margins at the truth: every PASS
+// and every FAIL is wrong. By default they are INCONCLUSIVE, so neither
+// error happens; judged on the point estimates (point_estimate: true) they
+// happen about half of the time each, which is why that is opt-in.
+func TestSimulationAASummaryOnly(t *testing.T) {
+	t.Parallel()
+	const sims, maxWrong = 400, 0.05
+	cases := []struct {
+		name string
+		mk   func(t *testing.T, r *rand.Rand, point bool) EvaluationInput
+	}{
+		{"relative p99, summaries of 2,000", func(t *testing.T, r *rand.Rand, point bool) EvaluationInput {
+			g := gateSet(relativeCriterion(MetricTTFT, StatP99, LessOrEqual, 0))
+			g.Criteria[0].PointEstimate = point
+			return EvaluationInput{Gates: g, Candidate: summaryOnly(t, ttft(r, 1, 2000, 1)), Baseline: summaryOnly(t, ttft(r, 1, 2000, 1))}
+		}},
+		{"relative mean, 3 repetitions of summaries of 500", func(t *testing.T, r *rand.Rand, point bool) EvaluationInput {
+			g := gateSet(relativeCriterion(MetricTTFT, StatMean, GreaterOrEqual, 0))
+			g.Criteria[0].PointEstimate = point
+			return EvaluationInput{Gates: g, Candidate: summaryOnly(t, ttft(r, 3, 500, 1)), Baseline: summaryOnly(t, ttft(r, 3, 500, 1))}
+		}},
+		{"relative p99, samples against a summary", func(t *testing.T, r *rand.Rand, point bool) EvaluationInput {
+			g := gateSet(relativeCriterion(MetricTTFT, StatP99, LessOrEqual, 0))
+			g.Criteria[0].PointEstimate = point
+			return EvaluationInput{Gates: g, Candidate: ttft(r, 1, 2000, 1), Baseline: summaryOnly(t, ttft(r, 1, 2000, 1))}
+		}},
+		{"absolute p99 at the true p99, a summary of 1,500", func(t *testing.T, r *rand.Rand, point bool) EvaluationInput {
+			g := gateSet(absoluteCriterion(MetricTTFT, StatP99, LessOrEqual, trueP99, "ms"))
+			g.Criteria[0].PointEstimate = point
+			return EvaluationInput{Gates: g, Candidate: summaryOnly(t, ttft(r, 1, 1500, 1))}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			o := simulate(t, sims, 29, func(r *rand.Rand) EvaluationInput { return tc.mk(t, r, false) })
+			require.LessOrEqual(t, o.pass, maxWrong, "false PASS")
+			require.LessOrEqual(t, o.fail, maxWrong, "false FAIL")
+			// Opted into point estimates, a coin decides: the reason the default is INCONCLUSIVE.
+			p := simulate(t, sims/4, 29, func(r *rand.Rand) EvaluationInput { return tc.mk(t, r, true) })
+			require.Greater(t, p.pass+p.fail, 0.9, "point estimates always decide")
+			require.Greater(t, min(p.pass, p.fail), 0.25, "and are wrong either way about half of the time")
+		})
+	}
 }

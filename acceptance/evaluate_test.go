@@ -313,10 +313,20 @@ func TestHistogramModeAgreesWithRawSamples(t *testing.T) {
 }
 
 func summaryMeasurement(metric, step string, rep int, summary map[string]float64) Measurement {
-	return Measurement{Metric: metric, Step: step, Repetition: rep, ToolSummary: summary, Source: Source{Tool: "fio", ToolVersion: "3.33"}}
+	return Measurement{Metric: metric, Step: step, Repetition: rep, ToolSummary: summary,
+		Source: Source{Tool: "fio", ToolVersion: "3.33", PercentileDefinition: stats.FioBins}}
 }
 
-func TestSummaryOnlyDecidesOnThePointEstimate(t *testing.T) {
+func pointEstimates(g GateSetSpec) GateSetSpec {
+	for i := range g.Criteria {
+		g.Criteria[i].PointEstimate = true
+	}
+	return g
+}
+
+// A percentile or mean known only from a tool's summary is a point
+// estimate: INCONCLUSIVE unless the gate set asks for point estimates.
+func TestSummaryOnlyIsInconclusiveByDefault(t *testing.T) {
 	t.Parallel()
 	cand := []Measurement{
 		summaryMeasurement(MetricReadCLat, "randread", 1, map[string]float64{"p99": 900, "mean": 300}),
@@ -327,10 +337,45 @@ func TestSummaryOnlyDecidesOnThePointEstimate(t *testing.T) {
 		absoluteCriterion(MetricReadCLat, StatP99, LessOrEqual, 1, "ms"),
 		absoluteCriterion(MetricReadCLat, StatMean, LessOrEqual, 250, "us"),
 		relativeCriterion(MetricReadCLat, StatP99, LessOrEqual, 0),
-		absoluteCriterion(MetricReadCLat, StatP50, LessOrEqual, 1, "ms"),
+		relativeCriterion(MetricReadCLat, StatMean, LessOrEqual, 0),
 	)
 	ev := evaluate(t, EvaluationInput{Gates: gates, Candidate: cand, Baseline: base})
+	require.Equal(t, Inconclusive, ev.Verdict)
+	for i, cr := range ev.Criteria {
+		sr := cr.Series[0]
+		require.Equal(t, Inconclusive, sr.Verdict, "criterion %d", i)
+		require.Equal(t, reasonPointEstimate, sr.Reason, "criterion %d", i)
+		require.False(t, cr.PointEstimate)
+		require.Contains(t, sr.Explanation, "a point estimate, with no per-request samples or histogram to bound it, so it is not judged")
+		require.Contains(t, sr.Explanation, "point_estimate: true", "it says what would make it judgeable")
+		require.Contains(t, sr.Explanation, "profile_export.jsonl")
+		require.NotNil(t, sr.Needed)
+	}
+	require.Contains(t, ev.Criteria[0].Series[0].Explanation, "950 µs by the own summary of fio 3.33")
 
+	// A side with samples against a summary is no better: one side is a point estimate.
+	samples := []Measurement{{Metric: MetricReadCLat, Step: "randread", Repetition: 1, Values: []float64{100, 200, 300}, Source: Source{Tool: "accord-probe"}}}
+	ev = evaluate(t, EvaluationInput{Gates: gateSet(relativeCriterion(MetricReadCLat, StatP99, LessOrEqual, 0)), Candidate: samples, Baseline: base})
+	require.Equal(t, reasonPointEstimate, ev.Criteria[0].Series[0].Reason)
+	require.Contains(t, ev.Criteria[0].Series[0].Explanation, "on the baseline only")
+}
+
+func TestSummaryOnlyWithPointEstimatesDecidesOnThePointEstimate(t *testing.T) {
+	t.Parallel()
+	cand := []Measurement{
+		summaryMeasurement(MetricReadCLat, "randread", 1, map[string]float64{"p99": 900, "mean": 300}),
+		summaryMeasurement(MetricReadCLat, "randread", 2, map[string]float64{"p99": 1000, "mean": 320}),
+	}
+	base := []Measurement{summaryMeasurement(MetricReadCLat, "randread", 1, map[string]float64{"p99": 1000, "mean": 300, "n": 50000})}
+	gates := pointEstimates(gateSet(
+		absoluteCriterion(MetricReadCLat, StatP99, LessOrEqual, 1, "ms"),
+		absoluteCriterion(MetricReadCLat, StatMean, LessOrEqual, 250, "us"),
+		relativeCriterion(MetricReadCLat, StatP99, LessOrEqual, 0),
+		absoluteCriterion(MetricReadCLat, StatP50, LessOrEqual, 1, "ms"),
+	))
+	ev := evaluate(t, EvaluationInput{Gates: gates, Candidate: cand, Baseline: base})
+
+	require.True(t, ev.Criteria[0].PointEstimate, "the verdict shows the opt-in")
 	abs := ev.Criteria[0].Series[0]
 	require.Equal(t, Pass, abs.Verdict)
 	require.Equal(t, IntervalNone, abs.Interval)
@@ -338,9 +383,8 @@ func TestSummaryOnlyDecidesOnThePointEstimate(t *testing.T) {
 	require.Nil(t, abs.Upper)
 	require.Nil(t, abs.PValue)
 	require.Equal(t, dataSummary, abs.Candidate.Data)
-	require.Contains(t, abs.Explanation, "interval: none")
-	require.Contains(t, abs.Explanation, "fio 3.33")
-	require.Equal(t, "p99 read completion latency is 950 µs by the own summary of fio 3.33; there are no samples, so there is no confidence interval (interval: none) and the verdict rests on the point estimate alone: under the 1,000 µs limit.", abs.Explanation)
+	require.Contains(t, abs.Method, "point_estimate: true")
+	require.Equal(t, "p99 read completion latency is 950 µs by the own summary of fio 3.33; there are no samples, so there is no confidence interval (interval: none) and the verdict rests on the point estimate alone, as the gate set allows for this criterion (point_estimate: true): under the 1,000 µs limit.", abs.Explanation)
 
 	require.Equal(t, Fail, ev.Criteria[1].Verdict)
 	rel := ev.Criteria[2].Series[0]
@@ -348,6 +392,7 @@ func TestSummaryOnlyDecidesOnThePointEstimate(t *testing.T) {
 	require.Equal(t, IntervalNone, rel.Interval)
 	require.InDelta(t, -5, *rel.Estimate, 1e-9)
 	require.Contains(t, rel.Explanation, "interval: none")
+	require.Contains(t, rel.Explanation, "point_estimate: true")
 	// The summary lacks p50.
 	require.Equal(t, Inconclusive, ev.Criteria[3].Verdict)
 	require.Equal(t, reasonNoData, ev.Criteria[3].Series[0].Reason)
@@ -355,11 +400,63 @@ func TestSummaryOnlyDecidesOnThePointEstimate(t *testing.T) {
 	require.Nil(t, ev.Criteria[0].Holm)
 
 	// min_samples cannot be checked without a count.
-	withMin := gateSet(absoluteCriterion(MetricReadCLat, StatP99, LessOrEqual, 1, "ms"))
+	withMin := pointEstimates(gateSet(absoluteCriterion(MetricReadCLat, StatP99, LessOrEqual, 1, "ms")))
 	withMin.Criteria[0].MinSamples = 1000
 	ev = evaluate(t, EvaluationInput{Gates: withMin, Candidate: cand})
 	require.Equal(t, reasonUnknownSampleSize, ev.Criteria[0].Series[0].Reason)
 	require.Equal(t, Inconclusive, ev.Verdict)
+}
+
+// A comparison never mixes percentile definitions: samples compared with
+// a tool's summary are read by the tool's rule, and two tools' summaries
+// made by different rules are not compared.
+func TestPointEstimateComparisonUsesOneDefinition(t *testing.T) {
+	t.Parallel()
+	v := make([]float64, 100)
+	for i := range v {
+		v[i] = float64(i + 1)
+	}
+	samples := []Measurement{{Metric: MetricTTFT, Step: "s", Repetition: 1, Values: v, Source: Source{Tool: "accord-probe"}}}
+	vllm := []Measurement{{Metric: MetricTTFT, Step: "s", Repetition: 1, ToolSummary: map[string]float64{"p99": 99.01},
+		Source: Source{Tool: "vllm-bench", PercentileDefinition: stats.NumpyLinear}}}
+	gates := pointEstimates(gateSet(relativeCriterion(MetricTTFT, StatP99, LessOrEqual, 0)))
+	ev := evaluate(t, EvaluationInput{Gates: gates, Candidate: samples, Baseline: vllm})
+	sr := ev.Criteria[0].Series[0]
+	// Nearest rank would say 99 against 99.01 (−0.01 %); numpy's rule on the
+	// same samples gives 99.01: no change.
+	require.Equal(t, 99.01, *sr.Candidate.Value)
+	require.Equal(t, stats.NumpyLinear, sr.Candidate.Definition)
+	require.InDelta(t, 0, *sr.Estimate, 1e-9)
+	require.Equal(t, Pass, sr.Verdict)
+	require.Contains(t, strings.Join(sr.Notes, " "), "numpy linear interpolation")
+
+	fio := []Measurement{{Metric: MetricTTFT, Step: "s", Repetition: 1, ToolSummary: map[string]float64{"p99": 99},
+		Source: Source{Tool: "fio", PercentileDefinition: stats.FioBins}}}
+	ev = evaluate(t, EvaluationInput{Gates: gates, Candidate: fio, Baseline: vllm})
+	require.Equal(t, reasonDefinitionsDiffer, ev.Criteria[0].Series[0].Reason)
+	require.Equal(t, Inconclusive, ev.Criteria[0].Verdict)
+	require.Contains(t, ev.Criteria[0].Series[0].Explanation, "compute percentiles differently")
+
+	unknown := []Measurement{{Metric: MetricTTFT, Step: "s", Repetition: 1, ToolSummary: map[string]float64{"p99": 99}, Source: Source{Tool: "vllm-bench"}}}
+	ev = evaluate(t, EvaluationInput{Gates: gates, Candidate: samples, Baseline: unknown})
+	require.Equal(t, reasonDefinitionsDiffer, ev.Criteria[0].Series[0].Reason)
+	require.Contains(t, ev.Criteria[0].Series[0].Explanation, "Import the file again")
+
+	// Means have no definition to mix.
+	ev = evaluate(t, EvaluationInput{Gates: pointEstimates(gateSet(relativeCriterion(MetricTTFT, StatMean, LessOrEqual, 1))),
+		Candidate: samples, Baseline: []Measurement{{Metric: MetricTTFT, Step: "s", Repetition: 1, ToolSummary: map[string]float64{"mean": 50.5}, Source: Source{Tool: "vllm-bench"}}}})
+	require.Equal(t, Pass, ev.Criteria[0].Verdict)
+}
+
+func TestPointEstimateValidation(t *testing.T) {
+	t.Parallel()
+	g := gateSet(absoluteCriterion(MetricOutputTokenThroughput, StatRate, GreaterOrEqual, 10, "tok/s"))
+	g.Criteria[0].PointEstimate = true
+	err := g.Validate()
+	require.ErrorContains(t, err, "point_estimate")
+	require.ErrorContains(t, err, "applies to percentile and mean criteria only")
+	g = pointEstimates(gateSet(absoluteCriterion(MetricTTFT, StatP99, LessOrEqual, 10, "ms")))
+	require.NoError(t, g.Validate())
 }
 
 func TestRateMetricsUseRepetitions(t *testing.T) {
@@ -398,7 +495,7 @@ func TestRateMetricsUseRepetitions(t *testing.T) {
 	require.Equal(t, Pass, sr.Verdict, sr.Explanation)
 	require.Equal(t, IntervalExpandedBoot, sr.Interval)
 	require.Contains(t, sr.Method, "Student's t with 4 degrees of freedom")
-	require.Regexp(t, `^Output token throughput changed by \+3\d\.\d % against the baseline \(\d,\d{3} tok/s vs \d,\d{3} tok/s; 95 % lower bound \+2\d\.\d %, 5 vs 5 repetitions\), clearing the required \+25 %\. Neither run recorded host facts`, sr.Explanation)
+	require.Regexp(t, `^Output token throughput changed by \+3\d\.\d % against the baseline \(\d,\d{3} tok/s vs \d,\d{3} tok/s; 95 % lower bound \+2\d(\.\d)? %, 5 vs 5 repetitions\), clearing the required \+25 %\. Neither run recorded host facts`, sr.Explanation)
 
 	_, err := Evaluate(EvaluationInput{Gates: gateSet(absoluteCriterion(MetricOutputTokenThroughput, StatRate, GreaterOrEqual, 1, "tok/s")),
 		Candidate: []Measurement{{Metric: MetricOutputTokenThroughput, Step: "decode", Repetition: 1, Values: []float64{1, 2}}}})

@@ -328,8 +328,17 @@ func explainSummary(cc *critCtx, sr SeriesResult, v float64, tools []string) str
 	case !cc.le():
 		side, word = "below the", "minimum"
 	}
-	return fmt.Sprintf("%s is %s by %s; there are no samples, so there is no confidence interval (interval: none) and the verdict rests on the point estimate alone: %s %s %s.",
-		stat, fmtValue(v, cc.m.Unit), toolPhrase(tools), side, fmtValue(cc.limit, cc.m.Unit), word)
+	return fmt.Sprintf("%s is %s by %s; there are no samples, so there is no confidence interval (interval: none) and the verdict rests on the point estimate alone%s: %s %s %s.",
+		stat, fmtValue(v, cc.m.Unit), toolPhrase(tools), pointEstimateAllowed(cc), side, fmtValue(cc.limit, cc.m.Unit), word)
+}
+
+// pointEstimateAllowed says, in a verdict resting on a point estimate, that
+// the gate set asked for it.
+func pointEstimateAllowed(cc *critCtx) string {
+	if cc.c.PointEstimate {
+		return ", as the gate set allows for this criterion (point_estimate: true)"
+	}
+	return ""
 }
 
 func relativeSizes(cc *critCtx, sr SeriesResult) string {
@@ -381,6 +390,6 @@ func explainRelativePoint(cc *critCtx, sr SeriesResult, tools []string) string {
 		true:  {Pass: "within the allowed", Fail: "beyond the allowed"},
 		false: {Pass: "clearing the required", Fail: "short of the required"},
 	}[cc.le()][sr.Verdict]
-	return fmt.Sprintf("%s changed by %s against the baseline (%s); %s (interval: none), so the verdict rests on the point estimate alone: %s %s.",
-		stat, fmtPct(*sr.Estimate), vals, why, side, fmtPct(cc.limit))
+	return fmt.Sprintf("%s changed by %s against the baseline (%s); %s (interval: none), so the verdict rests on the point estimate alone%s: %s %s.",
+		stat, fmtPct(*sr.Estimate), vals, why, pointEstimateAllowed(cc), side, fmtPct(cc.limit))
 }

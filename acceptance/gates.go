@@ -66,8 +66,14 @@ type Criterion struct {
 	// Confidence level of the interval, e.g. 0.95 (default).
 	Confidence float64 `json:"confidence,omitempty" yaml:"confidence,omitempty"`
 	// MinSamples below which the verdict is INCONCLUSIVE.
-	MinSamples int      `json:"min_samples,omitempty" yaml:"min_samples,omitempty"`
-	Severity   Severity `json:"severity" yaml:"severity"`
+	MinSamples int `json:"min_samples,omitempty" yaml:"min_samples,omitempty"`
+	// PointEstimate lets a percentile or mean criterion be judged on a
+	// tool's own summary figure where a side has no samples (no
+	// per-request data, no histogram): a point estimate, without any
+	// interval. Without it such a criterion is INCONCLUSIVE. Every verdict,
+	// page and signed report shows when it was set.
+	PointEstimate bool     `json:"point_estimate,omitempty" yaml:"point_estimate,omitempty"`
+	Severity      Severity `json:"severity" yaml:"severity"`
 	// StopLoss is a hard line in the same unit as Threshold (absolute), or a
 	// relative change in percent: crossing it during a run aborts the run,
 	// and in a rollout halts the stage.

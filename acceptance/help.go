@@ -158,6 +158,7 @@ var fieldHelp = func() map[string]string {
 		"criteria[*].unit":        "The unit of the threshold, converted to the metric's canonical unit; % for relative criteria.",
 		"criteria[*].confidence":  "Confidence level of the interval the verdict rests on (default 0.95).",
 		"criteria[*].min_samples": "Below this many samples the verdict is INCONCLUSIVE rather than a guess.",
+		"criteria[*].point_estimate": "Judge this percentile or mean criterion on a tool's own summary figure where a side has no per-request samples or histogram: a point estimate, without any interval. Off by default: such a criterion is then INCONCLUSIVE, saying what data would decide it. Every verdict and report shows when it is on.",
 		"criteria[*].severity":    "blocking criteria decide the overall verdict; advisory ones are reported only.",
 		"criteria[*].stop_loss":   "A hard line beyond the threshold, in the same unit: crossing it stops the run and halts the rollout stage.",
 		"criteria[*].help":        "Why this gate matters, shown beside its verdict.",

@@ -808,6 +808,9 @@ func validateCriterion(c *specChecker, cp string, cr Criterion) {
 		c.add(specField(cp, "confidence"), "must be more than 0.5 and at most 0.9999 (0.95 is usual)")
 	}
 	c.intRange(specField(cp, "min_samples"), cr.MinSamples, 0, MaxMinSamples)
+	if _, isQ := cr.Statistic.Quantile(); cr.PointEstimate && !isQ && cr.Statistic != StatMean && cr.Statistic.Valid() {
+		c.add(specField(cp, "point_estimate"), "applies to percentile and mean criteria only (a tool's summary gives %s no interval either way)", cr.Statistic)
+	}
 	c.enum(specField(cp, "severity"), string(cr.Severity), severities)
 	c.maxLen(specField(cp, "help"), cr.Help, MaxHelpLen)
 

@@ -220,7 +220,7 @@ func HelpPage(p Page, metrics []acceptance.Metric, statistics, verdicts []HelpEn
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "</tbody></table></div><p>So wherever a tool's own figure stands beside Accord's (the \"tool's own\" column of a run, an import's report), Accord also computes the figure from the same samples by the tool's definition and labels it: those two must agree, to rounding. A comparison between two sides never mixes definitions: where one side has only a tool's summary, the other side's figure is computed by that tool's definition, and two summaries made by different definitions are not compared at all.</p><h2 id=\"metrics\">Metrics</h2><div class=\"table-wrap\"><table id=\"metrics\"><thead><tr><th>Id</th><th>Name</th><th>Unit</th><th>Kind</th><th>Better</th><th>Definition</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "</tbody></table></div><p>So wherever a tool's own figure stands beside Accord's (the \"tool's own\" column of a run, an import's report), Accord also computes the figure from the same samples by the tool's definition and labels it: those two must agree, to rounding. A comparison between two sides never mixes definitions: where one side has only a tool's summary, the other side's figure is computed by that tool's definition, and two summaries made by different definitions are not compared at all.</p><h2 id=\"point-estimates\">No verdict from a point estimate unless asked for</h2><p>A percentile or mean that a side knows only from a tool's own summary (a vLLM result without per-request arrays, a GenAI-Perf export, fio's json output without bins) is one number with no spread around it: judged against a limit or another run, chance alone decides (in Accord's simulation of identical runs, a wrong PASS or a wrong FAIL about half of the time each). Such a criterion is therefore INCONCLUSIVE, saying what would decide it: the per-request data (vLLM's <code>--save-detailed</code> result, AIPerf's <code>profile_export.jsonl</code>, fio's <code>json+</code> output) or a run with Accord's probe. A gate set may still judge a criterion on point estimates with <code>point_estimate: true</code>; every verdict, run page and signed report then says so.</p><h2 id=\"metrics\">Metrics</h2><div class=\"table-wrap\"><table id=\"metrics\"><thead><tr><th>Id</th><th>Name</th><th>Unit</th><th>Kind</th><th>Better</th><th>Definition</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -232,7 +232,7 @@ func HelpPage(p Page, metrics []acceptance.Metric, statistics, verdicts []HelpEn
 				var templ_7745c5c3_Var13 string
 				templ_7745c5c3_Var13, templ_7745c5c3_Err = templruntime.NewAttributeExpression("metric-" + m.ID).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 58, Col: 31}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 64, Col: 31}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var13)
 				if templ_7745c5c3_Err != nil {
@@ -245,7 +245,7 @@ func HelpPage(p Page, metrics []acceptance.Metric, statistics, verdicts []HelpEn
 				var templ_7745c5c3_Var14 string
 				templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(m.ID)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 59, Col: 23}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 65, Col: 23}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 				if templ_7745c5c3_Err != nil {
@@ -258,7 +258,7 @@ func HelpPage(p Page, metrics []acceptance.Metric, statistics, verdicts []HelpEn
 				var templ_7745c5c3_Var15 string
 				templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(m.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 60, Col: 19}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 66, Col: 19}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 				if templ_7745c5c3_Err != nil {
@@ -271,7 +271,7 @@ func HelpPage(p Page, metrics []acceptance.Metric, statistics, verdicts []HelpEn
 				var templ_7745c5c3_Var16 string
 				templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(string(m.Unit))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 61, Col: 27}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 67, Col: 27}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 				if templ_7745c5c3_Err != nil {
@@ -284,7 +284,7 @@ func HelpPage(p Page, metrics []acceptance.Metric, statistics, verdicts []HelpEn
 				var templ_7745c5c3_Var17 string
 				templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(string(m.Kind))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 62, Col: 27}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 68, Col: 27}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 				if templ_7745c5c3_Err != nil {
@@ -297,7 +297,7 @@ func HelpPage(p Page, metrics []acceptance.Metric, statistics, verdicts []HelpEn
 				var templ_7745c5c3_Var18 string
 				templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(string(m.Direction))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 63, Col: 32}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 69, Col: 32}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 				if templ_7745c5c3_Err != nil {
@@ -310,7 +310,7 @@ func HelpPage(p Page, metrics []acceptance.Metric, statistics, verdicts []HelpEn
 				var templ_7745c5c3_Var19 string
 				templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(m.Help)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 64, Col: 19}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 70, Col: 19}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 				if templ_7745c5c3_Err != nil {
