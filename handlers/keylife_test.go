@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/attest/attesttest"
 	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
@@ -88,8 +90,11 @@ func TestKeyRevocationCarriesTheDecisionLogOn(t *testing.T) {
 		return out.String(), err
 	}
 
-	// The export: 3 records, 3 checkpoints kept before the carried-over one.
-	out, err := verify(write("decisions.json", rb.download(t, rb.url("/decisions/export"))), nil)
+	// The export: 3 records, 3 checkpoints kept before the carried-over one;
+	// every envelope verifies with securesystemslib's DSSE as well.
+	export := rb.download(t, rb.url("/decisions/export"))
+	require.Equal(t, 7, attesttest.CheckDecisionLogEnvelopes(t, export, trusted))
+	out, err := verify(write("decisions.json", export), nil)
 	require.NoError(t, err)
 	require.Contains(t, out, "3 records")
 	require.Contains(t, out, "signed by "+activeKey.KeyID()+" (3 earlier checkpoints)")
@@ -117,8 +122,15 @@ func TestKeyRevocationCarriesTheDecisionLogOn(t *testing.T) {
 
 	// Freshness: the published head says the old export is behind, the
 	// current one is not.
-	head, err := attest.ParseLogHead(rb.download(t, rb.url("/decisions/head.json")))
+	headJSON := rb.download(t, rb.url("/decisions/head.json"))
+	head, err := attest.ParseLogHead(headJSON)
 	require.NoError(t, err)
+	var headDoc struct {
+		Checkpoint json.RawMessage `json:"checkpoint"`
+	}
+	require.NoError(t, json.Unmarshal(headJSON, &headDoc))
+	keyID, _ := attesttest.VerifyEnvelope(t, headDoc.Checkpoint, trusted, attest.CheckpointPayloadType)
+	require.Equal(t, activeKey.KeyID(), keyID)
 	require.Equal(t, int64(3), head.Seq)
 	_, err = verify(write("old.json", oldExport), head)
 	require.ErrorIs(t, err, attest.ErrLogBehind)

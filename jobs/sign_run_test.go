@@ -112,6 +112,9 @@ func TestJudgedRunIsSignedAndItsReportVerifies(t *testing.T) {
 	// standard-tool procedure and by accord verify.
 	_, err = os.Stat(filepath.Join(root, "artifacts", "MANIFEST.sha256"))
 	require.NoError(t, err, "the probe's run folder has a manifest of its own")
+	// Every envelope verifies with securesystemslib's DSSE, every statement
+	// reads with in-toto's own bindings.
+	require.Equal(t, 3, attesttest.IndependentCheck(t, root, keys), "2 statements, the empty log's checkpoint")
 	m := attesttest.CheckTampers(t, bundle, keys)
 	attesttest.RequireAllCaught(t, m)
 	require.Greater(t, len(m.Outcomes), 80)
