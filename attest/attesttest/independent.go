@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	ita1 "github.com/in-toto/attestation/go/v1"
 	testresult "github.com/in-toto/attestation/go/predicates/test_result/v0"
+	ita1 "github.com/in-toto/attestation/go/v1"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/secure-systems-lab/go-securesystemslib/signerverifier"
 	"github.com/stretchr/testify/require"
