@@ -2,8 +2,13 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"html"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,4 +48,77 @@ func TestAttackReEnabledAccountBringsItsAPITokenBack(t *testing.T) {
 	fresh := b.createTokenViaUI(t, b.signIn(t, "eng@v.example"), "read")
 	status, _ = b.apiGet(t, fresh, "/api/v1/programs")
 	require.Equal(t, http.StatusOK, status)
+}
+
+// The requests of the report, one by one: each answered 500 before.
+func TestAttackNULBytesOfTheReportAre400(t *testing.T) {
+	t.Parallel()
+	f := newMatrixFixture(t)
+	send := func(c caller, method, path, contentType, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, f.b.ts.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		client := f.clients[c]
+		if strings.HasPrefix(path, "/api/v1/") {
+			client = f.b.client(t)
+			req.Header.Set("Authorization", "Bearer "+f.tokens[c])
+		}
+		res, err := client.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		page, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		var apiErr apiError
+		if json.Unmarshal(page, &apiErr) == nil {
+			return res.StatusCode, apiErr.Error
+		}
+		return res.StatusCode, html.UnescapeString(string(page))
+	}
+	form := "application/x-www-form-urlencoded"
+	program := "/programs/" + f.ids["programID"]
+	for _, a := range []struct {
+		c                   caller
+		method, path, ctype string
+		body, where         string
+	}{
+		{anon, "POST", "/signin", form, "email=a%00b@x.test&password=x", `the form field "email"`},
+		{engineer, "POST", "/tokens", form, "name=a%00b&scope=read&expires_days=30", `the form field "name"`},
+		{engineer, "POST", "/tokens/a%00b/revoke", form, "", "the path"},
+		{engineer, "GET", program + "/runs?state=a%00b", "", "", `the query parameter "state"`},
+		{engineer, "GET", program + "/runs/" + f.ids["runID"] + "/artifacts/facts.json%00.txt", "", "", "the path"},
+		{engineer, "GET", program + "/runs?state=a%ffb", "", "", `the query parameter "state"`},
+		{engineer, "GET", "/api/v1" + program + "/runs?state=a%00b", "", "", `the query parameter "state"`},
+	} {
+		status, page := send(a.c, a.method, a.path, a.ctype, a.body)
+		require.Equal(t, http.StatusBadRequest, status, "%s %s %s: %s", a.method, a.path, a.body, page)
+		require.Contains(t, page, "bytes that are not text (a NUL byte or invalid UTF-8) in "+a.where, "%s %s", a.method, a.path)
+	}
+}
+
+// Bytes a handler decodes itself (multipart, JSON) and passes on reach
+// PostgreSQL, which refuses them as not text: that is the client's 400,
+// never a 500.
+func TestDatabaseRefusingBytesAsNotTextIsTheClients400(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, q := range []struct{ sql, arg string }{
+		{"SELECT $1::text", "a\x00b"},
+		{"SELECT $1::text", "a\xffb"},
+		{"SELECT $1::jsonb", `{"a":"\u0000"}`},
+	} {
+		_, err := b.pool.Exec(context.Background(), q.sql, q.arg)
+		require.Error(t, err, q.sql)
+		require.True(t, isNotTextError(fmt.Errorf("store: wrapped: %w", err)), "%s %q: %v", q.sql, q.arg, err)
+		for _, path := range []string{"/programs", "/api/v1/programs"} {
+			w := httptest.NewRecorder()
+			b.server.serverError(w, httptest.NewRequest(http.MethodPost, path, nil), fmt.Errorf("wrapped: %w", err))
+			require.Equal(t, http.StatusBadRequest, w.Code)
+			require.Contains(t, w.Body.String(), "bytes that are not text")
+			require.NotContains(t, w.Body.String(), "SQLSTATE", "no database text")
+		}
+	}
+	_, err := b.pool.Exec(context.Background(), "SELECT 1/0")
+	require.False(t, isNotTextError(err), "other database errors stay 500s")
 }

@@ -55,8 +55,16 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, status int)
 	s.render(w, r, status, web.ErrorPage(p, status, texts[0], texts[1], requestID(r.Context())))
 }
 
-// serverError logs err with the request id and shows the 500 page.
+// serverError logs err with the request id and shows the 500 page (or
+// the 400 page when the database refused a client's bytes as not text).
 func (s *Server) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	if isNotTextError(err) {
+		// The client's bytes, not our fault: a NUL or invalid UTF-8 in a
+		// multipart or JSON body reached the database.
+		s.log.Warn("request refused: bytes that are not text", "request_id", requestID(r.Context()), "route", routePattern(r), "err", err)
+		s.refuseBadBytes(w, r, badBytes{"a field of the request"})
+		return
+	}
 	s.log.Error("request failed", "request_id", requestID(r.Context()), "route", routePattern(r), "err", err)
 	s.renderError(w, r, http.StatusInternalServerError)
 }
