@@ -9,6 +9,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/facts"
+	"github.com/accordlab/accord/runners/probe/gpu"
 	"github.com/accordlab/accord/store"
 )
 
@@ -54,6 +55,8 @@ func SummarizeFacts(hf store.HostFacts) *FactsSummary {
 		switch {
 		case t.Error != "":
 			present = append(present, t.Tool+" (failed: "+t.Error+")")
+		case t.SupersededBy != "":
+			present = append(present, t.Tool+" (superseded by "+t.SupersededBy+")")
 		case !t.Absent():
 			present = append(present, t.Tool)
 		}
@@ -65,6 +68,7 @@ func SummarizeFacts(hf store.HostFacts) *FactsSummary {
 		}
 		lines = append(lines, SpecLine{Label: "Accelerator tools", Value: v})
 	}
+	lines = append(lines, topologyLines(f.GPU.Topology)...)
 	for _, t := range f.Tools {
 		v := t.Version
 		if t.Source.Absent {
@@ -73,6 +77,32 @@ func SummarizeFacts(hf store.HostFacts) *FactsSummary {
 		lines = append(lines, SpecLine{Label: t.Name, Value: v})
 	}
 	return &FactsSummary{TakenAt: hf.TakenAt.UTC().Format("2006-01-02 15:04 UTC"), Lines: lines, Absent: f.Absent()}
+}
+
+// topologyLines says, per GPU of nvidia-smi's topology matrix, its NUMA
+// affinity and how it reaches each NIC (PIX and PXB: behind the same PCIe
+// switch; SYS: across the socket interconnect).
+func topologyLines(t *gpu.Topology) []SpecLine {
+	if t == nil {
+		return nil
+	}
+	var out []SpecLine
+	for _, r := range t.Rows {
+		if !strings.HasPrefix(r.Device, "GPU") {
+			continue
+		}
+		var parts []string
+		if r.NUMAAffinity != "" && r.NUMAAffinity != "N/A" {
+			parts = append(parts, "NUMA affinity "+r.NUMAAffinity)
+		}
+		for i, d := range t.Devices {
+			if !strings.HasPrefix(d, "GPU") && i < len(r.Links) {
+				parts = append(parts, d+" "+r.Links[i])
+			}
+		}
+		out = append(out, SpecLine{Label: "Topology " + r.Device, Value: strings.Join(parts, ", ")})
+	}
+	return out
 }
 
 // MetricRowFrom describes a stored measurement for the percentile tables.

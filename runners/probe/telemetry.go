@@ -285,15 +285,53 @@ type presentTool struct {
 }
 
 // presentTools finds the vendor tools installed on this host, once per
-// step: a tool that is absent costs nothing after that.
+// step: a tool that is absent costs nothing after that. A tool superseded
+// by another installed one (rocm-smi beside amd-smi) is left out, so no
+// device is sampled twice.
 func presentTools(lookPath func(string) (string, error)) []presentTool {
+	superseded := gpu.Superseded(func(tool string) bool { _, err := lookPath(tool); return err == nil })
 	var out []presentTool
 	for _, a := range gpu.Adapters() {
-		if p, err := lookPath(a.Tool); err == nil {
+		if p, err := lookPath(a.Tool); err == nil && !superseded[a.Tool] {
 			out = append(out, presentTool{a, p})
 		}
 	}
 	return out
+}
+
+// runTool runs one command of a vendor tool within a second, so a slow
+// tool cannot stall the sampling.
+func runTool(ctx context.Context, path string, args []string) ([]byte, error) {
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, path, args...)
+	cmd.SysProcAttr = childAttr()
+	return cmd.Output()
+}
+
+// sampleTool takes one sample of a tool: its telemetry commands in turn,
+// then the commands derived from their outputs side by side (a failed one
+// gives a nil output: that reading is absent).
+func sampleTool(ctx context.Context, pt presentTool) ([]gpu.Sample, error) {
+	var outs [][]byte
+	for _, args := range pt.adapter.Telemetry {
+		out, err := runTool(ctx, pt.path, args)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, out)
+	}
+	if pt.adapter.MoreTelemetry != nil {
+		more := pt.adapter.MoreTelemetry(outs)
+		extra := make([][]byte, len(more))
+		var wg sync.WaitGroup
+		for i, args := range more {
+			wg.Go(func() { extra[i], _ = runTool(ctx, pt.path, args) })
+		}
+		wg.Wait()
+		outs = append(outs, extra...)
+	}
+	return pt.adapter.ParseTelemetry(outs)
 }
 
 // sampleGPUs runs every present tool's telemetry commands side by side
@@ -305,19 +343,7 @@ func sampleGPUs(ctx context.Context, tools []presentTool) []wire.GPUSample {
 	var wg sync.WaitGroup
 	for i, pt := range tools {
 		wg.Go(func() {
-			var outs [][]byte
-			for _, args := range pt.adapter.Telemetry {
-				cctx, cancel := context.WithTimeout(ctx, time.Second)
-				cmd := exec.CommandContext(cctx, pt.path, args...)
-				cmd.SysProcAttr = childAttr()
-				out, err := cmd.Output()
-				cancel()
-				if err != nil {
-					return
-				}
-				outs = append(outs, out)
-			}
-			samples, err := pt.adapter.ParseTelemetry(outs)
+			samples, err := sampleTool(ctx, pt)
 			if err != nil {
 				return
 			}

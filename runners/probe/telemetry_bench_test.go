@@ -2,11 +2,7 @@ package probe
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,50 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/runners/probe/counters"
+	"github.com/accordlab/accord/runners/probe/gpu/gputest"
 )
 
-// recordedGPUTools are fake vendor tools that print the recorded outputs
-// in runners/probe/gpu/testdata, keyed by their first argument.
-var recordedGPUTools = map[string]map[string]string{
-	"nvidia-smi":   {"": "nvidia-smi-q-x-tesla-t4.xml"},
-	"rocm-smi":     {"": "rocm-smi-mi100-rocm602.json"},
-	"hy-smi":       {"": "hy-smi-dcu-dtk24.04.3.json"},
-	"npu-smi":      {"": "npu-smi-info-atlas800-9010-24.1.RC2.txt"},
-	"cnmon":        {"": "cnmon-info-mlu370.txt"},
-	"xpu-smi":      {"-m": "xpu-smi-m-p800.txt", "-q": "xpu-smi-q-p800.txt"},
-	"mthreads-gmi": {"": "mthreads-gmi-q-json-s4000.json"},
-	"mx-smi":       {"": "mx-smi-c500.txt", "--show-usage": "mx-smi-show-usage.txt", "--show-memory": "mx-smi-show-memory.txt", "--show-board-power": "mx-smi-show-board-power.txt"},
-	"ixsmi":        {"": "ixsmi-query-gpu.csv"},
-	"efsmi":        {"": "efsmi-q-s60.txt"},
-	"brsmi":        {"": "brsmi-query-telemetry.csv"},
-}
-
 func fakeGPUTools(tb testing.TB) func(string) (string, error) {
-	tb.Helper()
-	dir := tb.TempDir()
-	data, err := filepath.Abs("gpu/testdata")
-	require.NoError(tb, err)
-	for tool, byArg := range recordedGPUTools {
-		var sh strings.Builder
-		sh.WriteString("#!/bin/sh\ncase \"$1\" in\n")
-		for arg, file := range byArg {
-			if arg != "" {
-				fmt.Fprintf(&sh, "%s) exec cat %q ;;\n", arg, filepath.Join(data, file))
-			}
-		}
-		if file, ok := byArg[""]; ok {
-			fmt.Fprintf(&sh, "*) exec cat %q ;;\n", filepath.Join(data, file))
-		}
-		sh.WriteString("esac\n")
-		require.NoError(tb, os.WriteFile(filepath.Join(dir, tool), []byte(sh.String()), 0o755))
-	}
-	return func(name string) (string, error) {
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err != nil {
-			return "", err
-		}
-		return p, nil
-	}
+	return gputest.FakeTools(tb, gputest.Recorded)
 }
 
 // TestTelemetrySamplesEveryVendor: one sample on a host with every
@@ -65,15 +22,24 @@ func fakeGPUTools(tb testing.TB) func(string) (string, error) {
 func TestTelemetrySamplesEveryVendor(t *testing.T) {
 	t.Parallel()
 	tools := presentTools(fakeGPUTools(t))
-	require.Len(t, tools, len(recordedGPUTools))
+	require.Len(t, tools, len(gputest.Recorded)-1, "rocm-smi is superseded by amd-smi")
 	gs := sampleGPUs(context.Background(), tools)
 	per := map[string]int{}
+	npuBW := map[int]*float64{}
 	for _, g := range gs {
 		per[g.Tool]++
+		if g.Tool == "npu-smi" {
+			npuBW[g.Index] = g.MemBWPct
+		}
 	}
-	require.Equal(t, map[string]int{"nvidia-smi": 1, "rocm-smi": 4, "hy-smi": 1, "npu-smi": 8, "cnmon": 2, "xpu-smi": 2,
+	require.Equal(t, map[string]int{"nvidia-smi": 1, "amd-smi": 2, "hy-smi": 1, "npu-smi": 8, "cnmon": 2, "xpu-smi": 2,
 		"mthreads-gmi": 2, "mx-smi": 2, "ixsmi": 2, "efsmi": 1, "brsmi": 2}, per)
 	require.NotNil(t, meanUtil(gs))
+	// npu-smi's bandwidth comes from its per-NPU usages commands: NPUs 0
+	// and 1 answered, the others failed and have none.
+	require.NotNil(t, npuBW[0])
+	require.InDelta(t, 51, *npuBW[1], 0)
+	require.Nil(t, npuBW[2])
 }
 
 // TestTelemetryOnThisHostHasNoGPUTool: this machine has none of the tools.

@@ -656,9 +656,12 @@ func collectCPUFreq(r *Runner) CPUFreq {
 
 // collectGPU asks every vendor tool (package gpu) for its devices. A tool
 // that is not installed is recorded absent; one whose output does not
-// parse keeps its raw output and an error, and lists no devices.
+// parse keeps its raw output and an error, and lists no devices. A tool
+// superseded by another installed one (rocm-smi beside amd-smi) still
+// runs, as evidence, but its devices are the other's.
 func collectGPU(ctx context.Context, r *Runner) GPU {
 	var g GPU
+	superseded := gpu.Superseded(func(tool string) bool { _, err := r.lookPath(tool); return err == nil })
 	for _, a := range gpu.Adapters() {
 		t := GPUTool{Tool: a.Tool, Vendor: a.Vendor}
 		var outs [][]byte
@@ -684,26 +687,55 @@ func collectGPU(ctx context.Context, r *Runner) GPU {
 					g.Source.Error = t.Error
 				}
 			}
-			for _, d := range devs {
-				gd := GPUDevice{Index: d.Index, Vendor: a.Vendor, Tool: a.Tool, Name: d.Name, UUID: d.UUID,
-					DriverVersion: d.Driver, Firmware: d.Firmware, PCIBusID: d.PCIAddress, MemoryMiB: d.MemoryBytes >> 20}
-				// sysfs is the authority; the tool's own NUMA node (rocm-smi
-				// reports one) stands in where sysfs has no entry.
-				if d.PCIAddress != "" {
-					gd.NUMANode = r.Attr("/sys/bus/pci/devices/" + d.PCIAddress + "/numa_node")
-				}
-				if (d.PCIAddress == "" || gd.NUMANode.Absent) && d.NUMANode != "" {
-					gd.NUMANode = Value{Value: d.NUMANode, Source: Source{Command: t.Sources[0].Command}}
-				} else if d.PCIAddress == "" {
-					gd.NUMANode = Value{Source: Source{Command: t.Sources[0].Command, Absent: true}}
-				}
-				g.GPUs = append(g.GPUs, gd)
-			}
 			t.Devices = len(devs)
+			if superseded[a.Tool] {
+				t.SupersededBy = supersederOf(a.Tool)
+				devs = nil
+			}
+			for _, d := range devs {
+				g.GPUs = append(g.GPUs, gpuDevice(r, a, t, d))
+			}
 		}
 		g.Tools = append(g.Tools, t)
 	}
+	if !g.Source.Absent {
+		src := r.Run(ctx, append([]string{"nvidia-smi"}, gpu.TopoArgs...)...)
+		g.TopologySource = &src
+		if src.OK() {
+			topo, err := gpu.ParseTopology([]byte(src.Raw))
+			if err != nil {
+				g.TopologySource.Error = "parse: " + err.Error()
+			}
+			g.Topology = topo
+		}
+	}
 	return g
+}
+
+func supersederOf(tool string) string {
+	for _, a := range gpu.Adapters() {
+		if a.Supersedes == tool {
+			return a.Tool
+		}
+	}
+	return ""
+}
+
+// gpuDevice places one device a tool reported: sysfs is the authority on
+// its NUMA node; the tool's own (rocm-smi and amd-smi report one) stands
+// in where sysfs has no entry.
+func gpuDevice(r *Runner, a gpu.Adapter, t GPUTool, d gpu.Device) GPUDevice {
+	gd := GPUDevice{Index: d.Index, Vendor: a.Vendor, Tool: a.Tool, Name: d.Name, UUID: d.UUID,
+		DriverVersion: d.Driver, Firmware: d.Firmware, PCIBusID: d.PCIAddress, MemoryMiB: d.MemoryBytes >> 20}
+	if d.PCIAddress != "" {
+		gd.NUMANode = r.Attr("/sys/bus/pci/devices/" + d.PCIAddress + "/numa_node")
+	}
+	if (d.PCIAddress == "" || gd.NUMANode.Absent) && d.NUMANode != "" {
+		gd.NUMANode = Value{Value: d.NUMANode, Source: Source{Command: t.Sources[0].Command}}
+	} else if d.PCIAddress == "" {
+		gd.NUMANode = Value{Source: Source{Command: t.Sources[0].Command, Absent: true}}
+	}
+	return gd
 }
 
 // SysfsPCIAddress turns nvidia-smi's bus id (00000000:3B:00.0) into the

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/accordlab/accord/runners/probe/gpu"
 )
 
 // SchemaVersion is the facts format this build writes.
@@ -241,6 +243,10 @@ type GPU struct {
 	Source Source      `json:"source"`
 	// Tools has one entry per vendor tool probed, present or absent.
 	Tools []GPUTool `json:"tools,omitempty"`
+	// Topology is `nvidia-smi topo -m` where nvidia-smi is installed: how
+	// the GPUs reach each other and the NICs, and their NUMA affinity.
+	Topology       *gpu.Topology `json:"topology,omitempty"`
+	TopologySource *Source       `json:"topology_source,omitempty"`
 }
 
 // GPUTool is one vendor tool's account: the commands it ran with their
@@ -252,6 +258,9 @@ type GPUTool struct {
 	Devices int      `json:"devices"`
 	// Error is set when the tool ran but its output did not parse.
 	Error string `json:"error,omitempty"`
+	// SupersededBy names the installed tool whose devices are used instead
+	// (amd-smi over rocm-smi); this tool's own devices are not listed.
+	SupersededBy string `json:"superseded_by,omitempty"`
 }
 
 // Absent reports whether the tool is not installed.

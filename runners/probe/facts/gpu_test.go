@@ -2,65 +2,15 @@ package facts
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/runners/probe/gpu"
+	"github.com/accordlab/accord/runners/probe/gpu/gputest"
 )
-
-// recordedTools are shell scripts named like the vendor tools that print
-// the recorded outputs of runners/probe/gpu/testdata for the argument
-// vectors the adapters run (keyed by their first argument where a tool
-// runs several commands).
-var recordedTools = map[string]map[string]string{
-	"nvidia-smi":   {"": "nvidia-smi-q-x-tesla-t4.xml"},
-	"rocm-smi":     {"": "rocm-smi-mi100-rocm602.json"},
-	"hy-smi":       {"": "hy-smi-dcu-dtk24.04.3.json"},
-	"npu-smi":      {"": "npu-smi-info-atlas800-9010-24.1.RC2.txt"},
-	"cnmon":        {"": "cnmon-info-mlu370.txt"},
-	"xpu-smi":      {"-m": "xpu-smi-m-p800.txt", "-q": "xpu-smi-q-p800.txt"},
-	"mthreads-gmi": {"": "mthreads-gmi-q-json-s4000.json"},
-	"mx-smi":       {"": "mx-smi-c500.txt", "--show-usage": "mx-smi-show-usage.txt", "--show-memory": "mx-smi-show-memory.txt", "--show-board-power": "mx-smi-show-board-power.txt"},
-	"ixsmi":        {"": "ixsmi-query-gpu.csv"},
-	"efsmi":        {"": "efsmi-q-s60.txt"},
-	"brsmi":        {"": "brsmi-query-facts.csv"},
-}
-
-// fakeTools writes the scripts into a folder and returns a LookPath that
-// finds tools there only. The scripts run for real (the Runner starts
-// them as it starts any tool).
-func fakeTools(t testing.TB, tools map[string]map[string]string) func(string) (string, error) {
-	t.Helper()
-	dir := t.TempDir()
-	data, err := filepath.Abs("../gpu/testdata")
-	require.NoError(t, err)
-	for tool, byArg := range tools {
-		var sh strings.Builder
-		sh.WriteString("#!/bin/sh\ncase \"$1\" in\n")
-		for arg, file := range byArg {
-			if arg != "" {
-				fmt.Fprintf(&sh, "%s) exec cat %q ;;\n", arg, filepath.Join(data, file))
-			}
-		}
-		if file, ok := byArg[""]; ok {
-			fmt.Fprintf(&sh, "*) exec cat %q ;;\n", filepath.Join(data, file))
-		}
-		sh.WriteString("esac\n")
-		require.NoError(t, os.WriteFile(filepath.Join(dir, tool), []byte(sh.String()), 0o755))
-	}
-	return func(name string) (string, error) {
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: not found", name)
-		}
-		return p, nil
-	}
-}
 
 // TestCollectGPUFromRecordedTools: a host with every vendor's tool
 // reports every vendor's devices, with the NUMA node from sysfs.
@@ -68,7 +18,7 @@ func TestCollectGPUFromRecordedTools(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	write(t, root, "/sys/bus/pci/devices/0000:17:00.0/numa_node", "1\n") // the Enflame S60
-	r := &Runner{Root: root, LookPath: fakeTools(t, recordedTools)}
+	r := &Runner{Root: root, LookPath: gputest.FakeTools(t, gputest.Recorded)}
 	g := collectGPU(context.Background(), r)
 
 	require.Len(t, g.Tools, len(gpu.Adapters()))
@@ -82,9 +32,30 @@ func TestCollectGPUFromRecordedTools(t *testing.T) {
 		}
 		counts[tool.Tool] = tool.Devices
 	}
-	require.Equal(t, map[string]int{"nvidia-smi": 1, "rocm-smi": 4, "hy-smi": 1, "npu-smi": 8, "cnmon": 2, "xpu-smi": 2,
+	require.Equal(t, map[string]int{"nvidia-smi": 1, "amd-smi": 1, "rocm-smi": 4, "hy-smi": 1, "npu-smi": 8, "cnmon": 2, "xpu-smi": 2,
 		"mthreads-gmi": 2, "mx-smi": 2, "ixsmi": 2, "efsmi": 1, "brsmi": 2}, counts)
 	require.True(t, g.Source.OK(), "nvidia-smi's source is kept on its own")
+
+	// amd-smi and rocm-smi both installed: amd-smi's devices, rocm-smi's
+	// output kept as evidence only.
+	perTool := map[string]int{}
+	for _, d := range g.GPUs {
+		perTool[d.Tool]++
+	}
+	require.Equal(t, 1, perTool["amd-smi"])
+	require.Zero(t, perTool["rocm-smi"])
+	for _, tool := range g.Tools {
+		if tool.Tool == "rocm-smi" {
+			require.Equal(t, "amd-smi", tool.SupersededBy)
+		}
+	}
+
+	// nvidia-smi topo -m is taken beside the devices.
+	require.NotNil(t, g.TopologySource)
+	require.True(t, g.TopologySource.OK(), "%+v", g.TopologySource)
+	require.Equal(t, []string{"nvidia-smi", "topo", "-m"}, g.TopologySource.Command)
+	require.NotNil(t, g.Topology)
+	require.Equal(t, "NODE", g.Topology.Link("GPU0", "mlx5_0"))
 
 	byTool := map[string]GPUDevice{}
 	for _, d := range g.GPUs {
@@ -99,12 +70,14 @@ func TestCollectGPUFromRecordedTools(t *testing.T) {
 	require.Equal(t, "Enflame S60", s60.Model())
 	require.Equal(t, "Huawei Ascend xxx", byTool["npu-smi"].Model())
 	require.Equal(t, "Tesla T4", byTool["nvidia-smi"].Model(), "NVIDIA names stay as they were before the other vendors")
-	mi100 := byTool["rocm-smi"]
-	require.Equal(t, "1", mi100.NUMANode.Value, "no sysfs entry: rocm-smi's own NUMA node")
+	mi210 := byTool["amd-smi"]
+	require.Equal(t, "1", mi210.NUMANode.Value, "no sysfs entry: amd-smi's own NUMA node")
+	require.Equal(t, "AMD Instinct MI210", mi210.Model())
 
 	f := &Facts{GPU: g}
 	cmp := f.Comparable()
-	require.Contains(t, cmp["gpu.model"], "4x AMD Arcturus GL-XL [Instinct MI100]")
+	require.Contains(t, cmp["gpu.model"], "AMD Instinct MI210")
+	require.NotContains(t, cmp["gpu.model"], "MI100", "rocm-smi's devices are not counted twice")
 	require.Contains(t, cmp["gpu.driver"], "515.105.01")
 	require.Contains(t, cmp["gpu.driver"], "24.1.RC2")
 }
@@ -113,7 +86,7 @@ func TestCollectGPUFromRecordedTools(t *testing.T) {
 // output kept, not an absence, and lists no devices.
 func TestCollectGPUBadOutput(t *testing.T) {
 	t.Parallel()
-	r := &Runner{Root: t.TempDir(), LookPath: fakeTools(t, map[string]map[string]string{"nvidia-smi": {"": "ixsmi-query-gpu.csv"}})}
+	r := &Runner{Root: t.TempDir(), LookPath: gputest.FakeTools(t, map[string]map[string]string{"nvidia-smi": {"*": "ixsmi-query-gpu.csv"}})}
 	g := collectGPU(context.Background(), r)
 	for _, tool := range g.Tools {
 		if tool.Tool != "nvidia-smi" {
@@ -126,6 +99,8 @@ func TestCollectGPUBadOutput(t *testing.T) {
 	}
 	require.Empty(t, g.GPUs)
 	require.Contains(t, g.Source.Error, "parse:")
+	require.Nil(t, g.Topology)
+	require.Contains(t, g.TopologySource.Error, "parse: nvidia-smi topo")
 }
 
 // TestPCILinks: a GPU behind a PCIe switch whose link trained at Gen3 x8

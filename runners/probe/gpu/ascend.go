@@ -14,16 +14,89 @@ import (
 // followed by a process table, which is skipped. The title row carries
 // the driver package version ("npu-smi 24.1.RC2   Version: 24.1.RC2").
 // Memory is the HBM where the chip has it (training parts), otherwise the
-// DDR of the Memory-Usage column. The same table is the telemetry sample.
+// DDR of the Memory-Usage column. The same table is the telemetry sample;
+// memory bandwidth is only in `npu-smi info -t usages -i NPU`, one NPU at
+// a time ("HBM Bandwidth Usage Rate(%)" on training parts, "DDR
+// Bandwidth Usage Rate(%)" or "Memory Bandwidth Usage Rate(%)" on
+// inference parts, per chip), so the sample runs that for every NPU the
+// table lists.
 func init() {
 	register(Adapter{
-		Tool:           "npu-smi",
-		Vendor:         "Huawei Ascend",
-		Facts:          [][]string{{"info"}},
-		Telemetry:      [][]string{{"info"}},
-		ParseFacts:     func(o [][]byte) ([]Device, error) { d, _, err := parseNPUSMI(one(o)); return d, err },
-		ParseTelemetry: func(o [][]byte) ([]Sample, error) { _, s, err := parseNPUSMI(one(o)); return s, err },
+		Tool:          "npu-smi",
+		Vendor:        "Huawei Ascend",
+		Facts:         [][]string{{"info"}},
+		Telemetry:     [][]string{{"info"}},
+		MoreTelemetry: npuUsagesCommands,
+		ParseFacts:    func(o [][]byte) ([]Device, error) { d, _, err := parseNPUSMI(one(o)); return d, err },
+		ParseTelemetry: func(o [][]byte) ([]Sample, error) {
+			_, chips, err := parseNPUSMI(one(o))
+			if err != nil {
+				return nil, err
+			}
+			bw := map[string]float64{}
+			for _, u := range o[1:] {
+				for k, v := range parseNPUUsages(u) {
+					bw[k] = v
+				}
+			}
+			out := make([]Sample, len(chips))
+			for i, c := range chips {
+				out[i] = c.Sample
+				if v, ok := bw[c.chip]; ok {
+					out[i].MemBWPct = &v
+				}
+			}
+			return out, nil
+		},
 	})
+}
+
+// npuUsagesCommands lists `info -t usages -i N` for every NPU of the table.
+func npuUsagesCommands(outputs [][]byte) [][]string {
+	devs, _, err := parseNPUSMI(one(outputs))
+	if err != nil {
+		return nil
+	}
+	var out [][]string
+	seen := map[string]bool{}
+	for _, d := range devs {
+		npu, _, _ := strings.Cut(strings.TrimPrefix(d.UUID, "npu"), "-")
+		if !seen[npu] {
+			seen[npu] = true
+			out = append(out, []string{"info", "-t", "usages", "-i", npu})
+		}
+	}
+	return out
+}
+
+// npuBandwidthKeys are the memory bandwidth lines of `info -t usages`,
+// the first present wins.
+var npuBandwidthKeys = []string{"HBM Bandwidth Usage Rate(%)", "DDR Bandwidth Usage Rate(%)", "Memory Bandwidth Usage Rate(%)"}
+
+// parseNPUUsages reads `npu-smi info -t usages -i N`: "NPU ID : N", then
+// per chip its "key : value" lines ending with "Chip ID : C". It returns
+// the memory bandwidth use by "npuN-chipC".
+func parseNPUUsages(b []byte) map[string]float64 {
+	out := map[string]float64{}
+	npu := ""
+	chip := map[string]string{}
+	for _, l := range kvLines(b) {
+		switch l.Key {
+		case "NPU ID":
+			npu = l.Value
+		case "Chip ID":
+			for _, k := range npuBandwidthKeys {
+				if v := percent(chip[k]); v != nil && npu != "" {
+					out["npu"+npu+"-chip"+l.Value] = *v
+					break
+				}
+			}
+			chip = map[string]string{}
+		default:
+			chip[l.Key] = l.Value
+		}
+	}
+	return out
 }
 
 // cells splits a table row "| a | b | c |" into its trimmed cells.
@@ -48,9 +121,15 @@ func usedTotal(s string) (used, total *float64) {
 	return number(u), number(t)
 }
 
-func parseNPUSMI(b []byte) ([]Device, []Sample, error) {
+// npuSample is a sample with the chip it belongs to ("npuN-chipC").
+type npuSample struct {
+	Sample
+	chip string
+}
+
+func parseNPUSMI(b []byte) ([]Device, []npuSample, error) {
 	var devs []Device
-	var samples []Sample
+	var samples []npuSample
 	driver := ""
 	var first []string // the first row of a chip, waiting for its second
 	for _, line := range strings.Split(string(b), "\n") {
@@ -88,7 +167,7 @@ func parseNPUSMI(b []byte) ([]Device, []Sample, error) {
 		name := strings.Join(f1[1:], " ")
 		idx := len(devs)
 		d := Device{Index: idx, Name: name, UUID: "npu" + npu + "-chip" + f2[0], Driver: driver, PCIAddress: PCIAddress(row2[1])}
-		s := Sample{Index: idx}
+		s := npuSample{Sample: Sample{Index: idx}, chip: d.UUID}
 		p := strings.Fields(row1[2])
 		if len(p) > 0 {
 			s.PowerW = number(p[0])

@@ -56,10 +56,19 @@ type Adapter struct {
 	// vendor's accelerators are not visible here", never a failure.
 	Tool   string
 	Vendor string
+	// Supersedes names an older tool of the same vendor that reports the
+	// same devices (amd-smi and rocm-smi): where both are installed only
+	// this one is used, so no device is counted twice.
+	Supersedes string
 	// Facts and Telemetry are the argument vectors (after Tool) whose
 	// standard outputs, in order, ParseFacts and ParseTelemetry read.
-	Facts          [][]string
-	Telemetry      [][]string
+	Facts     [][]string
+	Telemetry [][]string
+	// MoreTelemetry, when set, derives further argument vectors from the
+	// Telemetry outputs (npu-smi reports memory bandwidth per NPU, so it
+	// needs the NPU ids first); their outputs follow the Telemetry ones,
+	// nil where a command failed.
+	MoreTelemetry  func(outputs [][]byte) [][]string
 	ParseFacts     func(outputs [][]byte) ([]Device, error)
 	ParseTelemetry func(outputs [][]byte) ([]Sample, error)
 }
@@ -89,6 +98,18 @@ func Adapters() []Adapter {
 		out = append(out, a)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Tool < out[j].Tool })
+	return out
+}
+
+// Superseded reports which of the installed tools are not to be used
+// because a tool that supersedes them is installed too.
+func Superseded(installed func(tool string) bool) map[string]bool {
+	out := map[string]bool{}
+	for _, a := range registry {
+		if a.Supersedes != "" && installed(a.Tool) {
+			out[a.Supersedes] = true
+		}
+	}
 	return out
 }
 

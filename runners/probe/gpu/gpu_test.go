@@ -3,6 +3,7 @@ package gpu
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,7 +28,7 @@ func TestEveryVendorHasAnAdapter(t *testing.T) {
 		tools = append(tools, a.Tool)
 		require.NotEmpty(t, a.Vendor)
 	}
-	require.Equal(t, []string{"brsmi", "cnmon", "efsmi", "hy-smi", "ixsmi", "mthreads-gmi", "mx-smi", "npu-smi", "nvidia-smi", "rocm-smi", "xpu-smi"}, tools)
+	require.Equal(t, []string{"amd-smi", "brsmi", "cnmon", "efsmi", "hy-smi", "ixsmi", "mthreads-gmi", "mx-smi", "npu-smi", "nvidia-smi", "rocm-smi", "xpu-smi"}, tools)
 }
 
 // facts runs an adapter's facts parser on recorded outputs.
@@ -92,6 +93,37 @@ func TestROCmSMI(t *testing.T) {
 	require.Equal(t, "55069", d[0].UUID, "Unique ID is N/A: the GUID stands in")
 }
 
+func TestAMDSMI(t *testing.T) {
+	t.Parallel()
+	// ROCm 6.4+ wraps the list in gpu_data; this MI210 has no bdf in its
+	// bus section and a driver version that is the kernel's banner.
+	d := facts(t, "amd-smi", "amd-smi-static-json-mi210.json")
+	require.Len(t, d, 1)
+	require.Equal(t, "AMD Instinct MI210", d[0].Name)
+	require.Equal(t, int64(65520*MiB), d[0].MemoryBytes)
+	require.Equal(t, "1", d[0].NUMANode)
+	require.Empty(t, d[0].PCIAddress)
+	require.Empty(t, d[0].Firmware, "vbios has only a name")
+	require.True(t, strings.HasPrefix(d[0].Driver, "Linuxversion6.14.0-24-generic"), d[0].Driver)
+
+	s := telemetry(t, "amd-smi", "amd-smi-metric-json-gpu-data.json")
+	require.Equal(t, []Sample{
+		{Index: 0, UtilPct: f(94), MemBWPct: f(61), MemUsedBytes: i(17153 * MiB), PowerW: f(612)},
+		{Index: 1, UtilPct: f(0), MemUsedBytes: i(284 * MiB)},
+	}, s, "N/A readings are absent, not zero")
+
+	// Releases before 6.4 print the bare list; -p alone gives only power.
+	s = telemetry(t, "amd-smi", "amd-smi-metric-p-json-list.json")
+	require.Equal(t, []Sample{{Index: 0, PowerW: f(10)}}, s)
+}
+
+func TestAMDSMISupersedesROCmSMI(t *testing.T) {
+	t.Parallel()
+	installed := map[string]bool{"amd-smi": true, "rocm-smi": true, "nvidia-smi": true}
+	require.Equal(t, map[string]bool{"rocm-smi": true}, Superseded(func(tool string) bool { return installed[tool] }))
+	require.Empty(t, Superseded(func(tool string) bool { return tool == "rocm-smi" }), "rocm-smi alone is used")
+}
+
 func TestHySMI(t *testing.T) {
 	t.Parallel()
 	d := facts(t, "hy-smi", "hy-smi-dcu-dtk24.04.3.json")
@@ -114,6 +146,67 @@ func TestNPUSMI(t *testing.T) {
 	require.Equal(t, Device{Index: 1, Name: "310", UUID: "npu6-chip1", Driver: "21.0.4.B030", MemoryBytes: 8192 * MiB, PCIAddress: "0000:8a:00.0"}, d[1])
 	s = telemetry(t, "npu-smi", "npu-smi-info-atlas800-3000-21.0.4.txt")
 	require.Equal(t, Sample{Index: 0, UtilPct: f(0), MemUsedBytes: i(2703 * MiB), PowerW: f(12.8)}, s[0])
+}
+
+// TestNPUSMIUsages: memory bandwidth comes from `info -t usages` per NPU,
+// joined to the table's chips; an NPU whose usages command failed has
+// none (absent, not zero).
+func TestNPUSMIUsages(t *testing.T) {
+	t.Parallel()
+	a, _ := Lookup("npu-smi")
+	table := read(t, "npu-smi-info-atlas800-9010-24.1.RC2.txt")
+	more := a.MoreTelemetry([][]byte{table})
+	require.Len(t, more, 8)
+	require.Equal(t, []string{"info", "-t", "usages", "-i", "3"}, more[3])
+
+	outs := [][]byte{table, read(t, "npu-smi-info-t-usages-910-hbm.txt"), read(t, "npu-smi-info-t-usages-310p-ddr.txt")}
+	for range 6 {
+		outs = append(outs, nil)
+	}
+	s, err := a.ParseTelemetry(outs)
+	require.NoError(t, err)
+	require.Equal(t, f(0), s[0].MemBWPct, "HBM bandwidth of NPU 0")
+	require.Equal(t, f(51), s[1].MemBWPct, "a part without HBM: its DDR bandwidth")
+	require.Nil(t, s[2].MemBWPct)
+	require.Equal(t, f(206.9), s[3].PowerW, "the table's readings stay")
+
+	require.Equal(t, map[string]float64{"npu1-chip0": 51}, parseNPUUsages(read(t, "npu-smi-info-t-usages-310p-ddr.txt")))
+}
+
+func TestTopology(t *testing.T) {
+	t.Parallel()
+	// Older drivers name the NICs in the header.
+	topo, err := ParseTopology(read(t, "nvidia-smi-topo-m-della-a100.txt"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"GPU0", "GPU1", "mlx5_0", "mlx5_1"}, topo.Devices)
+	require.Len(t, topo.Rows, 4)
+	require.Equal(t, TopologyRow{Device: "GPU1", Links: []string{"SYS", "X", "SYS", "NODE"}, CPUAffinity: "64-127", NUMAAffinity: "1"}, topo.Rows[1])
+	require.Equal(t, "NODE", topo.Link("GPU0", "mlx5_0"))
+	require.Equal(t, "SYS", topo.Link("GPU0", "mlx5_1"))
+
+	// Newer ones number them and print a NIC legend; GPU NUMA ID follows.
+	topo, err = ParseTopology(read(t, "nvidia-smi-topo-m-della-h100.txt"))
+	require.NoError(t, err)
+	require.Len(t, topo.Devices, 14)
+	require.Equal(t, "mlx5_3", topo.Devices[11])
+	require.Equal(t, "PIX", topo.Link("GPU4", "mlx5_3"))
+	require.Equal(t, "NV18", topo.Link("GPU4", "GPU7"))
+	require.Equal(t, "1", topo.Rows[4].NUMAAffinity)
+	require.Equal(t, "0", topo.Rows[0].NUMAAffinity)
+	require.Empty(t, topo.Rows[0].CPUAffinity)
+	require.Equal(t, "mlx5_5", topo.Rows[13].Device)
+
+	topo, err = ParseTopology(read(t, "nvidia-smi-topo-m-traverse-v100.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "8", topo.Rows[2].NUMAAffinity)
+	require.Equal(t, "NV3", topo.Link("GPU2", "GPU3"))
+
+	_, err = ParseTopology([]byte("No devices were found\n"))
+	require.Error(t, err)
+	// The header is underlined with terminal escapes on some drivers.
+	topo, err = ParseTopology([]byte("\t\x1b[4mGPU0\tCPU Affinity\tNUMA Affinity\x1b[0m\nGPU0\t X \t0-7\t0\n"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"GPU0"}, topo.Devices)
 }
 
 func TestEfsmi(t *testing.T) {
@@ -197,7 +290,7 @@ func TestPCIAddress(t *testing.T) {
 func FuzzParsers(f *testing.F) {
 	entries, _ := os.ReadDir("testdata")
 	for _, e := range entries {
-		if b, err := os.ReadFile(filepath.Join("testdata", e.Name())); err == nil && len(b) < 32<<10 {
+		if b, err := os.ReadFile(filepath.Join("testdata", e.Name())); err == nil && len(b) < 32<<10 && !strings.HasSuffix(e.Name(), ".md") {
 			f.Add(b)
 		}
 	}
@@ -211,6 +304,9 @@ func FuzzParsers(f *testing.F) {
 					}
 				}
 			}
+			if a.MoreTelemetry != nil {
+				_ = a.MoreTelemetry(outs)
+			}
 			if s, err := a.ParseTelemetry(outs); err == nil {
 				for _, x := range s {
 					if x.UtilPct != nil && (*x.UtilPct < 0 || *x.UtilPct > 105) {
@@ -219,7 +315,22 @@ func FuzzParsers(f *testing.F) {
 					if x.MemUsedBytes != nil && *x.MemUsedBytes < 0 {
 						t.Fatalf("%s: negative memory used", a.Tool)
 					}
+					if x.MemBWPct != nil && (*x.MemBWPct < 0 || *x.MemBWPct > 105) {
+						t.Fatalf("%s: memory busy %v", a.Tool, *x.MemBWPct)
+					}
 				}
+			}
+		}
+		if topo, err := ParseTopology(b); err == nil {
+			for _, r := range topo.Rows {
+				if len(r.Links) != len(topo.Devices) {
+					t.Fatalf("topology row %s has %d links for %d columns", r.Device, len(r.Links), len(topo.Devices))
+				}
+			}
+		}
+		for _, v := range parseNPUUsages(b) {
+			if v < 0 || v > 105 {
+				t.Fatalf("npu usages: %v", v)
 			}
 		}
 	})

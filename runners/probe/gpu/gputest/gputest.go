@@ -1,0 +1,93 @@
+// Package gputest puts fake vendor tools where a test looks for them:
+// shell scripts named like the tools that print the recorded outputs of
+// runners/probe/gpu/testdata for the argument vectors the adapters run.
+// The scripts run for real, as the probe starts any tool.
+package gputest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Recorded is every adapter's tool with its outputs, keyed by a shell
+// case pattern matched against all its arguments ("*": anything else).
+var Recorded = map[string]map[string]string{
+	"nvidia-smi": {"topo -m": "nvidia-smi-topo-m-della-a100.txt", "*": "nvidia-smi-q-x-tesla-t4.xml"},
+	"rocm-smi":   {"*": "rocm-smi-mi100-rocm602.json"},
+	"amd-smi":    {"static*": "amd-smi-static-json-mi210.json", "metric*": "amd-smi-metric-json-gpu-data.json"},
+	"hy-smi":     {"*": "hy-smi-dcu-dtk24.04.3.json"},
+	"npu-smi": {"info -t usages -i 0": "npu-smi-info-t-usages-910-hbm.txt", "info -t usages -i 1": "npu-smi-info-t-usages-310p-ddr.txt",
+		"info -t usages*": "", "*": "npu-smi-info-atlas800-9010-24.1.RC2.txt"},
+	"cnmon":        {"*": "cnmon-info-mlu370.txt"},
+	"xpu-smi":      {"-m": "xpu-smi-m-p800.txt", "-q": "xpu-smi-q-p800.txt"},
+	"mthreads-gmi": {"*": "mthreads-gmi-q-json-s4000.json"},
+	"mx-smi": {"--show-usage": "mx-smi-show-usage.txt", "--show-memory": "mx-smi-show-memory.txt",
+		"--show-board-power": "mx-smi-show-board-power.txt", "*": "mx-smi-c500.txt"},
+	"ixsmi": {"*": "ixsmi-query-gpu.csv"},
+	"efsmi": {"*": "efsmi-q-s60.txt"},
+	"brsmi": {"--query-gpu=index,name,*": "brsmi-query-facts.csv", "*": "brsmi-query-telemetry.csv"},
+}
+
+// Testdata is the absolute path of runners/probe/gpu/testdata.
+func Testdata(tb testing.TB) string {
+	tb.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	require.True(tb, ok)
+	return filepath.Join(filepath.Dir(file), "..", "testdata")
+}
+
+// FakeTools writes one script per tool into a temporary folder and
+// returns a LookPath that finds tools there only. An empty file name
+// makes the script fail (exit 1, as a tool that does not support the
+// command); arguments no pattern matches fail too.
+func FakeTools(tb testing.TB, tools map[string]map[string]string) func(string) (string, error) {
+	tb.Helper()
+	dir := tb.TempDir()
+	data := Testdata(tb)
+	for tool, byArgs := range tools {
+		patterns := make([]string, 0, len(byArgs))
+		for p := range byArgs {
+			patterns = append(patterns, p)
+		}
+		// The shell takes the first pattern that matches: the most specific
+		// (longest) first, the catch-all last.
+		sort.Slice(patterns, func(i, j int) bool { return len(patterns[i]) > len(patterns[j]) })
+		var sh strings.Builder
+		sh.WriteString("#!/bin/sh\ncase \"$*\" in\n")
+		for _, p := range patterns {
+			if byArgs[p] == "" {
+				fmt.Fprintf(&sh, "%s) echo %q >&2; exit 1 ;;\n", shellPattern(p), "not supported")
+				continue
+			}
+			fmt.Fprintf(&sh, "%s) exec cat %q ;;\n", shellPattern(p), filepath.Join(data, byArgs[p]))
+		}
+		sh.WriteString("*) echo \"unexpected arguments: $*\" >&2; exit 2 ;;\nesac\n")
+		require.NoError(tb, os.WriteFile(filepath.Join(dir, tool), []byte(sh.String()), 0o755))
+	}
+	return func(name string) (string, error) {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s: not found", name)
+		}
+		return p, nil
+	}
+}
+
+// shellPattern quotes a pattern's literal parts so that spaces and
+// commas match themselves; * stays a wildcard.
+func shellPattern(p string) string {
+	parts := strings.Split(p, "*")
+	for i, s := range parts {
+		if s != "" {
+			parts[i] = "'" + s + "'"
+		}
+	}
+	return strings.Join(parts, "*")
+}
