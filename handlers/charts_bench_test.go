@@ -37,6 +37,8 @@ import (
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/service/ingest"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
 	"github.com/accordlab/accord/web"
@@ -47,14 +49,15 @@ import (
 // request, an ITL histogram, per-second telemetry) with a baseline of one
 // million requests and a gate set, through the whole server (router,
 // session, authorization, queries, chart options, HTML, gzip) over
-// loopback. The runs are ingested as the execute_run worker does, with the
-// chart aggregates precomputed in the ingest transaction; the figures:
+// loopback. The runs are ingested as the execute_run worker does
+// (service/ingest: the chart data computed before the ingest
+// transaction); the figures:
 //
 //	median-ms          median of 21 page loads after the timed loop (wall clock)
 //	cpu-ms/page        the process's CPU time over those loads, per load (server
 //	                   and client: what the page costs whatever else runs)
 //	page-KiB           the page's size before compression
-//	ingest-charts-s    PrecomputeCharts of the candidate (one million records)
+//	ingest-charts-s    ingest.Charts of the candidate (one million records)
 //	compare-median-ms  the compare page of the two runs (intervals per view)
 func BenchmarkRunPageMillion(b *testing.B) {
 	bb := setupChartBench(b)
@@ -108,6 +111,7 @@ type chartBench struct {
 	profile   int64
 	gates     int64
 	workers   *river.Client[pgx.Tx]
+	keyring   *attest.Keyring
 }
 
 func (bb *chartBench) url(rest string) string {
@@ -139,7 +143,7 @@ func setupChartBench(b *testing.B) *chartBench {
 		defer cancel()
 		_ = rc.StopAndCancel(stop)
 	})
-	bb := &chartBench{store: st, workers: rc}
+	bb := &chartBench{store: st, workers: rc, keyring: keyring}
 	bb.ts = httptest.NewUnstartedServer(nil)
 	bb.ts.Start()
 	base, _ := url.Parse(bb.ts.URL)
@@ -266,41 +270,22 @@ func (bb *chartBench) ingestMillion(b *testing.B, r *mrand.Rand, n int, ttftMs f
 	require.NoError(b, json.Unmarshal(pv.Spec, &profile))
 	coll := millionRunFolder(b, r, n, ttftMs)
 	require.NoError(b, bb.store.SetRunState(ctx, runID, store.RunRunning, "bench"))
-	var took time.Duration
+	res := ingest.Results{Files: coll, HostID: &bb.hostID}
+	res.Measurements, res.Warnings, err = ingest.ReadFolder(coll, profile, "bench")
+	require.NoError(b, err)
+	start := time.Now()
+	res.Charts, err = ingest.Charts(ctx, bb.store, profile, baseline, res)
+	require.NoError(b, err)
+	took := time.Since(start)
+	run, err := bb.store.RunByID(ctx, runID)
+	require.NoError(b, err)
+	env := rollout.Env{Keyring: bb.keyring, Queue: jobs.NewQueue(bb.workers)}
 	require.NoError(b, bb.store.InTx(ctx, func(tx *store.Store) error {
-		for _, f := range coll.Files {
-			digest, err := tx.Artifacts().Put(ctx, f.Data)
-			if err != nil {
-				return err
-			}
-			if err := tx.AddRunArtifact(ctx, store.RunArtifact{RunID: runID, Path: f.Name, SHA256: digest, Size: f.Size}); err != nil {
-				return err
-			}
-		}
-		ms, _, err := jobs.ImportCollection(coll, profile, "bench")
-		if err != nil {
-			return err
-		}
-		if err := tx.SaveMeasurements(ctx, runID, ms); err != nil {
-			return err
-		}
-		run, err := tx.RunByID(ctx, runID)
-		if err != nil {
-			return err
-		}
-		start := time.Now()
-		if err := jobs.PrecomputeCharts(ctx, tx, run, ms, jobs.CollectionFiles(coll)); err != nil {
-			return err
-		}
-		took = time.Since(start)
-		return tx.SetRunState(ctx, runID, store.RunEvaluating, "judging")
+		return ingest.Save(ctx, tx, env, run, res, ingest.Outcome{State: store.RunEvaluating, Reason: "judging"})
 	}))
 	if baseline == nil {
-		require.NoError(b, bb.store.SetRunState(ctx, runID, store.RunDone, "no gate set"))
 		return runID, took
 	}
-	_, err = bb.workers.Insert(ctx, jobs.EvaluateRunArgs{RunID: runID}, nil)
-	require.NoError(b, err)
 	require.Eventually(b, func() bool {
 		run, err := bb.store.RunByID(ctx, runID)
 		return err == nil && run.State == store.RunDone && run.Verdict != ""

@@ -33,6 +33,8 @@ import (
 	"github.com/accordlab/accord/runners/probe/emulator"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/service/ingest"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -203,50 +205,30 @@ func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
 	}
 	coll := collectDir(t, dir)
 
-	// Ingest as jobs.ExecuteRunWorker.finish does.
+	// Ingest as the execute_run worker does (service/ingest).
 	require.NoError(t, cb.store.SetRunState(ctx, runID, store.RunRunning, "test"))
+	res := ingest.Results{Files: coll, HostID: &cb.hostID}
+	res.Measurements, res.Warnings, err = ingest.ReadFolder(coll, profile, "test")
+	if err != nil {
+		events, _ := os.ReadFile(filepath.Join(dir, wire.EventsFile))
+		require.NoError(t, err, "events: %s", events)
+	}
+	res.Charts, err = ingest.Charts(ctx, cb.store, profile, o.baseline, res)
+	require.NoError(t, err)
+	run, err := cb.store.RunByID(ctx, runID)
+	require.NoError(t, err)
+	env := rollout.Env{Keyring: cb.keyring, Queue: jobs.NewQueue(cb.river)}
 	require.NoError(t, cb.store.InTx(ctx, func(tx *store.Store) error {
-		for _, f := range coll.Files {
-			digest, err := tx.Artifacts().Put(ctx, f.Data)
-			if err != nil {
-				return err
-			}
-			if err := tx.AddRunArtifact(ctx, store.RunArtifact{RunID: runID, Path: f.Name, SHA256: digest, Size: f.Size}); err != nil {
-				return err
-			}
-		}
-		if f, ok := coll.File(wire.FactsFile); ok {
-			if _, err := tx.AddHostFacts(ctx, cb.hostID, &runID, f.Data, "sha256:"+f.SHA256); err != nil {
-				return err
-			}
-		}
-		ms, _, err := jobs.ImportCollection(coll, profile, "test")
-		if err != nil {
-			events, _ := os.ReadFile(filepath.Join(dir, wire.EventsFile))
-			return fmt.Errorf("%w (events: %s)", err, events)
-		}
-		if err := tx.SaveMeasurements(ctx, runID, ms); err != nil {
-			return err
-		}
-		run, err := tx.RunByID(ctx, runID)
-		if err != nil {
-			return err
-		}
-		if err := jobs.PrecomputeCharts(ctx, tx, run, ms, jobs.CollectionFiles(coll)); err != nil {
-			return err
-		}
-		return tx.SetRunState(ctx, runID, store.RunEvaluating, "judging the results")
+		return ingest.Save(ctx, tx, env, run, res, ingest.Outcome{State: store.RunEvaluating, Reason: "judging the results"})
 	}))
 	if o.gates {
 		cb.evaluate(t, runID)
-	} else {
-		require.NoError(t, cb.store.SetRunState(ctx, runID, store.RunDone, "no gate set"))
 	}
 	return runID
 }
 
-// evaluate judges a run through its evaluate_run job, worked by River as
-// in production, and waits until it is done.
+// evaluate works the evaluate_run job the ingest enqueued for a run, with
+// River as in production, and waits until the run is judged.
 func (cb *chartsBundle) evaluate(t *testing.T, runID int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -265,8 +247,6 @@ func (cb *chartsBundle) evaluate(t *testing.T, runID int64) {
 		})
 		cb.workers = client
 	}
-	_, err := cb.river.Insert(ctx, jobs.EvaluateRunArgs{RunID: runID}, nil)
-	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		run, err := cb.store.RunByID(ctx, runID)
 		return err == nil && run.State == store.RunDone && run.Verdict != ""

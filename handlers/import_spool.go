@@ -93,17 +93,3 @@ func (s *importSpool) collection() *sshrun.Collection {
 }
 
 func (s *importSpool) remove() error { return os.RemoveAll(s.dir) }
-
-// readCollected reads one collected or spooled file whole.
-func readCollected(f sshrun.File) ([]byte, error) {
-	r, err := f.Open()
-	if err != nil {
-		return nil, fmt.Errorf("import: open %s: %w", f.Name, err)
-	}
-	defer r.Close()
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("import: read %s: %w", f.Name, err)
-	}
-	return data, nil
-}

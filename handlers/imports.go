@@ -20,6 +20,8 @@ import (
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/parse"
 	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/service/ingest"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -215,7 +217,7 @@ func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	coll := spool.collection()
-	ms, warnings, err := jobs.ImportCollection(coll, t.spec, "imported")
+	ms, warnings, err := ingest.ReadFolder(coll, t.spec, "imported")
 	if err != nil {
 		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", "The bundle verified, but its raw outputs could not be read: "+err.Error())
 		return
@@ -244,56 +246,46 @@ func collectionOf(files map[string][]byte) *sshrun.Collection {
 	return c
 }
 
-// saveImportedRun stores an imported run with its files and measurements,
-// and enqueues its evaluation when it has a gate set: one transaction. The
-// files are read one at a time.
+// saveImportedRun keeps an imported run as the ingest keeps a lab run's
+// (service/ingest): its files, measurements and chart data (computed
+// first, outside the transaction), judged when it has a gate set; the run
+// and its audit entry in the same transaction.
 func (s *Server) saveImportedRun(r *http.Request, t importTarget, files *sshrun.Collection, ms []acceptance.Measurement, warnings []string, note string) (int64, error) {
 	pr := programFrom(r.Context())
 	v := viewerFrom(r.Context())
 	ctx := r.Context()
+	res := ingest.Results{Files: files, Measurements: ms, Warnings: warnings}
+	var err error
+	if len(ms) > 0 {
+		if res.Charts, err = ingest.Charts(ctx, s.store, t.spec, t.baseline, res); err != nil {
+			return 0, err
+		}
+	}
+	out := ingest.Outcome{State: store.RunDone, Reason: note}
+	if t.gates != nil {
+		out.State = store.RunEvaluating
+	}
+	env := rollout.Env{Keyring: s.keyring}
+	if s.river != nil {
+		env.Queue = jobs.NewQueue(s.river)
+	}
 	var runID int64
-	err := s.store.InTx(ctx, func(tx *store.Store) error {
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
 		var err error
 		runID, err = tx.CreateRun(ctx, store.NewRun{ProgramID: pr.ID, Kind: "imported", ProfileVersionID: t.profile.ID, GateSetVersionID: t.gates,
 			BaselineRunID: t.baseline, Label: t.label, CreatedBy: v.ID})
 		if err != nil {
 			return err
 		}
-		for _, f := range files.Files {
-			data, err := readCollected(f)
-			if err != nil {
-				return err
-			}
-			digest, err := tx.Artifacts().Put(ctx, data)
-			if err != nil {
-				return err
-			}
-			if err := tx.AddRunArtifact(ctx, store.RunArtifact{RunID: runID, Path: f.Name, SHA256: digest, Size: int64(len(data))}); err != nil {
-				return err
-			}
-		}
-		if err := tx.SaveMeasurements(ctx, runID, ms); err != nil {
+		run, err := tx.RunByID(ctx, runID)
+		if err != nil {
 			return err
 		}
 		if err := tx.AddRunNote(ctx, runID, "info", note); err != nil {
 			return err
 		}
-		for _, w := range warnings {
-			if err := tx.AddRunNote(ctx, runID, "warn", w); err != nil {
-				return err
-			}
-		}
-		if t.gates == nil {
-			if err := tx.SetRunState(ctx, runID, store.RunDone, note); err != nil {
-				return err
-			}
-		} else {
-			if err := tx.SetRunState(ctx, runID, store.RunEvaluating, note); err != nil {
-				return err
-			}
-			if _, err := s.river.InsertTx(ctx, tx.Tx(), jobs.EvaluateRunArgs{RunID: runID}, nil); err != nil {
-				return err
-			}
+		if err := ingest.Save(ctx, tx, env, run, res, out); err != nil {
+			return err
 		}
 		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "run_imported", ProgramID: &pr.ID,
 			Target: fmt.Sprintf("run %d", runID), ClientAddr: clientAddr(r), Details: map[string]any{"note": note, "measurements": len(ms)}})

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/service/labhost"
+	"github.com/accordlab/accord/service/stoploss"
 	"github.com/accordlab/accord/store"
 )
 
@@ -167,18 +167,17 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 	if err := json.Unmarshal(profileVersion.Spec, &profile); err != nil {
 		return w.fail(ctx, run, &lease, "the profile version cannot be read: "+err.Error())
 	}
-	monitor, gates, err := w.stopLossMonitor(ctx, run)
+	interim, err := stoploss.ForRun(ctx, st, run)
 	if err != nil {
 		return w.fail(ctx, run, &lease, "the gate set cannot be read: "+err.Error())
 	}
+	monitor := interim.Monitor
 	plan := wire.Plan{
 		SchemaVersion: wire.PlanSchemaVersion, RunID: run.ID, Attempt: 1, Profile: profile,
 		RunTimeout: acceptance.Duration(RunTimeout(profile)), AllowDestructive: host.AllowDestructive,
 		Interim: acceptance.Duration(2 * time.Second),
 	}
-	if gates != nil {
-		plan.StopLossMetrics = stopLossMetrics(*gates)
-	}
+	plan.StopLossMetrics = interim.Metrics
 	rt := runners.RunTarget{Host: target, RunID: run.ID, Attempt: 1, Plan: plan, Launched: run.Launched, Offset: run.EventsOffset}
 	if run.Launched {
 		_ = st.AddRunNote(ctx, run.ID, "info", fmt.Sprintf("resuming: following the probe from byte %d of its event stream", run.EventsOffset))
@@ -354,52 +353,6 @@ func (w *ExecuteRunWorker) fail(ctx context.Context, run store.Run, lease *store
 	return river.JobCancel(errors.New(reason))
 }
 
-// stopLossMonitor builds the monitor from the run's gate set (nil when it
-// has no stop-loss line), with the baseline's points for relative lines.
-func (w *ExecuteRunWorker) stopLossMonitor(ctx context.Context, run store.Run) (*acceptance.StopLossMonitor, *acceptance.GateSetSpec, error) {
-	if run.GateSetVersionID == nil {
-		return nil, nil, nil
-	}
-	gv, err := w.deps.Store.GetSpecVersionByID(ctx, store.KindGateSet, run.ProgramID, *run.GateSetVersionID)
-	if err != nil {
-		return nil, nil, err
-	}
-	var gates acceptance.GateSetSpec
-	if err := json.Unmarshal(gv.Spec, &gates); err != nil {
-		return nil, nil, err
-	}
-	var points []acceptance.BaselinePoint
-	if run.BaselineRunID != nil {
-		base, err := w.deps.Store.LoadMeasurements(ctx, *run.BaselineRunID)
-		if err != nil {
-			return nil, nil, err
-		}
-		if points, err = acceptance.BaselinePoints(gates, base); err != nil {
-			return nil, nil, err
-		}
-	}
-	m, err := acceptance.NewStopLossMonitor(gates, points)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m.Lines() == 0 {
-		return nil, &gates, nil
-	}
-	return m, &gates, nil
-}
-
-func stopLossMetrics(g acceptance.GateSetSpec) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, c := range g.Criteria {
-		if c.StopLoss != nil && !seen[c.Metric] {
-			seen[c.Metric] = true
-			out = append(out, c.Metric)
-		}
-	}
-	return out
-}
-
 // RunTimeout bounds a run on its host: the profile's own limit, or the
 // steps' durations times the repetitions, doubled, plus ten minutes.
 func RunTimeout(p acceptance.ProfileSpec) time.Duration {
@@ -467,14 +420,4 @@ func decodeEvent(line []byte) (store.RunEvent, *acceptance.InterimSnapshot, json
 		out.Data, _ = json.Marshal(ev.Status)
 	}
 	return out, snap, progress, nil
-}
-
-// insertTx inserts a follow-up job in the caller's transaction.
-func insertTx(ctx context.Context, tx *store.Store, args river.JobArgs) error {
-	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
-	if err != nil {
-		return fmt.Errorf("jobs: no River client in context: %w", err)
-	}
-	_, err = client.InsertTx(ctx, tx.Tx(), args, nil)
-	return err
 }

@@ -1,12 +1,8 @@
 package jobs
 
 import (
-	"context"
 	"time"
 
-	"github.com/accordlab/accord/acceptance"
-	"github.com/accordlab/accord/service/rollout"
-	"github.com/accordlab/accord/store"
 	"github.com/riverqueue/river"
 )
 
@@ -28,16 +24,4 @@ func rolloutPeriodic() []*river.PeriodicJob {
 			return WatchTickArgs{}, nil
 		}, &river.PeriodicJobOpts{RunOnStart: true}),
 	}
-}
-
-// onRunStopLoss runs in the transaction that ends a run stopped by a
-// stop-loss line: it halts the rollout stage the run is evidence for and
-// records the system's decision.
-func onRunStopLoss(ctx context.Context, tx *store.Store, d Deps, run store.Run, breach *acceptance.StopLossBreach) error {
-	queue, err := workerQueue(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = rollout.HaltForRunStopLoss(ctx, tx, rollout.Env{Keyring: d.Keyring, Queue: queue}, run, breach)
-	return err
 }

@@ -1,6 +1,9 @@
 // Package service is Accord's program operations, the ones both pages
 // (handlers) and River workers (jobs) perform, one sub-package a job:
 //
+//	service/ingest      a run's results kept, one way for a lab run's folder and an imported file or bundle
+//	service/evaluation  a run judged by its gate set against its baseline
+//	service/stoploss    a run's stop-loss lines: the interim check, the final check, the record of a crossing
 //	service/report      a judged run signed: statements, report bundle
 //	service/rollout     rollout state from the plan and the signed decision log; decisions, webhooks, production watches
 //	service/labhost     a lab host's row → an SSH target

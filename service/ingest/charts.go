@@ -1,4 +1,4 @@
-package jobs
+package ingest
 
 import (
 	"bufio"
@@ -15,105 +15,47 @@ import (
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/acceptance/chartdata"
 	"github.com/accordlab/accord/runners/parse"
+	"github.com/accordlab/accord/runners/probe/facts"
 	"github.com/accordlab/accord/runners/probe/wire"
-	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/store"
 )
 
-// RunFiles are a run folder's files by path (relative to the folder),
-// for the aggregates that need raw records: the send time of every
-// request, the telemetry samples.
-type RunFiles interface {
-	Names() []string
-	Open(name string) (io.ReadCloser, error)
-}
-
-type collectionFiles struct{ c *sshrun.Collection }
-
-// CollectionFiles reads a collected run folder: files stay where the
-// collection keeps them (in memory or in a temporary file) and are
-// streamed.
-func CollectionFiles(c *sshrun.Collection) RunFiles { return collectionFiles{c} }
-
-func (f collectionFiles) Names() []string {
-	names := make([]string, len(f.c.Files))
-	for i, x := range f.c.Files {
-		names[i] = x.Name
-	}
-	return names
-}
-
-func (f collectionFiles) Open(name string) (io.ReadCloser, error) {
-	x, ok := f.c.File(name)
-	if !ok {
-		return nil, fmt.Errorf("%s is not in the run folder", name)
-	}
-	return x.Open()
-}
-
-// precomputeCharts stores a run's chart aggregates at ingest (in the
-// ingest transaction), so that pages never recompute them.
-func precomputeCharts(ctx context.Context, tx *store.Store, run store.Run, ms []acceptance.Measurement, c *sshrun.Collection) error {
-	return PrecomputeCharts(ctx, tx, run, ms, CollectionFiles(c))
-}
-
-// PrecomputeCharts computes every chart aggregate of a run
-// (acceptance/chartdata) from its measurements, its raw request and
-// telemetry records, its baseline's measurements and its host facts, and
-// replaces the run's stored aggregates with them. What cannot be computed
-// from the data is noted in the aggregates' meta, never an error: a chart
-// must not cost a run its results. Errors are the database's.
-func PrecomputeCharts(ctx context.Context, tx *store.Store, run store.Run, ms []acceptance.Measurement, files RunFiles) error {
-	in, err := chartInput(ctx, tx, run, ms, files)
-	if err != nil {
-		return fmt.Errorf("charts of run %d: %w", run.ID, err)
-	}
-	docs, err := chartdata.Compute(in).Documents()
-	if err != nil {
-		return fmt.Errorf("charts of run %d: %w", run.ID, err)
-	}
-	return tx.SaveRunCharts(ctx, run.ID, docs)
-}
-
-// chartInput reads what a run's chart data are made of: its profile, its
-// baseline's measurements, its comparable host facts and the step results
-// and records of its run folder.
-func chartInput(ctx context.Context, st *store.Store, run store.Run, ms []acceptance.Measurement, files RunFiles) (chartdata.Input, error) {
-	in := chartdata.Input{Measurements: ms, BaselineRunID: run.BaselineRunID}
-	if run.ProfileVersionID != nil {
-		pv, err := st.GetSpecVersionByID(ctx, store.KindProfile, run.ProgramID, *run.ProfileVersionID)
-		if err != nil {
-			return in, err
-		}
-		if err := json.Unmarshal(pv.Spec, &in.Profile); err != nil {
-			in.Notes = append(in.Notes, "the profile could not be read: "+err.Error())
-		}
-	}
+// Charts computes the chart data of a run's results (acceptance/chartdata)
+// from their measurements, the run folder's step results and raw request
+// and telemetry records, the folder's host facts and the baseline's
+// measurements. It runs the gate engine's bootstrap for the comparison
+// with the baseline, so it is called before Save's transaction, never in
+// it. What cannot be computed from the data is noted in the chart data's
+// meta, never an error: a chart must not cost a run its results. Errors
+// are the database's.
+func Charts(ctx context.Context, st *store.Store, profile acceptance.ProfileSpec, baselineRunID *int64, res Results) (map[string]json.RawMessage, error) {
+	in := chartdata.Input{Profile: profile, Measurements: res.Measurements, BaselineRunID: baselineRunID}
+	files := CollectionFiles(res.Files)
 	var notes []string
 	in.Steps, notes = readStepResults(files)
 	in.Notes = append(in.Notes, notes...)
 	in.Records = readRecords(ctx, files, in.Steps)
-	if run.BaselineRunID != nil {
+	if baselineRunID != nil {
 		var err error
-		if in.Baseline, err = st.LoadMeasurements(ctx, *run.BaselineRunID); err != nil {
-			return in, err
+		if in.Baseline, err = st.LoadMeasurements(ctx, *baselineRunID); err != nil {
+			return nil, fmt.Errorf("charts: baseline run %d: %w", *baselineRunID, err)
 		}
 	}
-	f, ok, err := comparableFacts(ctx, st, run.ID)
-	switch {
-	case errors.Is(err, errUnreadableFacts):
-		in.Notes = append(in.Notes, err.Error())
-	case err != nil:
-		return in, err
-	case ok:
-		in.Facts = f
+	if f, ok := res.Files.File(wire.FactsFile); ok {
+		raw, err := readFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("charts: %w", err)
+		}
+		if in.Facts, err = facts.ComparableJSON(raw); err != nil {
+			in.Notes = append(in.Notes, err.Error())
+		}
 	}
-	return in, nil
+	return chartdata.Compute(in).Documents()
 }
 
 // readStepResults reads every step result of the run folder, ordered by
 // start, with offsets from the first start.
-func readStepResults(files RunFiles) ([]chartdata.StepRun, []string) {
+func readStepResults(files Files) ([]chartdata.StepRun, []string) {
 	var out []chartdata.StepRun
 	var notes []string
 	for _, name := range files.Names() {
@@ -136,7 +78,7 @@ func readStepResults(files RunFiles) ([]chartdata.StepRun, []string) {
 	return out, notes
 }
 
-func readJSON(files RunFiles, name string, v any) error {
+func readJSON(files Files, name string, v any) error {
 	r, err := files.Open(name)
 	if err != nil {
 		return err
@@ -147,7 +89,7 @@ func readJSON(files RunFiles, name string, v any) error {
 
 // readRecords reads requests.jsonl and telemetry.jsonl of every step
 // result; problems become notes.
-func readRecords(ctx context.Context, files RunFiles, steps []chartdata.StepRun) *chartdata.Records {
+func readRecords(ctx context.Context, files Files, steps []chartdata.StepRun) *chartdata.Records {
 	rec := chartdata.NewRecords(telemetryQuantities)
 	names := map[string]bool{}
 	for _, n := range files.Names() {
@@ -172,7 +114,7 @@ func readRecords(ctx context.Context, files RunFiles, steps []chartdata.StepRun)
 	return rec
 }
 
-func readRequests(rec *chartdata.Records, files RunFiles, name string, r chartdata.StepRun) error {
+func readRequests(rec *chartdata.Records, files Files, name string, r chartdata.StepRun) error {
 	f, err := files.Open(name)
 	if err != nil {
 		return err
@@ -233,7 +175,7 @@ var telemetryQuantities = func() []chartdata.Quantity {
 	return out
 }()
 
-func readTelemetry(rec *chartdata.Records, files RunFiles, name string, r chartdata.StepRun) error {
+func readTelemetry(rec *chartdata.Records, files Files, name string, r chartdata.StepRun) error {
 	f, err := files.Open(name)
 	if err != nil {
 		return err

@@ -1,0 +1,165 @@
+// Package evaluation judges a run (step 7 of a run): its gate set applied
+// to its measurements against its baseline's (acceptance.Evaluate), the
+// evaluation stored with its explanation, the final stop-loss check
+// (service/stoploss), and the signing enqueued.
+package evaluation
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/facts"
+	"github.com/accordlab/accord/runners/probe/wire"
+	"github.com/accordlab/accord/service/rollout"
+	"github.com/accordlab/accord/service/stoploss"
+	"github.com/accordlab/accord/store"
+)
+
+// ErrCannotJudge: the run cannot be judged, and retrying does not help
+// (it has no gate set, or its inputs are bad: the run is then failed
+// with the reason).
+var ErrCannotJudge = errors.New("the run cannot be judged")
+
+// errUnreadableFacts: a run's host facts are there but do not decode, so
+// comparability cannot be judged.
+var errUnreadableFacts = errors.New("the host facts cannot be read")
+
+// Evaluate judges a run against its gate set and its baseline, stores the
+// evaluation (a new row each time; the bytes are the same for the same
+// inputs) and, for a run still evaluating, ends it as done. A stop-loss
+// line crossed by the final numbers is recorded on the run and halts the
+// rollout stage the run is evidence for, as an interim crossing would.
+// env's queue takes the signing (service.Queue.SignRun).
+func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64) (acceptance.Evaluation, int64, error) {
+	run, err := st.RunByID(ctx, runID)
+	if err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	if run.GateSetVersionID == nil || run.ProfileVersionID == nil {
+		return acceptance.Evaluation{}, 0, fmt.Errorf("%w: run %d has no gate set", ErrCannotJudge, runID)
+	}
+	gv, err := st.GetSpecVersionByID(ctx, store.KindGateSet, run.ProgramID, *run.GateSetVersionID)
+	if err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	pv, err := st.GetSpecVersionByID(ctx, store.KindProfile, run.ProgramID, *run.ProfileVersionID)
+	if err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	var gates acceptance.GateSetSpec
+	if err := json.Unmarshal(gv.Spec, &gates); err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	in := acceptance.EvaluationInput{Gates: gates, ProfileDigest: pv.Digest, GateDigest: gv.Digest}
+	if in.Candidate, err = st.LoadMeasurements(ctx, run.ID); err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	// Unreadable facts fail the run as bad inputs do (below); a database
+	// error is retried.
+	var factsErr error
+	if in.CandidateFacts, err = StoredFacts(ctx, st, run.ID); errors.Is(err, errUnreadableFacts) {
+		factsErr = err
+	} else if err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	if run.BaselineRunID != nil {
+		if in.Baseline, err = st.LoadMeasurements(ctx, *run.BaselineRunID); err != nil {
+			return acceptance.Evaluation{}, 0, err
+		}
+		if in.BaselineFacts, err = StoredFacts(ctx, st, *run.BaselineRunID); errors.Is(err, errUnreadableFacts) {
+			factsErr = cmp.Or(factsErr, err)
+		} else if err != nil {
+			return acceptance.Evaluation{}, 0, err
+		}
+	}
+	var ev acceptance.Evaluation
+	err = factsErr
+	if err == nil {
+		ev, err = acceptance.Evaluate(in)
+	}
+	if err != nil {
+		// Bad inputs never get better by retrying.
+		_ = st.AddRunNote(ctx, run.ID, "error", "the gate set could not be applied: "+err.Error())
+		if serr := st.SetRunState(ctx, run.ID, store.RunFailed, "the gate set could not be applied: "+err.Error()); serr != nil && !errors.Is(serr, store.ErrRunFinal) {
+			return ev, 0, serr
+		}
+		return ev, 0, fmt.Errorf("%w: %w", ErrCannotJudge, err)
+	}
+	canon, err := ev.CanonicalJSON()
+	if err != nil {
+		return ev, 0, err
+	}
+	var id int64
+	err = st.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		id, err = tx.SaveEvaluation(ctx, store.StoredEvaluation{
+			RunID: run.ID, BaselineRunID: run.BaselineRunID, GateSetVersionID: *run.GateSetVersionID,
+			Overall: string(ev.Verdict), Result: canon, Canonical: canon, Digest: ev.Inputs.Digest, EngineVersion: ev.EngineVersion,
+		})
+		if err != nil {
+			return err
+		}
+		if run.State == store.RunEvaluating {
+			if err := tx.SetRunState(ctx, run.ID, store.RunDone, "verdict: "+string(ev.Verdict)); err != nil && !errors.Is(err, store.ErrRunFinal) {
+				return err
+			}
+		}
+		if err := stoploss.Final(ctx, tx, env, run, gates, ev); err != nil {
+			return err
+		}
+		// Step 8: the signing.
+		return env.Queue.SignRun(ctx, tx, run.ID)
+	})
+	return ev, id, err
+}
+
+// StoredFacts reads the facts that decide comparability from a run's host
+// facts, or, for an imported run, from the facts file among its
+// artifacts: an empty map when the run has neither. Facts that do not
+// decode are an error, not "no facts".
+func StoredFacts(ctx context.Context, st *store.Store, runID int64) (map[string]string, error) {
+	raw, err := storedFactsJSON(ctx, st, runID)
+	if err != nil || raw == nil {
+		return map[string]string{}, err
+	}
+	f, err := facts.ComparableJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("run %d: %w: %w", runID, errUnreadableFacts, err)
+	}
+	return f, nil
+}
+
+// storedFactsJSON returns the host facts taken for a run, or, for an
+// imported run, the facts file among its artifacts (nil when there are
+// none).
+func storedFactsJSON(ctx context.Context, st *store.Store, runID int64) (json.RawMessage, error) {
+	hf, err := st.RunFacts(ctx, runID)
+	if err == nil {
+		return hf.Facts, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	a, err := st.RunArtifactByPath(ctx, runID, wire.FactsFile)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rc, _, err := st.Artifacts().Open(ctx, a.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("facts of run %d: %w", runID, err)
+	}
+	return b, nil
+}

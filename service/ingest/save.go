@@ -1,0 +1,121 @@
+// Package ingest keeps a run's results (step 6 of a run), one way for a
+// run folder collected from a lab host and for a file or a report bundle
+// imported by a user: ReadFolder (or runners/parse for a single file)
+// reads the measurements, Charts computes the chart data outside any
+// transaction, and Save, in the caller's transaction, keeps every file as
+// a content-addressed artifact, the host facts, the measurements and the
+// chart data, records a stop-loss crossing, ends the run's state and
+// enqueues its evaluation.
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/wire"
+	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/service/rollout"
+	"github.com/accordlab/accord/service/stoploss"
+	"github.com/accordlab/accord/store"
+)
+
+// Results are what a run leaves: its files and what was read from them.
+type Results struct {
+	// Files are the run folder (or the imported files), kept as artifacts.
+	Files *sshrun.Collection
+	// Measurements are what the importers read (nil when they failed).
+	Measurements []acceptance.Measurement
+	// Warnings become the run's notes.
+	Warnings []string
+	// Charts are the chart data (Charts), kept with the measurements.
+	Charts map[string]json.RawMessage
+	// HostID keeps the folder's host facts for the host (a lab run; nil
+	// for an import, whose facts file stays an artifact).
+	HostID *int64
+}
+
+// Outcome is how the run ends.
+type Outcome struct {
+	// State and Reason are the run's: store.RunEvaluating while it waits
+	// for its verdict.
+	State, Reason string
+	// Breach is the stop-loss line the probe's interim results crossed.
+	Breach *acceptance.StopLossBreach
+}
+
+// Save keeps a run's results and ends it, in tx: the files, the host
+// facts, the measurements with their chart data, the warnings, the
+// stop-loss crossing (which halts the rollout stage the run is evidence
+// for), the state; a run with a gate set and measurements is then judged
+// (env's queue: evaluate_run), and a run still evaluating without is done.
+func Save(ctx context.Context, tx *store.Store, env rollout.Env, run store.Run, res Results, out Outcome) error {
+	if err := storeFiles(ctx, tx, run.ID, res.Files); err != nil {
+		return err
+	}
+	if f, ok := res.Files.File(wire.FactsFile); ok && res.HostID != nil {
+		raw, err := readFile(f)
+		if err != nil {
+			return err
+		}
+		if json.Valid(raw) {
+			if _, err := tx.AddHostFacts(ctx, *res.HostID, &run.ID, raw, "sha256:"+f.SHA256); err != nil {
+				return err
+			}
+		} else if err := tx.AddRunNote(ctx, run.ID, "warn", "the host facts ("+wire.FactsFile+") are not valid JSON: comparability with other runs cannot be judged"); err != nil {
+			return err
+		}
+	}
+	if len(res.Measurements) > 0 {
+		if err := tx.SaveMeasurements(ctx, run.ID, res.Measurements); err != nil {
+			return err
+		}
+		if res.Charts != nil {
+			if err := tx.SaveRunCharts(ctx, run.ID, res.Charts); err != nil {
+				return err
+			}
+		}
+	}
+	for _, warn := range res.Warnings {
+		if err := tx.AddRunNote(ctx, run.ID, "warn", warn); err != nil {
+			return err
+		}
+	}
+	if out.Breach != nil {
+		if err := stoploss.Record(ctx, tx, env, run, out.Breach); err != nil {
+			return err
+		}
+	}
+	if err := tx.SetRunState(ctx, run.ID, out.State, out.Reason); err != nil {
+		return err
+	}
+	if run.GateSetVersionID != nil && len(res.Measurements) > 0 {
+		return env.Queue.EvaluateRun(ctx, tx, run.ID)
+	}
+	if out.State == store.RunEvaluating {
+		return tx.SetRunState(ctx, run.ID, store.RunDone, "no gate set: results stored without a verdict")
+	}
+	return nil
+}
+
+// storeFiles keeps every file, content-addressed.
+func storeFiles(ctx context.Context, tx *store.Store, runID int64, c *sshrun.Collection) error {
+	for _, f := range c.Files {
+		data, err := readFile(f)
+		if err != nil {
+			return err
+		}
+		digest, err := tx.Artifacts().Put(ctx, data)
+		if err != nil {
+			return err
+		}
+		if digest != f.SHA256 {
+			return fmt.Errorf("artifact %s changed between collection and storage", f.Name)
+		}
+		if err := tx.AddRunArtifact(ctx, store.RunArtifact{RunID: runID, Path: f.Name, SHA256: digest, Size: f.Size}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
