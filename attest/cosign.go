@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/accordlab/accord/attest/sshsig"
 )
 
@@ -46,11 +48,52 @@ type CoSignature struct {
 	AllowedSigners []byte
 }
 
+// CoSignerAllowedSigners is a co-signature's allowed_signers file as Accord
+// writes it: a comment line saying whom it accepted the signature from
+// (ssh-keygen skips comments; accord verify shows it), then the key's line
+// for principal, restricted to Namespace.
+func CoSignerAllowedSigners(principal, who string, key ssh.PublicKey) []byte {
+	who = strings.Join(strings.Fields(who), " ")
+	line := fmt.Sprintf("%s namespaces=%q %s", quotePrincipal(principal), Namespace, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key))))
+	return []byte(cosignerCommentPrefix + who + "\n" + line + "\n")
+}
+
+const cosignerCommentPrefix = "# co-signer: "
+
+// CoSignatureFile is the file a co-signature named NAME goes to.
+func CoSignatureFile(name string) string { return cosigPrefix + name + cosigSigExt }
+
+// ValidCoSignerName reports whether a name can go into co-signature file
+// names (lower-case letters, digits, - and _, at most 64).
+func ValidCoSignerName(name string) bool { return cosignerName.MatchString(name) && name != "sha256" }
+
+// CoSignatureKey reads an armored `ssh-keygen -Y sign` signature and
+// returns the key that made it and its fingerprint (not verified: that
+// needs the manifest, AddCoSignature does it).
+func CoSignatureKey(armored []byte) (ssh.PublicKey, string, error) {
+	sig, err := sshsig.Unarmor(armored)
+	if err != nil {
+		return nil, "", fmt.Errorf("attest: co-sign: %w", err)
+	}
+	return sig.PublicKey, KeyID(sig.PublicKey), nil
+}
+
+// coSignerComment reads the co-signer comment of an allowed_signers file
+// ("" when it has none).
+func coSignerComment(allowedSigners []byte) string {
+	for _, line := range strings.Split(string(allowedSigners), "\n") {
+		if who, ok := strings.CutPrefix(strings.TrimSpace(line), cosignerCommentPrefix); ok {
+			return who
+		}
+	}
+	return ""
+}
+
 // AddCoSignature copies the bundle from r to w with a co-signature added,
 // after checking that it verifies over the bundle's manifest with a key its
 // allowed_signers line lists. It does not verify the rest of the bundle.
 func AddCoSignature(ctx context.Context, r io.Reader, w io.Writer, cs CoSignature) error {
-	if !cosignerName.MatchString(cs.Name) || cs.Name == "sha256" {
+	if !ValidCoSignerName(cs.Name) {
 		return fmt.Errorf("attest: co-sign: name %q: use lower-case letters, digits, - and _", cs.Name)
 	}
 	allowed, err := ParseAllowedSigners(cs.AllowedSigners)

@@ -65,6 +65,9 @@ type SignatureCheck struct {
 	// SignedAt is when the bundle says it was signed (bundle.json's
 	// created; zero for co-signatures, which carry no time).
 	SignedAt time.Time
+	// Signer is who a co-signature's allowed_signers file says signed (the
+	// member and organisation Accord accepted it from); unsigned text.
+	Signer string
 }
 
 // FileCheck is one file whose digest matched the manifest.
@@ -502,7 +505,9 @@ func (br *bundleReader) verifyCoSignatures(trusted *KeySet, noteRevoked func(str
 		} else {
 			k.Status = ""
 		}
-		out = append(out, signatureCheck(f, k, isTrusted))
+		c := signatureCheck(f, k, isTrusted)
+		c.Signer = coSignerComment(signersText)
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -554,6 +559,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "Manifest %s signed by %s (%s, %s)\n", FileManifest, r.Manifest.KeyID, r.Manifest.Algorithm, statusText(r.Manifest))
 	for _, c := range r.CoSignatures {
 		fmt.Fprintf(&b, "Co-signed in %s by %s, key %s (%s)\n", c.File, c.Principal, c.KeyID, statusText(c))
+		if c.Signer != "" {
+			fmt.Fprintf(&b, "  %s\n", c.Signer)
+		}
 	}
 	fmt.Fprintf(&b, "%d files match the manifest\n", len(r.Files))
 	if r.Documents {

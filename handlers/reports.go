@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
@@ -93,7 +94,30 @@ func (s *Server) showReport(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) renderReportPage(w http.ResponseWriter, r *http.Request, status int, run store.Run, errText string) {
 	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
 	d := web.ReportPageData{Run: run, Error: errText, CanCosign: pr.can(capEngineer)}
+	var err error
+	if d.Cosignatures, err = s.store.ListReportCosignatures(r.Context(), run.ID); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	other, err := report.OtherSideOf(r.Context(), s.store, run)
+	var refusal *report.CoSignRefusal
+	switch {
+	case errors.As(err, &refusal):
+		d.CosignBlocked = refusal.Reason
+	case err != nil:
+		s.serverError(w, r, err)
+		return
+	default:
+		d.OtherSide = other.OrgName + " (" + other.OrgKind + ")"
+		d.IsOtherSide = v.User.OrganizationID != nil && *v.User.OrganizationID == other.OrgID
+		d.CosignFile = attest.CoSignatureFile(report.CoSignerName(other.OrgKind, v.User))
+	}
+	if d.SSHKeys, err = s.store.ListUserSSHKeys(r.Context(), v.ID); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	rep, err := s.store.LatestRunReport(r.Context(), run.ID)
 	switch {
 	case err == nil:
@@ -111,10 +135,10 @@ func (s *Server) renderReportPage(w http.ResponseWriter, r *http.Request, status
 }
 
 // cosignReport adds the other side's SSH signature of the bundle's manifest
-// (made with `ssh-keygen -Y sign -n accord-report@accordlab`) as a new
-// version of the bundle.
+// (`ssh-keygen -Y sign -n accord-report@accordlab`) as a new version of the
+// bundle, when the signed-in member is of the program's other organisation
+// and signed with a key they registered; otherwise it says why not.
 func (s *Server) cosignReport(w http.ResponseWriter, r *http.Request) {
-	pr := programFrom(r.Context())
 	v := viewerFrom(r.Context())
 	run, ok := s.loadRun(w, r)
 	if !ok {
@@ -122,50 +146,31 @@ func (s *Server) cosignReport(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseMultipartForm(64 << 10); err != nil {
-		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "Upload the signature file (at most 64 KiB) and paste your allowed_signers line.")
+		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "Upload your signature file (at most 64 KiB).")
 		return
 	}
-	name := strings.TrimSpace(r.FormValue("name"))
-	allowed := strings.TrimSpace(r.FormValue("allowed_signers"))
 	sig, err := formFile(r, "signature", 64<<10)
-	if err != nil || name == "" || allowed == "" {
-		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "Give a name, your allowed_signers line and the .sig file.")
+	if err != nil || len(bytes.TrimSpace(sig)) == 0 {
+		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "Choose your signature file (MANIFEST.sha256.NAME.sig) to upload.")
 		return
 	}
-	rep, err := s.store.LatestRunReport(r.Context(), run.ID)
-	if err != nil {
+	if _, err := s.store.LatestRunReport(r.Context(), run.ID); err != nil {
 		s.notFoundOr(w, r, err)
 		return
 	}
-	src, _, err := s.store.Artifacts().Open(r.Context(), rep.BundleSHA256)
-	if err != nil {
+	_, err = report.CoSign(r.Context(), s.store, report.CoSignRequest{RunID: run.ID, User: v.User, Signature: sig,
+		Audit: store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, ClientAddr: clientAddr(r)}})
+	var refusal *report.CoSignRefusal
+	switch {
+	case errors.As(err, &refusal):
+		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "The co-signature was refused: "+refusal.Reason+".")
+		return
+	case err != nil:
 		s.serverError(w, r, err)
 		return
 	}
-	defer src.Close()
-	var out bytes.Buffer
-	if err := attest.AddCoSignature(r.Context(), src, &out, attest.CoSignature{Name: name, Signature: sig, AllowedSigners: []byte(allowed + "\n")}); err != nil {
-		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "The co-signature was refused: "+strings.TrimPrefix(err.Error(), "attest: co-sign: "))
-		return
-	}
-	err = s.store.InTx(r.Context(), func(tx *store.Store) error {
-		digest, err := tx.Artifacts().Put(r.Context(), out.Bytes())
-		if err != nil {
-			return err
-		}
-		if _, err := tx.AddRunReport(r.Context(), store.RunReport{RunID: run.ID, BundleSHA256: digest, Size: int64(out.Len()), ManifestSHA256: rep.ManifestSHA256,
-			KeyID: rep.KeyID, Cosigners: append(append([]string{}, rep.Cosigners...), name), CreatedBy: &v.ID}); err != nil {
-			return err
-		}
-		return tx.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "report_cosigned", ProgramID: &pr.ID,
-			Target: fmt.Sprintf("run %d", run.ID), ClientAddr: clientAddr(r), Details: map[string]any{"name": name}})
-	})
-	if err != nil {
-		s.serverError(w, r, err)
-		return
-	}
-	s.setFlash(w, "ok", "Co-signature added: the report now carries both signatures.")
-	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d/report", run.ID)))
+	s.setFlash(w, "ok", "Co-signature added: the report now carries your signature beside the installation's.")
+	redirect(w, r, web.ProgramLink(programFrom(r.Context()).ID, fmt.Sprintf("/runs/%d/report", run.ID)))
 }
 
 // formFile reads one uploaded file of at most limit bytes.

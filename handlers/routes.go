@@ -55,6 +55,9 @@ func (s *Server) routes() http.Handler {
 				r.Get("/tokens", s.listTokens)
 				r.Post("/tokens", s.createToken)
 				r.Post("/tokens/{tokenID}/revoke", s.revokeToken)
+				r.Get("/ssh-keys", s.listSSHKeys)
+				r.Post("/ssh-keys", s.addSSHKey)
+				r.Post("/ssh-keys/{keyID}/remove", s.removeSSHKey)
 				r.Get("/programs", s.listPrograms)
 				r.With(s.requireAdmin).Post("/programs", s.createProgram)
 
