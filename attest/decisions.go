@@ -62,6 +62,11 @@ type DecisionEvidence struct {
 	Verdicts map[string]string `json:"verdicts"`
 	// Digests maps a name (a bundle manifest, an artifact) to "sha256:HEX".
 	Digests map[string]string `json:"digests"`
+	// Figures maps a name to a measured figure with its unit, e.g. a
+	// production watch's "watch/7/breach_to_halt": "41.2 s". Left out of
+	// the canonical form when empty, so records without figures hash as
+	// they always did.
+	Figures map[string]string `json:"figures,omitempty"`
 }
 
 // normalized is the form that is hashed: UTC time at microsecond precision

@@ -465,6 +465,9 @@ func (s *Server) showDecisions(w http.ResponseWriter, r *http.Request) {
 		for _, k := range sortedMapKeys(rec.Evidence.Verdicts) {
 			dv.Verdicts = append(dv.Verdicts, web.EvidenceItem{Key: evidenceLabel(k), Value: rec.Evidence.Verdicts[k]})
 		}
+		for _, k := range sortedMapKeys(rec.Evidence.Figures) {
+			dv.Figures = append(dv.Figures, web.EvidenceItem{Key: figureLabel.Replace(k), Value: rec.Evidence.Figures[k]})
+		}
 		for _, k := range sortedMapKeys(rec.Evidence.Digests) {
 			dv.Digests = append(dv.Digests, web.EvidenceItem{Key: k, Value: rec.Evidence.Digests[k]})
 		}
@@ -486,6 +489,9 @@ func evidenceLabel(k string) string {
 	}
 	return k
 }
+
+// figureLabel reads "watch/7/breach_to_halt" as "watch 7 breach to halt".
+var figureLabel = strings.NewReplacer("/", " ", "_", " ")
 
 func sortedMapKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))

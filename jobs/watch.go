@@ -2,16 +2,9 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -116,165 +109,8 @@ func (w *WatchCheckWorker) Work(ctx context.Context, job *river.Job[WatchCheckAr
 	if err != nil {
 		return err
 	}
-	_, err = rollout.CheckWatch(ctx, w.deps.Store, rollout.Env{Keyring: w.deps.Keyring, Queue: NewQueue(ins)}, prometheusQuery(nil), job.Args.WatchID, time.Now())
+	_, err = rollout.CheckWatch(ctx, w.deps.Store, rollout.Env{Keyring: w.deps.Keyring, Queue: NewQueue(ins)}, PrometheusAPI{}, job.Args.WatchID, time.Now())
 	return err
-}
-
-// prometheusQuery asks the watch's endpoint with client (nil: a default
-// client with a 10 s timeout that refuses internal addresses).
-func prometheusQuery(client *http.Client) rollout.Query {
-	return func(ctx context.Context, endpoint, query, comparator string) (float64, error) {
-		return QueryPrometheus(ctx, client, endpoint, query, comparator)
-	}
-}
-
-// ErrNoData is a query that matched no series (or only NaN).
-var ErrNoData = errors.New("the query returned no data")
-
-// promQueryLimit bounds an answer.
-const promQueryLimit = 4 << 20
-
-// QueryPrometheus asks a Prometheus-compatible API for a query's value now
-// (GET endpoint/api/v1/query?query=...). Of several series it returns the
-// worst for the comparator: the highest when the value must stay at or
-// below the line, the lowest otherwise.
-func QueryPrometheus(ctx context.Context, client *http.Client, endpoint, query, comparator string) (float64, error) {
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second, Transport: outboundTransport()}
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return 0, fmt.Errorf("the endpoint %q is not an http(s) URL", rollout.RedactEndpoint(endpoint))
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/query"
-	q := u.Query()
-	q.Set("query", query)
-	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return 0, fmt.Errorf("query: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "Accord-Watch/1")
-	res, err := client.Do(req)
-	if err != nil {
-		return 0, errors.New("query: " + redactURLError(err))
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, promQueryLimit+1))
-	if err != nil {
-		return 0, fmt.Errorf("query: read answer: %w", err)
-	}
-	if len(body) > promQueryLimit {
-		return 0, fmt.Errorf("query: the answer is larger than %d bytes", promQueryLimit)
-	}
-	v, _, perr := ParsePromAnswer(body, comparator)
-	if res.StatusCode != http.StatusOK {
-		if perr != nil && !errors.Is(perr, ErrNoData) && strings.Contains(perr.Error(), "API error") {
-			return 0, fmt.Errorf("query: HTTP %d: %w", res.StatusCode, perr)
-		}
-		return 0, fmt.Errorf("query: HTTP %d", res.StatusCode)
-	}
-	return v, perr
-}
-
-type promAnswer struct {
-	Status    string `json:"status"`
-	ErrorType string `json:"errorType"`
-	Error     string `json:"error"`
-	Data      struct {
-		ResultType string          `json:"resultType"`
-		Result     json.RawMessage `json:"result"`
-	} `json:"data"`
-}
-
-// ParsePromAnswer reads a Prometheus HTTP API query answer (vector, scalar
-// or matrix: the last sample of each series) and returns the worst value
-// for the comparator and the number of series that had one.
-func ParsePromAnswer(body []byte, comparator string) (float64, int, error) {
-	var a promAnswer
-	if err := json.Unmarshal(body, &a); err != nil {
-		return 0, 0, fmt.Errorf("the answer is not Prometheus API JSON: %w", err)
-	}
-	if a.Status != "success" {
-		return 0, 0, fmt.Errorf("API error %s: %s", a.ErrorType, truncate(a.Error, 300))
-	}
-	var values []string
-	switch a.Data.ResultType {
-	case "vector":
-		var series []struct {
-			Value []json.RawMessage `json:"value"`
-		}
-		if err := json.Unmarshal(a.Data.Result, &series); err != nil {
-			return 0, 0, fmt.Errorf("vector result: %w", err)
-		}
-		for _, s := range series {
-			v, err := sampleValue(s.Value)
-			if err != nil {
-				return 0, 0, fmt.Errorf("vector result: %w", err)
-			}
-			values = append(values, v)
-		}
-	case "matrix":
-		var series []struct {
-			Values [][]json.RawMessage `json:"values"`
-		}
-		if err := json.Unmarshal(a.Data.Result, &series); err != nil {
-			return 0, 0, fmt.Errorf("matrix result: %w", err)
-		}
-		for _, s := range series {
-			if len(s.Values) == 0 {
-				continue
-			}
-			v, err := sampleValue(s.Values[len(s.Values)-1])
-			if err != nil {
-				return 0, 0, fmt.Errorf("matrix result: %w", err)
-			}
-			values = append(values, v)
-		}
-	case "scalar":
-		var sample []json.RawMessage
-		if err := json.Unmarshal(a.Data.Result, &sample); err != nil {
-			return 0, 0, fmt.Errorf("scalar result: %w", err)
-		}
-		v, err := sampleValue(sample)
-		if err != nil {
-			return 0, 0, fmt.Errorf("scalar result: %w", err)
-		}
-		values = append(values, v)
-	default:
-		return 0, 0, fmt.Errorf("result type %q has no number (use a vector, scalar or matrix query)", truncate(a.Data.ResultType, 40))
-	}
-	worst, n := 0.0, 0
-	for _, s := range values {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("sample value %q is not a number", truncate(s, 40))
-		}
-		if math.IsNaN(v) {
-			continue
-		}
-		if n == 0 || (comparator == ">=" && v < worst) || (comparator != ">=" && v > worst) {
-			worst = v
-		}
-		n++
-	}
-	if n == 0 {
-		return 0, 0, ErrNoData
-	}
-	return worst, n, nil
-}
-
-// sampleValue reads [timestamp, "value"].
-func sampleValue(pair []json.RawMessage) (string, error) {
-	if len(pair) != 2 {
-		return "", fmt.Errorf("a sample is [time, \"value\"], got %d elements", len(pair))
-	}
-	var s string
-	if err := json.Unmarshal(pair[1], &s); err != nil {
-		return "", fmt.Errorf("a sample's value is a string: %w", err)
-	}
-	return s, nil
 }
 
 func truncate(s string, n int) string {

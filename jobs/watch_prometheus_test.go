@@ -15,8 +15,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/jobs/promtest"
 	"github.com/accordlab/accord/runners/probe/emulator"
+	"github.com/accordlab/accord/service/rollout"
+	"github.com/accordlab/accord/store"
 )
 
 // The queries a vLLM user has on their dashboards, asked of a real
@@ -135,4 +138,97 @@ func TestWatchQueryReadsVLLMMetricsThroughPrometheus(t *testing.T) {
 	require.NoError(t, model.server.Degrade(20))
 	p99 = waitFor("degraded", vllmP99TTFT, func(v float64) bool { return v > 1.0 })
 	require.Greater(t, p99, 1.0)
+}
+
+// The whole way of a stop-loss in production: the emulator's degradation
+// switch carries the served TTFT past the line, a real Prometheus scrapes
+// it, the watch's checks see it k times in a row and halt the stage, and
+// the decision's evidence carries the time from the breach to the halt.
+// The bounds asserted hold by construction: the crossing cannot precede
+// the switch (no request was slow before it) nor follow the first check
+// that saw it, and k checks an interval apart take (k−1) intervals.
+func TestWatchHaltsTheStageOnABreachSeenThroughPrometheus(t *testing.T) {
+	t.Parallel()
+	const (
+		k        = 2
+		interval = 5 * time.Second // the smallest a watch may have
+		line     = 1.0             // seconds of p99 TTFT
+	)
+	b := setupRollouts(t, "lab-acceptance", "pilot-5pct")
+	ins := b.insertOnly(t)
+	ctx := context.Background()
+	b.judgedRun(t, "PASS")
+	b.decide(t, ins, acceptance.DecisionApprove, "lab-acceptance", vera, "")
+	b.decide(t, ins, acceptance.DecisionApprove, "lab-acceptance", chen, "")
+
+	model := startServedModel(t, 3)
+	prom := promtest.Start(t, promtest.Options{Targets: []string{model.addr}, ScrapeInterval: time.Second})
+	prom.WaitUp(t, 1)
+	stage, ok := b.rollout(t).Stage("pilot-5pct")
+	require.True(t, ok)
+	watchID, err := b.store.SetWatch(ctx, b.programID, stage.ID, store.NewWatch{Name: "p99 TTFT of the serving fleet", Endpoint: prom.URL,
+		Query: vllmP99TTFT, Comparator: "<=", Line: line, Unit: "s", Consecutive: k, IntervalSeconds: int(interval / time.Second)})
+	require.NoError(t, err)
+
+	// Checks an interval apart, as the watch's schedule has them.
+	next := time.Now()
+	check := func() (rollout.WatchResult, time.Time) {
+		t.Helper()
+		time.Sleep(time.Until(next))
+		at := time.Now()
+		next = at.Add(interval)
+		res, err := rollout.CheckWatch(ctx, b.store, b.env(ins), PrometheusAPI{}, watchID, at)
+		require.NoError(t, err)
+		require.False(t, res.Skipped)
+		return res, at
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		res, _ := check()
+		require.Zero(t, res.Breaches, "nothing is slow before the switch: %+v", res)
+		if res.Value != nil {
+			break // a value within the line
+		}
+		require.True(t, time.Now().Before(deadline), "no value from Prometheus: %s", res.Err)
+	}
+
+	switched := time.Now()
+	require.NoError(t, model.server.Degrade(20)) // every TTFT ≥ 100 × 1 ms × 20 = 2 s
+	var firstPast time.Time
+	var res rollout.WatchResult
+	var checkedAt time.Time
+	for !res.Triggered {
+		require.True(t, time.Now().Before(deadline), "the stage was not halted within 90 s: %+v", res)
+		res, checkedAt = check()
+		if res.Breaches == 1 {
+			firstPast = checkedAt
+		}
+	}
+	require.Greater(t, *res.Value, line)
+
+	ro := b.rollout(t)
+	cur, _ := ro.State.CurrentStage()
+	require.Equal(t, "pilot-5pct", cur.Name)
+	require.Equal(t, acceptance.StageHalted, cur.State)
+	ds := b.verifyLog(t)
+	rec := ds[len(ds)-1].Record
+	require.Equal(t, "stop-loss-triggered", rec.Kind)
+	key := fmt.Sprintf("watch/%d", watchID)
+	figures := rec.Evidence.Figures
+	breachAt, err := time.Parse(time.RFC3339Nano, figures[key+"/breach_at"])
+	require.NoError(t, err)
+	haltedAt, err := time.Parse(time.RFC3339Nano, figures[key+"/halted_at"])
+	require.NoError(t, err)
+	require.True(t, haltedAt.Equal(rec.Time), "the halt is the decision's own time")
+	require.Equal(t, rollout.FormatSeconds(haltedAt.Sub(breachAt)), figures[key+"/breach_to_halt"])
+	require.Equal(t, "Prometheus at 1s steps", figures[key+"/breach_dated_by"], "the crossing is dated by Prometheus, not by a check")
+	require.Equal(t, "5.000 s", figures[key+"/check_interval"])
+	require.Equal(t, "2", figures[key+"/consecutive"])
+	require.Contains(t, rec.Reason, "the stage was halted "+figures[key+"/breach_to_halt"]+" later")
+
+	require.False(t, breachAt.Before(switched.Truncate(time.Millisecond)), "the crossing (%s) cannot precede the switch (%s)", breachAt, switched)
+	require.False(t, breachAt.After(firstPast), "nor follow the first check past the line")
+	require.GreaterOrEqual(t, haltedAt.Sub(firstPast), time.Duration(k-1)*interval, "k checks an interval apart")
+	t.Logf("switch→crossing %s, crossing→first check past %s, breach→halt %s (scrape 1 s, checks every %s, k = %d)",
+		breachAt.Sub(switched).Round(time.Millisecond), firstPast.Sub(breachAt).Round(time.Millisecond), figures[key+"/breach_to_halt"], interval, k)
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -20,12 +22,15 @@ import (
 
 // promServer imitates a Prometheus HTTP API on 127.0.0.1: each query
 // answers the next value of its script as an instant vector ("fail": a
-// 503 with Prometheus's error body; "empty": no series).
+// 503 with Prometheus's error body; "empty": no series); a range query
+// answers rangeBody (404 while it is empty).
 type promServer struct {
 	*httptest.Server
-	mu      sync.Mutex
-	script  []string
-	queries []string
+	mu        sync.Mutex
+	script    []string
+	queries   []string
+	rangeBody string
+	ranges    []url.Values
 }
 
 func startProm(t *testing.T) *promServer {
@@ -34,6 +39,12 @@ func startProm(t *testing.T) *promServer {
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
+		if r.URL.Path == "/prom/api/v1/query_range" && p.rangeBody != "" {
+			p.ranges = append(p.ranges, r.URL.Query())
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, p.rangeBody)
+			return
+		}
 		if r.URL.Path != "/prom/api/v1/query" {
 			http.NotFound(w, r)
 			return
@@ -109,7 +120,7 @@ func TestWatchTriggersAfterKBreachesNotKMinusOne(t *testing.T) {
 	check := func() rollout.WatchResult {
 		t.Helper()
 		clock = clock.Add(30 * time.Second)
-		res, err := rollout.CheckWatch(ctx, b.store, b.env(ins), prometheusQuery(nil), w.ID, clock)
+		res, err := rollout.CheckWatch(ctx, b.store, b.env(ins), PrometheusAPI{}, w.ID, clock)
 		require.NoError(t, err)
 		return res
 	}
@@ -132,6 +143,16 @@ func TestWatchTriggersAfterKBreachesNotKMinusOne(t *testing.T) {
 	require.Equal(t, 2.3, *ws[0].LastValue)
 	require.Len(t, b.verifyLog(t), 2, "no decision yet")
 
+	// Prometheus dates the crossing: the first step past the line after
+	// the last within it (two series, the worst counts; NaN is no value).
+	at := func(hms string) string {
+		ts, err := time.Parse(time.RFC3339, "2026-11-30T"+hms+"Z")
+		require.NoError(t, err)
+		return strconv.FormatInt(ts.Unix(), 10)
+	}
+	prom.rangeBody = `{"status":"success","data":{"resultType":"matrix","result":[
+		{"metric":{"pod":"vllm-0"},"values":[[` + at("09:02:00") + `,"1.5"],[` + at("09:02:10") + `,"1.8"],[` + at("09:02:20") + `,"1.9"],[` + at("09:02:25") + `,"NaN"],[` + at("09:03:00") + `,"2.4"]]},
+		{"metric":{"pod":"vllm-1"},"values":[[` + at("09:02:10") + `,"1.7"],[` + at("09:02:20") + `,"2.05"],[` + at("09:02:25") + `,"2.1"]]}]}}`
 	prom.push("3.1")
 	res := check()
 	require.True(t, res.Triggered)
@@ -148,8 +169,34 @@ func TestWatchTriggersAfterKBreachesNotKMinusOne(t *testing.T) {
 	require.Equal(t, "stop-loss-triggered", rec.Kind)
 	require.Equal(t, "accord", rec.Actor)
 	require.Equal(t, `Production watch "p99 TTFT of the serving fleet": 3 consecutive checks past the stop-loss line 2 s (the value must stay at or below it): `+
-		`2.2 s, 2.3 s, 3.1 s, from 2026-11-30T09:02:30Z to 2026-11-30T09:04:30Z. Query "`+ttftQuery+`" at `+prom.URL+`/prom/.`, rec.Reason)
-	require.Equal(t, "STOP-LOSS", rec.Evidence.Verdicts[fmt.Sprintf("watch/%d", w.ID)])
+		`2.2 s, 2.3 s, 3.1 s, from 2026-11-30T09:02:30Z to 2026-11-30T09:04:30Z. `+
+		`The line was crossed at 2026-11-30T09:02:20.000Z (dated by Prometheus at 1s steps); the stage was halted 130.000 s later. `+
+		`Query "`+ttftQuery+`" at `+prom.URL+`/prom/.`, rec.Reason)
+	key := fmt.Sprintf("watch/%d", w.ID)
+	require.Equal(t, "STOP-LOSS", rec.Evidence.Verdicts[key])
+	require.Equal(t, map[string]string{key + "/breach_at": "2026-11-30T09:02:20Z", key + "/halted_at": "2026-11-30T09:04:30Z",
+		key + "/breach_to_halt": "130.000 s", key + "/breach_dated_by": "Prometheus at 1s steps", key + "/check_interval": "30.000 s",
+		key + "/consecutive": "3"}, rec.Evidence.Figures)
+	require.Equal(t, time.Date(2026, 11, 30, 9, 2, 20, 0, time.UTC), res.BreachAt.UTC())
+	require.Len(t, prom.ranges, 1, "one range query, when the stage is halted")
+	require.Equal(t, ttftQuery, prom.ranges[0].Get("query"))
+	require.Equal(t, at("09:02:00")+".000", prom.ranges[0].Get("start"), "from the last check within the line")
+	require.Equal(t, at("09:04:30")+".000", prom.ranges[0].Get("end"))
+	require.Equal(t, "1", prom.ranges[0].Get("step"))
+
+	// Every check is kept with the count of breaches as it was then.
+	checks, err := b.store.ListWatchChecks(ctx, w.ID, time.Time{}, 100)
+	require.NoError(t, err)
+	var counts []int
+	for _, c := range checks {
+		counts = append(counts, c.Breaches)
+	}
+	require.Equal(t, []int{1, 2, 0, 1, 1, 1, 2, 3}, counts)
+	require.Equal(t, "query: HTTP 503: API error unavailable: the storage is warming up", checks[4].Error)
+	require.Nil(t, checks[5].Value, "no data")
+	require.True(t, checks[7].Triggered)
+	require.True(t, checks[7].PastLine)
+	require.False(t, checks[2].PastLine)
 	deliveries, err := b.store.ListDeliveries(ctx, b.programID, hookID, 10)
 	require.NoError(t, err)
 	require.Len(t, deliveries, 1)

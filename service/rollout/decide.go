@@ -173,6 +173,12 @@ func mergeEvidence(dst *attest.DecisionEvidence, src attest.DecisionEvidence) {
 	for k, v := range src.Digests {
 		dst.Digests[k] = v
 	}
+	for k, v := range src.Figures {
+		if dst.Figures == nil {
+			dst.Figures = map[string]string{}
+		}
+		dst.Figures[k] = v
+	}
 }
 
 // raisedEvents are the webhook events a decision raises, the most
