@@ -3,22 +3,9 @@ package handlers
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/accordlab/accord/apiclient"
 	"github.com/accordlab/accord/store"
 )
-
-// apiRoutes declares the JSON API (under /api/v1, bearer tokens only). The
-// same program scope and capabilities as the pages apply.
-func (s *Server) apiRoutes(r chi.Router) {
-	r.Get("/programs", s.apiListPrograms)
-	r.Route("/programs/{programID}", func(r chi.Router) {
-		r.Use(s.inProgram)
-		r.With(s.need(capView)).Get("/", s.apiShowProgram)
-		s.apiProgramRoutes(r)
-	})
-}
 
 func toAPIProgram(p store.ProgramAccess) apiclient.Program {
 	return apiclient.Program{ID: p.ID, Name: p.Name, Vendor: p.VendorName, Customer: p.CustomerName, Role: string(p.Role), CreatedAt: p.CreatedAt}

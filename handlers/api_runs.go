@@ -7,24 +7,10 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/apiclient"
 	"github.com/accordlab/accord/store"
 )
-
-// apiRunRoutes serves hosts and runs to pipelines (`accord submit`).
-func (s *Server) apiRunRoutes(r chi.Router) {
-	r.With(s.need(capView)).Get("/hosts", s.apiListHosts)
-	r.With(s.need(capView)).Get("/runs", s.apiListRuns)
-	r.With(s.need(capEngineer)).Post("/runs", s.apiCreateRun)
-	r.With(s.need(capView)).Get("/runs/{runID}", s.apiShowRun)
-	r.With(s.need(capView)).Get("/runs/{runID}/evaluation", s.apiShowEvaluation)
-	r.With(s.need(capView)).Get("/runs/{runID}/measurements", s.apiListMeasurements)
-	r.With(s.need(capEngineer)).Post("/runs/{runID}/cancel", s.apiCancelRun)
-	r.With(s.need(capView)).Get("/runs/{runID}/report.tar.gz", s.downloadReport)
-}
 
 func (s *Server) apiListHosts(w http.ResponseWriter, r *http.Request) {
 	hosts, err := s.store.ListHosts(r.Context(), programFrom(r.Context()).ID)

@@ -29,9 +29,9 @@ func (f *matrixFixture) addReadinessObjects(t *testing.T) {
 		program int64
 		ids     map[string]string
 	}{{f.programA, f.ids}, {f.programB, f.idsB}} {
-		_, err := f.b.store.EnsurePlan(ctx, side.program, planSequence)
+		_, err := f.b.store.EnsureIntegrationSteps(ctx, side.program, integrationSequence)
 		require.NoError(t, err)
-		steps, err := f.b.store.ListPlanSteps(ctx, side.program)
+		steps, err := f.b.store.ListIntegrationSteps(ctx, side.program)
 		require.NoError(t, err)
 		side.ids["planStepID"] = fmt.Sprint(steps[0].ID)
 	}

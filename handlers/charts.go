@@ -13,20 +13,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/acceptance/chartdata"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 	"github.com/accordlab/accord/web/charts"
 )
-
-// chartRoutes declares the compare and trend pages.
-func (s *Server) chartRoutes(r chi.Router) {
-	r.With(s.need(capView)).Get("/compare", s.showCompare)
-	r.With(s.need(capView)).Get("/trend", s.showTrend)
-}
 
 // ---- the run page's charts ----
 

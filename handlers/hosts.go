@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/probe/facts"
 	"github.com/accordlab/accord/runners/sshrun"
@@ -21,16 +19,6 @@ import (
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
-
-func (s *Server) hostRoutes(r chi.Router) {
-	r.With(s.need(capView)).Get("/hosts", s.listHosts)
-	r.With(s.need(capEngineer)).Get("/hosts/new", s.showNewHost)
-	r.With(s.need(capEngineer)).Post("/hosts", s.createHost)
-	r.With(s.need(capView)).Get("/hosts/{hostID}", s.showHost)
-	r.With(s.need(capEngineer)).Post("/hosts/{hostID}/scan", s.scanHost)
-	r.With(s.need(capEngineer)).Post("/hosts/{hostID}/pin", s.pinHost)
-	r.With(s.need(capEngineer)).Post("/hosts/{hostID}/check", s.checkHost)
-}
 
 func (s *Server) hostCrumbs(pr *programCtx, last string) []web.Crumb {
 	c := []web.Crumb{{Label: "Programs", Href: "/programs"}, {Label: pr.Name, Href: web.ProgramLink(pr.ID, "")}, {Label: "Lab hosts", Href: web.ProgramLink(pr.ID, "/hosts")}}

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/jobs"
@@ -25,13 +23,6 @@ import (
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
-
-// importRoutes declares the import of results made outside Accord's reach.
-func (s *Server) importRoutes(r chi.Router) {
-	r.With(s.need(capEngineer)).Get("/runs/import", s.showImport)
-	r.With(s.need(capEngineer)).Post("/runs/import/result", s.importResultFile)
-	r.With(s.need(capEngineer)).Post("/runs/import/report", s.importSignedReport)
-}
 
 // importFormats are the formats a user may name (detection picks one
 // otherwise).

@@ -409,9 +409,9 @@ func TestFactsDriftShowsMultipathPolicy(t *testing.T) {
 }
 
 // planStep finds a step of the program's plan by kind.
-func (b *readinessBundle) planStep(t *testing.T, kind string) store.PlanStep {
+func (b *readinessBundle) planStep(t *testing.T, kind string) store.IntegrationStep {
 	t.Helper()
-	steps, err := b.store.ListPlanSteps(context.Background(), b.programID)
+	steps, err := b.store.ListIntegrationSteps(context.Background(), b.programID)
 	require.NoError(t, err)
 	for _, s := range steps {
 		if s.Kind == kind {
@@ -419,7 +419,7 @@ func (b *readinessBundle) planStep(t *testing.T, kind string) store.PlanStep {
 		}
 	}
 	t.Fatalf("no plan step %s", kind)
-	return store.PlanStep{}
+	return store.IntegrationStep{}
 }
 
 // The plan is seeded on its first view, in the integration sequence.
@@ -437,9 +437,9 @@ func TestPlanSeededInOrder(t *testing.T) {
 	require.Equal(t, []string{"Baseline measurements", "Network preparation", "Storage provisioning", "Host setup",
 		"GPU-path validation", "Orchestration", "QoS and isolation"}, got)
 	_, _ = b.get(t, b.owner, b.url("/readiness/plan"))
-	steps, err := b.store.ListPlanSteps(ctx, b.programID)
+	steps, err := b.store.ListIntegrationSteps(ctx, b.programID)
 	require.NoError(t, err)
-	require.Len(t, steps, len(planSequence), "a second view seeds nothing")
+	require.Len(t, steps, len(integrationSequence), "a second view seeds nothing")
 	seeded := 0
 	audit, err := b.store.ListAudit(ctx, store.AuditFilter{ProgramID: &b.programID})
 	require.NoError(t, err)
@@ -455,7 +455,7 @@ func TestPlanSeededInOrder(t *testing.T) {
 	for _, d := range readiness.Definitions() {
 		known[d.ID] = true
 	}
-	for _, sd := range planSequence {
+	for _, sd := range integrationSequence {
 		for _, c := range sd.CheckIDs {
 			require.True(t, known[c], "%s: %s", sd.Kind, c)
 		}
@@ -477,7 +477,7 @@ func TestPlanBaselineAndSignOff(t *testing.T) {
 	_, _ = b.get(t, b.viewer, b.url("/readiness/plan"))
 	base := b.planStep(t, "baseline")
 	stepURL := b.url(fmt.Sprintf("/readiness/plan/steps/%d", base.ID))
-	done := url.Values{"status": {store.PlanDone}}
+	done := url.Values{"status": {store.StepDone}}
 
 	res, _ := b.postPage(t, b.viewer, stepURL, done)
 	require.Equal(t, http.StatusForbidden, res.StatusCode, "viewers read")
@@ -487,18 +487,18 @@ func TestPlanBaselineAndSignOff(t *testing.T) {
 	// Neither a TCP run nor an unfinished local one counts.
 	tcpRun := b.finishedRun(t, b.tcp, b.tcpHost, store.RunDone)
 	b.finishedRun(t, b.local, b.failingHost, store.RunFailed)
-	res, _ = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.PlanDone}, "run": {fmt.Sprint(tcpRun)}})
+	res, _ = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.StepDone}, "run": {fmt.Sprint(tcpRun)}})
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
-	require.Equal(t, store.PlanNotStarted, b.planStep(t, "baseline").Status)
+	require.Equal(t, store.StepNotStarted, b.planStep(t, "baseline").Status)
 
 	// A finished local run: done, and the run is attached as evidence.
 	localRun := b.finishedRun(t, b.local, b.rdmaHost, store.RunDone)
 	owner := b.memberID(t, "own@customer.example")
-	res, _ = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.PlanDone}, "owner": {fmt.Sprint(owner)}, "note": {"local NVMe on gpu-rdma-01"},
+	res, _ = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.StepDone}, "owner": {fmt.Sprint(owner)}, "note": {"local NVMe on gpu-rdma-01"},
 		"run": {fmt.Sprint(tcpRun)}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	step := b.planStep(t, "baseline")
-	require.Equal(t, store.PlanDone, step.Status)
+	require.Equal(t, store.StepDone, step.Status)
 	require.ElementsMatch(t, []int64{tcpRun, localRun}, step.RunIDs)
 	require.Equal(t, owner, *step.OwnerUserID)
 	res, page = b.get(t, b.engineer, stepURL)
@@ -535,11 +535,11 @@ func TestPlanBaselineAndSignOff(t *testing.T) {
 
 	// Saving the same step again keeps the sign-offs; reopening it
 	// withdraws them.
-	res, _ = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.PlanDone}, "owner": {fmt.Sprint(owner)}, "note": {"edited note"},
+	res, _ = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.StepDone}, "owner": {fmt.Sprint(owner)}, "note": {"edited note"},
 		"run": {fmt.Sprint(tcpRun), fmt.Sprint(localRun)}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	require.Len(t, b.planStep(t, "baseline").SignOffs, 2)
-	res, _ = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.PlanInProgress}, "run": {fmt.Sprint(localRun)}})
+	res, _ = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.StepInProgress}, "run": {fmt.Sprint(localRun)}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	require.Empty(t, b.planStep(t, "baseline").SignOffs)
 	_, page = b.get(t, b.engineer, stepURL)
@@ -562,23 +562,23 @@ func TestPlanStepFormValidation(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
 	require.Contains(t, page, "Choose a status.")
 	stranger := b.createUser(t, "stranger@example.com", nil, false)
-	res, page = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.PlanInProgress}, "owner": {fmt.Sprint(stranger)}})
+	res, page = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.StepInProgress}, "owner": {fmt.Sprint(stranger)}})
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
 	require.Contains(t, page, "Choose a member of the program.")
-	res, page = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.PlanInProgress}, "check": {"network.mtu", "network.teleport"}})
+	res, page = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.StepInProgress}, "check": {"network.mtu", "network.teleport"}})
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
 	require.Contains(t, page, "Choose checks from the list.")
-	res, page = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.PlanInProgress}, "run": {"999999"}})
+	res, page = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.StepInProgress}, "run": {"999999"}})
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
 	require.Contains(t, page, "no longer part of this program")
 
 	// A good save replaces the checks and the page shows them per host.
-	res, _ = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.PlanBlocked}, "check": {"network.rdma", "network.mtu"}, "note": {"switch ports wait for PFC"}})
+	res, _ = b.postPage(t, b.engineer, stepURL, url.Values{"status": {store.StepBlocked}, "check": {"network.rdma", "network.mtu"}, "note": {"switch ports wait for PFC"}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
-	step, err := b.store.GetPlanStep(ctx, b.programID, net.ID)
+	step, err := b.store.GetIntegrationStep(ctx, b.programID, net.ID)
 	require.NoError(t, err)
 	require.Equal(t, []string{"network.mtu", "network.rdma"}, step.CheckIDs)
-	require.Equal(t, store.PlanBlocked, step.Status)
+	require.Equal(t, store.StepBlocked, step.Status)
 	_, page = b.get(t, b.viewer, stepURL)
 	checks := regexp.MustCompile(`(?s)<table id="step-checks">.*?</table>`).FindString(page)
 	require.Regexp(t, `gpu-rdma-01 <a class="badge PASS"`, checks)

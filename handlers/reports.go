@@ -22,23 +22,6 @@ import (
 	"github.com/accordlab/accord/web"
 )
 
-// reportRoutes declares the signed report downloads, co-signing and the
-// verification page inside a program.
-func (s *Server) reportRoutes(r chi.Router) {
-	r.With(s.need(capView)).Get("/runs/{runID}/report.tar.gz", s.downloadReport)
-	r.With(s.need(capView)).Get("/runs/{runID}/report", s.showReport)
-	r.With(s.need(capEngineer)).Post("/runs/{runID}/report/cosign", s.cosignReport)
-	s.importRoutes(r)
-}
-
-// keyRoutes declares the public keys (anyone) under /.well-known/accord.
-func (s *Server) keyRoutes(r chi.Router) {
-	r.Get("/.well-known/accord/keys.json", s.showKeys("application/json"))
-	r.Get("/.well-known/accord/keys.pem", s.showKeys("application/x-pem-file"))
-	r.Get("/.well-known/accord/allowed_signers", s.showKeys("text/plain; charset=utf-8"))
-	r.Get("/.well-known/accord/keys/{keyFile}", s.showKeyPEM)
-}
-
 // maxBundleUpload bounds an uploaded bundle (verification, import).
 const maxBundleUpload = 1 << 30
 

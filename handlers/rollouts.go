@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/jobs"
@@ -30,37 +28,6 @@ import (
 //
 // A site admin who is not a member takes no decision: decisions belong to
 // the two organisations.
-
-// rolloutRoutes declares the rollout board, approvals, the decision log
-// and webhooks inside a program.
-func (s *Server) rolloutRoutes(r chi.Router) {
-	r.With(s.need(capView)).Get("/rollout", s.showRollout)
-	r.With(s.need(capOwner)).Get("/rollout/plan", s.showRolloutPlan)
-	r.With(s.need(capOwner)).Post("/rollout/stages", s.addStage)
-	r.With(s.need(capOwner)).Post("/rollout/stages/{stageID}/edit", s.editStage)
-	r.With(s.need(capOwner)).Post("/rollout/stages/{stageID}/delete", s.deleteStage)
-	r.With(s.need(capOwner)).Post("/rollout/stages/{stageID}/watch", s.setWatch)
-	r.With(s.need(capOwner)).Post("/rollout/stages/{stageID}/watch/delete", s.deleteWatch)
-	r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/approve", s.decideOnStage(acceptance.DecisionApprove))
-	r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/waive", s.decideOnStage(acceptance.DecisionWaive))
-	r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/reject", s.decideOnStage(acceptance.DecisionReject))
-	r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/resume", s.decideOnStage(acceptance.DecisionResume))
-	r.With(s.need(capView)).Post("/rollout/stages/{stageID}/halt", s.decideOnStage(acceptance.DecisionHalt))
-	r.With(s.need(capApprove)).Post("/rollout/rollback", s.requestRollback)
-	r.With(s.need(capView)).Get("/decisions", s.showDecisions)
-	r.With(s.need(capView)).Get("/decisions/export", s.exportDecisions)
-	r.With(s.need(capView)).Get("/decisions/head.json", s.showLogHead)
-	s.webhookRoutes(r)
-}
-
-// apiRolloutRoutes declares the rollout and decision API inside a program.
-func (s *Server) apiRolloutRoutes(r chi.Router) {
-	r.With(s.need(capView)).Get("/rollout", s.apiShowRollout)
-	r.With(s.need(capApprove)).Post("/rollout/decisions", s.apiCreateDecision)
-	r.With(s.need(capView)).Get("/decisions", s.apiListDecisions)
-	r.With(s.need(capView)).Get("/decisions/export", s.exportDecisions)
-	r.With(s.need(capView)).Get("/decisions/head", s.showLogHead)
-}
 
 // awaitedApprovals lists rollout stages waiting for the viewer's approval,
 // for the home page.

@@ -23,16 +23,6 @@ import (
 	"github.com/accordlab/accord/web"
 )
 
-func (s *Server) runRoutes(r chi.Router) {
-	r.With(s.need(capView)).Get("/runs", s.listRuns)
-	r.With(s.need(capEngineer)).Get("/runs/new", s.showNewRun)
-	r.With(s.need(capEngineer)).Post("/runs", s.createRun)
-	r.With(s.need(capView)).Get("/runs/{runID}", s.showRun)
-	r.With(s.need(capEngineer)).Post("/runs/{runID}/cancel", s.cancelRun)
-	r.With(s.need(capView)).Get("/runs/{runID}/metrics.csv", s.downloadMetricsCSV)
-	r.With(s.need(capView)).Get("/runs/{runID}/artifacts/*", s.downloadArtifact)
-}
-
 func (s *Server) runCrumbs(pr *programCtx, last string) []web.Crumb {
 	c := []web.Crumb{{Label: "Programs", Href: "/programs"}, {Label: pr.Name, Href: web.ProgramLink(pr.ID, "")}, {Label: "Runs", Href: web.ProgramLink(pr.ID, "/runs")}}
 	if last != "" {

@@ -8,24 +8,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
-
-// webhookRoutes declares a program's webhooks (owners manage them: a URL
-// and its secret decide where rollout events go).
-func (s *Server) webhookRoutes(r chi.Router) {
-	r.With(s.need(capOwner)).Get("/webhooks", s.listWebhooks)
-	r.With(s.need(capOwner)).Post("/webhooks", s.createWebhook)
-	r.With(s.need(capOwner)).Get("/webhooks/{webhookID}", s.showWebhook)
-	r.With(s.need(capOwner)).Post("/webhooks/{webhookID}/disable", s.setWebhookActive(false))
-	r.With(s.need(capOwner)).Post("/webhooks/{webhookID}/enable", s.setWebhookActive(true))
-	r.With(s.need(capOwner)).Post("/webhooks/{webhookID}/deliveries/{deliveryID}/redeliver", s.redeliverWebhook)
-}
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	s.renderWebhooks(w, r, http.StatusOK, web.WebhookForm{Events: map[string]bool{store.EventStageApproved: true, store.EventStageHalted: true, store.EventStopLoss: true}}, "", 0)

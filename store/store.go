@@ -1,7 +1,13 @@
 // Package store is Accord's PostgreSQL access, one file per aggregate. Every
 // method takes a context; "not found" is ErrNotFound, never a nil result.
-// Program-scoped reads take the caller's user id and filter by membership,
-// so another program's object is simply not found.
+// Program-scoped reads take the program's id and filter by it, so another
+// program's object is simply not found; the handlers establish that the
+// caller is a member of that program first (ProgramFor, in their
+// inProgram middleware). The reads that take the user's id list what a
+// user may see (ProgramsFor, RecentRunsFor). The reads by id alone
+// (RunByID, ProgramByID, UserByID) are for ids Accord itself holds (a
+// job's run, a session's user, a row just created), never for an id from
+// a request.
 package store
 
 import (

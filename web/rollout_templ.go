@@ -1973,17 +1973,17 @@ func rolloutGatesText(pass bool) string {
 	return "do not pass"
 }
 
-// RolloutPlanPage is the plan editor (program owners).
-type RolloutPlanPage struct {
-	Stages   []PlanStage
+// RolloutStagesPage is the rollout stages editor (program owners).
+type RolloutStagesPage struct {
+	Stages   []EditedStage
 	GateSets []RunChoice // gate set versions
 	Profiles []RunChoice // profiles
 	NewStage StageForm
 	Error    string
 }
 
-// PlanStage is one stage in the editor.
-type PlanStage struct {
+// EditedStage is one stage in the editor.
+type EditedStage struct {
 	Stage store.RolloutStage
 	State string
 	// Waivers are the stage's waivers with their reasons, shown wherever
@@ -2015,8 +2015,8 @@ type WatchForm struct {
 	Errors map[string]string
 }
 
-// RolloutPlanEditor shows the plan with a form per stage.
-func RolloutPlanEditor(p Page, pr store.ProgramAccess, d RolloutPlanPage) templ.Component {
+// RolloutStagesEditor shows the rollout plan's stages with a form each.
+func RolloutStagesEditor(p Page, pr store.ProgramAccess, d RolloutStagesPage) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -2485,7 +2485,7 @@ func stageProfileNames(ps []store.StageProfile) string {
 	return strings.Join(names, ", ")
 }
 
-func stageFields(d RolloutPlanPage, f StageForm, key string) templ.Component {
+func stageFields(d RolloutStagesPage, f StageForm, key string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

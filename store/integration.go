@@ -9,20 +9,24 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Plan step statuses.
+// The integration plan: a program's sequence of integration steps
+// (plan_steps), each with its evidence and both sides' sign-offs. Not the
+// probe's plan (wire.Plan) nor the rollout's stages (rollouts.go).
+
+// Integration step statuses.
 const (
-	PlanNotStarted = "not_started"
-	PlanInProgress = "in_progress"
-	PlanDone       = "done"
-	PlanBlocked    = "blocked"
+	StepNotStarted = "not_started"
+	StepInProgress = "in_progress"
+	StepDone       = "done"
+	StepBlocked    = "blocked"
 )
 
-// PlanStatuses lists the statuses in the order forms offer them.
-var PlanStatuses = []string{PlanNotStarted, PlanInProgress, PlanDone, PlanBlocked}
+// StepStatuses lists the statuses in the order forms offer them.
+var StepStatuses = []string{StepNotStarted, StepInProgress, StepDone, StepBlocked}
 
-// ValidPlanStatus reports whether s is a plan step status.
-func ValidPlanStatus(s string) bool {
-	for _, k := range PlanStatuses {
+// ValidStepStatus reports whether s is an integration step status.
+func ValidStepStatus(s string) bool {
+	for _, k := range StepStatuses {
 		if k == s {
 			return true
 		}
@@ -30,12 +34,12 @@ func ValidPlanStatus(s string) bool {
 	return false
 }
 
-// PlanStatusLabel is a status as pages say it.
-func PlanStatusLabel(s string) string {
+// StepStatusLabel is a status as pages say it.
+func StepStatusLabel(s string) string {
 	switch s {
-	case PlanNotStarted:
+	case StepNotStarted:
 		return "not started"
-	case PlanInProgress:
+	case StepInProgress:
 		return "in progress"
 	}
 	return s
@@ -47,16 +51,17 @@ const (
 	SideCustomer = "customer"
 )
 
-// PlanSeed is one step of the sequence a program's plan starts with.
-type PlanSeed struct {
+// IntegrationSeed is one step of the sequence a program's integration plan starts
+// with.
+type IntegrationSeed struct {
 	Kind        string
 	Title       string
 	Description string
 	CheckIDs    []string
 }
 
-// PlanStep is one integration step of a program's plan.
-type PlanStep struct {
+// IntegrationStep is one step of a program's integration plan.
+type IntegrationStep struct {
 	ID            int64
 	ProgramID     int64
 	Kind          string
@@ -72,21 +77,21 @@ type PlanStep struct {
 	UpdatedAt     time.Time
 	CheckIDs      []string
 	RunIDs        []int64
-	SignOffs      []PlanSignOff
+	SignOffs      []StepSignOff
 }
 
 // SignOff returns the sign-off of a side, if any.
-func (p PlanStep) SignOff(side string) (PlanSignOff, bool) {
+func (p IntegrationStep) SignOff(side string) (StepSignOff, bool) {
 	for _, s := range p.SignOffs {
 		if s.Side == side {
 			return s, true
 		}
 	}
-	return PlanSignOff{}, false
+	return StepSignOff{}, false
 }
 
-// PlanSignOff is one side's sign-off of a step.
-type PlanSignOff struct {
+// StepSignOff is one side's sign-off of a step.
+type StepSignOff struct {
 	Side     string
 	UserID   int64
 	Name     string
@@ -94,10 +99,10 @@ type PlanSignOff struct {
 	SignedAt time.Time
 }
 
-// EnsurePlan seeds a program's plan with the sequence when it has none of
+// EnsureIntegrationSteps seeds a program's integration plan with the sequence when it has none of
 // these steps yet (steps already there are left as they are). It returns
 // how many steps it added.
-func (s *Store) EnsurePlan(ctx context.Context, programID int64, seeds []PlanSeed) (int, error) {
+func (s *Store) EnsureIntegrationSteps(ctx context.Context, programID int64, seeds []IntegrationSeed) (int, error) {
 	added := 0
 	for i, sd := range seeds {
 		var id int64
@@ -130,20 +135,20 @@ const planStepJoins = ` FROM plan_steps ps
 	LEFT JOIN organizations oo ON oo.id = ou.organization_id
 	LEFT JOIN users uu ON uu.id = ps.updated_by`
 
-func scanPlanStep(row pgx.Row) (PlanStep, error) {
-	var p PlanStep
+func scanIntegrationStep(row pgx.Row) (IntegrationStep, error) {
+	var p IntegrationStep
 	err := row.Scan(&p.ID, &p.ProgramID, &p.Kind, &p.Position, &p.Title, &p.Description, &p.OwnerUserID,
 		&p.OwnerName, &p.OwnerOrgKind, &p.Status, &p.Note, &p.UpdatedByName, &p.UpdatedAt, &p.CheckIDs, &p.RunIDs)
 	return p, err
 }
 
-// ListPlanSteps returns a program's plan in order, with evidence and sign-offs.
-func (s *Store) ListPlanSteps(ctx context.Context, programID int64) ([]PlanStep, error) {
+// ListIntegrationSteps returns a program's integration plan in order, with evidence and sign-offs.
+func (s *Store) ListIntegrationSteps(ctx context.Context, programID int64) ([]IntegrationStep, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+planStepColumns+planStepJoins+` WHERE ps.program_id = $1 ORDER BY ps.position, ps.id`, programID)
 	if err != nil {
 		return nil, fmt.Errorf("store: plan of program %d: %w", programID, err)
 	}
-	steps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PlanStep, error) { return scanPlanStep(r) })
+	steps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (IntegrationStep, error) { return scanIntegrationStep(r) })
 	if err != nil {
 		return nil, fmt.Errorf("store: plan of program %d: %w", programID, err)
 	}
@@ -153,20 +158,20 @@ func (s *Store) ListPlanSteps(ctx context.Context, programID int64) ([]PlanStep,
 	return steps, nil
 }
 
-// GetPlanStep returns one step of the program's plan.
-func (s *Store) GetPlanStep(ctx context.Context, programID, stepID int64) (PlanStep, error) {
-	p, err := scanPlanStep(s.db.QueryRow(ctx, `SELECT `+planStepColumns+planStepJoins+` WHERE ps.id = $1 AND ps.program_id = $2`, stepID, programID))
+// GetIntegrationStep returns one step of the program's integration plan.
+func (s *Store) GetIntegrationStep(ctx context.Context, programID, stepID int64) (IntegrationStep, error) {
+	p, err := scanIntegrationStep(s.db.QueryRow(ctx, `SELECT `+planStepColumns+planStepJoins+` WHERE ps.id = $1 AND ps.program_id = $2`, stepID, programID))
 	if err != nil {
 		return p, notFound(err, fmt.Sprintf("plan step %d", stepID))
 	}
-	steps := []PlanStep{p}
+	steps := []IntegrationStep{p}
 	if err := s.attachSignOffs(ctx, programID, steps); err != nil {
 		return p, err
 	}
 	return steps[0], nil
 }
 
-func (s *Store) attachSignOffs(ctx context.Context, programID int64, steps []PlanStep) error {
+func (s *Store) attachSignOffs(ctx context.Context, programID int64, steps []IntegrationStep) error {
 	rows, err := s.db.Query(ctx, `SELECT so.step_id, so.side, so.user_id, u.display_name, u.email, so.signed_at
 		FROM plan_signoffs so JOIN plan_steps ps ON ps.id = so.step_id JOIN users u ON u.id = so.user_id
 		WHERE ps.program_id = $1 ORDER BY so.side DESC`, programID)
@@ -178,7 +183,7 @@ func (s *Store) attachSignOffs(ctx context.Context, programID int64, steps []Pla
 		byStep[st.ID] = i
 	}
 	var stepID int64
-	var so PlanSignOff
+	var so StepSignOff
 	_, err = pgx.ForEachRow(rows, []any{&stepID, &so.Side, &so.UserID, &so.Name, &so.Email, &so.SignedAt}, func() error {
 		if i, ok := byStep[stepID]; ok {
 			steps[i].SignOffs = append(steps[i].SignOffs, so)
@@ -191,9 +196,9 @@ func (s *Store) attachSignOffs(ctx context.Context, programID int64, steps []Pla
 	return nil
 }
 
-// PlanStepUpdate is what an engineer saves on a step: the evidence sets
+// IntegrationStepUpdate is what an engineer saves on a step: the evidence sets
 // replace the step's.
-type PlanStepUpdate struct {
+type IntegrationStepUpdate struct {
 	OwnerUserID *int64
 	Status      string
 	Note        string
@@ -202,10 +207,10 @@ type PlanStepUpdate struct {
 	UpdatedBy   int64
 }
 
-// UpdatePlanStep saves a step. The owner must be a member of the program
+// UpdateIntegrationStep saves a step. The owner must be a member of the program
 // and the runs must be the program's (ErrNotFound otherwise). It runs
 // several statements: call it inside InTx.
-func (s *Store) UpdatePlanStep(ctx context.Context, programID, stepID int64, u PlanStepUpdate) error {
+func (s *Store) UpdateIntegrationStep(ctx context.Context, programID, stepID int64, u IntegrationStepUpdate) error {
 	if u.OwnerUserID != nil {
 		var member bool
 		if err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM program_members WHERE program_id = $1 AND user_id = $2)`,
@@ -264,21 +269,21 @@ func uniqueInt64(in []int64) []int64 {
 	return out
 }
 
-// ErrPlanStepNotDone is returned when a step that is not done would be
+// ErrStepNotDone is returned when a step that is not done would be
 // signed off.
-var ErrPlanStepNotDone = errors.New("the plan step is not done")
+var ErrStepNotDone = errors.New("the plan step is not done")
 
-// SignOffPlanStep records one side's sign-off of a done step of the
+// SignOffIntegrationStep records one side's sign-off of a done step of the
 // program. A side that signed already is ErrConflict; a step that is not
-// done is ErrPlanStepNotDone.
-func (s *Store) SignOffPlanStep(ctx context.Context, programID, stepID int64, side string, userID int64) error {
+// done is ErrStepNotDone.
+func (s *Store) SignOffIntegrationStep(ctx context.Context, programID, stepID int64, side string, userID int64) error {
 	var status string
 	err := s.db.QueryRow(ctx, `SELECT status FROM plan_steps WHERE id = $1 AND program_id = $2 FOR UPDATE`, stepID, programID).Scan(&status)
 	if err != nil {
 		return notFound(err, fmt.Sprintf("plan step %d", stepID))
 	}
-	if status != PlanDone {
-		return fmt.Errorf("store: sign off plan step %d (%s): %w", stepID, status, ErrPlanStepNotDone)
+	if status != StepDone {
+		return fmt.Errorf("store: sign off plan step %d (%s): %w", stepID, status, ErrStepNotDone)
 	}
 	if _, err := s.db.Exec(ctx, `INSERT INTO plan_signoffs (step_id, side, user_id) VALUES ($1, $2, $3)`, stepID, side, userID); err != nil {
 		return notFound(err, fmt.Sprintf("sign off plan step %d", stepID))
@@ -286,9 +291,9 @@ func (s *Store) SignOffPlanStep(ctx context.Context, programID, stepID int64, si
 	return nil
 }
 
-// ClearPlanSignOffs withdraws a step's sign-offs (the step changed after
+// ClearStepSignOffs withdraws a step's sign-offs (the step changed after
 // they were given) and returns how many there were.
-func (s *Store) ClearPlanSignOffs(ctx context.Context, programID, stepID int64) (int, error) {
+func (s *Store) ClearStepSignOffs(ctx context.Context, programID, stepID int64) (int, error) {
 	tag, err := s.db.Exec(ctx, `DELETE FROM plan_signoffs so USING plan_steps ps
 		WHERE so.step_id = ps.id AND ps.id = $1 AND ps.program_id = $2`, stepID, programID)
 	if err != nil {

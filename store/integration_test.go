@@ -19,7 +19,7 @@ type planBundle struct {
 	localPV, tcpPV     int64
 }
 
-var planSeeds = []store.PlanSeed{
+var planSeeds = []store.IntegrationSeed{
 	{Kind: "baseline", Title: "Baseline measurements"},
 	{Kind: "network", Title: "Network preparation", CheckIDs: []string{"network.mtu", "network.link"}},
 	{Kind: "qos", Title: "QoS and isolation"},
@@ -76,26 +76,26 @@ func TestPlanSeedListAndScope(t *testing.T) {
 	ctx := context.Background()
 	b := setupPlan(t)
 
-	n, err := b.st.EnsurePlan(ctx, b.program, planSeeds)
+	n, err := b.st.EnsureIntegrationSteps(ctx, b.program, planSeeds)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
-	n, err = b.st.EnsurePlan(ctx, b.program, planSeeds)
+	n, err = b.st.EnsureIntegrationSteps(ctx, b.program, planSeeds)
 	require.NoError(t, err)
 	require.Zero(t, n, "a second view seeds nothing")
 
-	steps, err := b.st.ListPlanSteps(ctx, b.program)
+	steps, err := b.st.ListIntegrationSteps(ctx, b.program)
 	require.NoError(t, err)
 	require.Len(t, steps, 3)
 	require.Equal(t, []string{"baseline", "network", "qos"}, []string{steps[0].Kind, steps[1].Kind, steps[2].Kind})
-	require.Equal(t, store.PlanNotStarted, steps[0].Status)
+	require.Equal(t, store.StepNotStarted, steps[0].Status)
 	require.Equal(t, []string{"network.link", "network.mtu"}, steps[1].CheckIDs)
 	require.Empty(t, steps[0].RunIDs)
 	require.Nil(t, steps[0].OwnerUserID)
 
-	other, err := b.st.ListPlanSteps(ctx, b.other)
+	other, err := b.st.ListIntegrationSteps(ctx, b.other)
 	require.NoError(t, err)
 	require.Empty(t, other, "another program's plan is its own")
-	_, err = b.st.GetPlanStep(ctx, b.other, steps[0].ID)
+	_, err = b.st.GetIntegrationStep(ctx, b.other, steps[0].ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -105,21 +105,21 @@ func TestPlanUpdateEvidenceAndOwner(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupPlan(t)
-	_, err := b.st.EnsurePlan(ctx, b.program, planSeeds)
+	_, err := b.st.EnsureIntegrationSteps(ctx, b.program, planSeeds)
 	require.NoError(t, err)
-	steps, err := b.st.ListPlanSteps(ctx, b.program)
+	steps, err := b.st.ListIntegrationSteps(ctx, b.program)
 	require.NoError(t, err)
 	net := steps[1]
 	r1 := b.run(t, b.tcpPV, store.RunDone)
 	r2 := b.run(t, b.tcpPV, store.RunFailed)
 
-	require.NoError(t, b.st.UpdatePlanStep(ctx, b.program, net.ID, store.PlanStepUpdate{
-		OwnerUserID: &b.custEng, Status: store.PlanInProgress, Note: "MTU 9000 on both ports",
+	require.NoError(t, b.st.UpdateIntegrationStep(ctx, b.program, net.ID, store.IntegrationStepUpdate{
+		OwnerUserID: &b.custEng, Status: store.StepInProgress, Note: "MTU 9000 on both ports",
 		CheckIDs: []string{"network.rdma", "network.mtu", "network.mtu"}, RunIDs: []int64{r2, r1, r1}, UpdatedBy: b.vendorEng,
 	}))
-	got, err := b.st.GetPlanStep(ctx, b.program, net.ID)
+	got, err := b.st.GetIntegrationStep(ctx, b.program, net.ID)
 	require.NoError(t, err)
-	require.Equal(t, store.PlanInProgress, got.Status)
+	require.Equal(t, store.StepInProgress, got.Status)
 	require.Equal(t, "MTU 9000 on both ports", got.Note)
 	require.Equal(t, []string{"network.mtu", "network.rdma"}, got.CheckIDs)
 	require.Equal(t, []int64{r1, r2}, got.RunIDs)
@@ -129,15 +129,15 @@ func TestPlanUpdateEvidenceAndOwner(t *testing.T) {
 	require.Equal(t, "v@example.com", got.UpdatedByName)
 
 	// Clearing evidence empties both sets.
-	require.NoError(t, b.st.UpdatePlanStep(ctx, b.program, net.ID, store.PlanStepUpdate{Status: store.PlanInProgress, UpdatedBy: b.vendorEng}))
-	got, err = b.st.GetPlanStep(ctx, b.program, net.ID)
+	require.NoError(t, b.st.UpdateIntegrationStep(ctx, b.program, net.ID, store.IntegrationStepUpdate{Status: store.StepInProgress, UpdatedBy: b.vendorEng}))
+	got, err = b.st.GetIntegrationStep(ctx, b.program, net.ID)
 	require.NoError(t, err)
 	require.Empty(t, got.CheckIDs)
 	require.Empty(t, got.RunIDs)
 	require.Nil(t, got.OwnerUserID)
 
 	// A member of another program cannot own the step.
-	err = b.st.UpdatePlanStep(ctx, b.program, net.ID, store.PlanStepUpdate{OwnerUserID: &b.outsider, Status: store.PlanDone})
+	err = b.st.UpdateIntegrationStep(ctx, b.program, net.ID, store.IntegrationStepUpdate{OwnerUserID: &b.outsider, Status: store.StepDone})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	// Another program's run is not evidence here.
 	otherHost, err := b.st.CreateHost(ctx, b.other, store.NewHost{Name: "h", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key"})
@@ -146,13 +146,13 @@ func TestPlanUpdateEvidenceAndOwner(t *testing.T) {
 	require.NoError(t, err)
 	foreign, err := b.st.CreateRun(ctx, store.NewRun{ProgramID: b.other, ProfileVersionID: otherPV.ID, HostID: otherHost})
 	require.NoError(t, err)
-	err = b.st.UpdatePlanStep(ctx, b.program, net.ID, store.PlanStepUpdate{Status: store.PlanDone, RunIDs: []int64{r1, foreign}})
+	err = b.st.UpdateIntegrationStep(ctx, b.program, net.ID, store.IntegrationStepUpdate{Status: store.StepDone, RunIDs: []int64{r1, foreign}})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	// Another program's step is not found through this program.
-	err = b.st.UpdatePlanStep(ctx, b.other, net.ID, store.PlanStepUpdate{Status: store.PlanDone})
+	err = b.st.UpdateIntegrationStep(ctx, b.other, net.ID, store.IntegrationStepUpdate{Status: store.StepDone})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	// The database refuses an unknown status.
-	require.Error(t, b.st.UpdatePlanStep(ctx, b.program, net.ID, store.PlanStepUpdate{Status: "finished"}))
+	require.Error(t, b.st.UpdateIntegrationStep(ctx, b.program, net.ID, store.IntegrationStepUpdate{Status: "finished"}))
 }
 
 // Only a done step is signed off, once per side; withdrawing clears both.
@@ -160,20 +160,20 @@ func TestPlanSignOffs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupPlan(t)
-	_, err := b.st.EnsurePlan(ctx, b.program, planSeeds)
+	_, err := b.st.EnsureIntegrationSteps(ctx, b.program, planSeeds)
 	require.NoError(t, err)
-	steps, err := b.st.ListPlanSteps(ctx, b.program)
+	steps, err := b.st.ListIntegrationSteps(ctx, b.program)
 	require.NoError(t, err)
 	step := steps[2]
 
-	require.ErrorIs(t, b.st.SignOffPlanStep(ctx, b.program, step.ID, store.SideVendor, b.vendorEng), store.ErrPlanStepNotDone)
-	require.NoError(t, b.st.UpdatePlanStep(ctx, b.program, step.ID, store.PlanStepUpdate{Status: store.PlanDone, UpdatedBy: b.vendorEng}))
-	require.NoError(t, b.st.SignOffPlanStep(ctx, b.program, step.ID, store.SideVendor, b.vendorEng))
-	require.ErrorIs(t, b.st.SignOffPlanStep(ctx, b.program, step.ID, store.SideVendor, b.vendorEng), store.ErrConflict)
-	require.NoError(t, b.st.SignOffPlanStep(ctx, b.program, step.ID, store.SideCustomer, b.custEng))
-	require.ErrorIs(t, b.st.SignOffPlanStep(ctx, b.other, step.ID, store.SideCustomer, b.custEng), store.ErrNotFound)
+	require.ErrorIs(t, b.st.SignOffIntegrationStep(ctx, b.program, step.ID, store.SideVendor, b.vendorEng), store.ErrStepNotDone)
+	require.NoError(t, b.st.UpdateIntegrationStep(ctx, b.program, step.ID, store.IntegrationStepUpdate{Status: store.StepDone, UpdatedBy: b.vendorEng}))
+	require.NoError(t, b.st.SignOffIntegrationStep(ctx, b.program, step.ID, store.SideVendor, b.vendorEng))
+	require.ErrorIs(t, b.st.SignOffIntegrationStep(ctx, b.program, step.ID, store.SideVendor, b.vendorEng), store.ErrConflict)
+	require.NoError(t, b.st.SignOffIntegrationStep(ctx, b.program, step.ID, store.SideCustomer, b.custEng))
+	require.ErrorIs(t, b.st.SignOffIntegrationStep(ctx, b.other, step.ID, store.SideCustomer, b.custEng), store.ErrNotFound)
 
-	got, err := b.st.GetPlanStep(ctx, b.program, step.ID)
+	got, err := b.st.GetIntegrationStep(ctx, b.program, step.ID)
 	require.NoError(t, err)
 	require.Len(t, got.SignOffs, 2)
 	v, ok := got.SignOff(store.SideVendor)
@@ -182,18 +182,18 @@ func TestPlanSignOffs(t *testing.T) {
 	c, ok := got.SignOff(store.SideCustomer)
 	require.True(t, ok)
 	require.Equal(t, b.custEng, c.UserID)
-	list, err := b.st.ListPlanSteps(ctx, b.program)
+	list, err := b.st.ListIntegrationSteps(ctx, b.program)
 	require.NoError(t, err)
 	require.Len(t, list[2].SignOffs, 2)
 	require.Empty(t, list[0].SignOffs)
 
-	n, err := b.st.ClearPlanSignOffs(ctx, b.other, step.ID)
+	n, err := b.st.ClearStepSignOffs(ctx, b.other, step.ID)
 	require.NoError(t, err)
 	require.Zero(t, n, "another program cannot withdraw them")
-	n, err = b.st.ClearPlanSignOffs(ctx, b.program, step.ID)
+	n, err = b.st.ClearStepSignOffs(ctx, b.program, step.ID)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	got, err = b.st.GetPlanStep(ctx, b.program, step.ID)
+	got, err = b.st.GetIntegrationStep(ctx, b.program, step.ID)
 	require.NoError(t, err)
 	require.Empty(t, got.SignOffs)
 }

@@ -18,18 +18,19 @@ import (
 	"github.com/accordlab/accord/web"
 )
 
-// The plan editor (program owners). Every change takes the decision
+// The rollout stages editor (program owners): the rollout plan's stages,
+// their gates and production watches. Every change takes the decision
 // chain's lock, so that it never races a decision, and keeps what the
 // decision log depends on: stages named by a decision stay; the gates of a
 // stage that was approved or rejected, or has approvals in its current
 // attempt, do not change under those approvals.
 
-func (s *Server) showRolloutPlan(w http.ResponseWriter, r *http.Request) {
-	s.renderPlan(w, r, http.StatusOK, planErrors{})
+func (s *Server) showRolloutStages(w http.ResponseWriter, r *http.Request) {
+	s.renderStagesEditor(w, r, http.StatusOK, stageErrors{})
 }
 
-// planErrors carries a failed form back to the editor.
-type planErrors struct {
+// stageErrors carries a failed form back to the editor.
+type stageErrors struct {
 	general   string
 	newStage  *web.StageForm
 	stageID   int64
@@ -37,7 +38,7 @@ type planErrors struct {
 	watchForm *web.WatchForm
 }
 
-func (s *Server) renderPlan(w http.ResponseWriter, r *http.Request, status int, pe planErrors) {
+func (s *Server) renderStagesEditor(w http.ResponseWriter, r *http.Request, status int, pe stageErrors) {
 	pr := programFrom(r.Context())
 	ctx := r.Context()
 	ro, err := rollout.Load(ctx, s.store, pr.ID)
@@ -50,16 +51,16 @@ func (s *Server) renderPlan(w http.ResponseWriter, r *http.Request, status int, 
 		s.serverError(w, r, err)
 		return
 	}
-	d := web.RolloutPlanPage{Error: pe.general, NewStage: web.StageForm{Profiles: map[int64]bool{}}}
+	d := web.RolloutStagesPage{Error: pe.general, NewStage: web.StageForm{Profiles: map[int64]bool{}}}
 	if pe.newStage != nil {
 		d.NewStage = *pe.newStage
 	}
-	if err := s.planChoices(r, &d); err != nil {
+	if err := s.stageChoices(r, &d); err != nil {
 		s.serverError(w, r, err)
 		return
 	}
 	for i, st := range ro.Stages {
-		ps := web.PlanStage{Stage: st, State: "unknown", Locked: stageLocked(ro, i), Deletable: ro.ReplayErr == nil && !ro.Named(st.Name),
+		ps := web.EditedStage{Stage: st, State: "unknown", Locked: stageLocked(ro, i), Deletable: ro.ReplayErr == nil && !ro.Named(st.Name),
 			Form: stageFormOf(st), WatchForm: s.watchFormFromGates(ctx, pr.ID, st)}
 		if ro.ReplayErr == nil && i < len(ro.State.Stages) {
 			ps.State = string(ro.State.Stages[i].State)
@@ -91,11 +92,11 @@ func (s *Server) renderPlan(w http.ResponseWriter, r *http.Request, status int, 
 		d.Stages = append(d.Stages, ps)
 	}
 	p := s.page(r, "Rollout plan · "+pr.Name, "programs", s.rolloutCrumbs(pr, "Plan")...)
-	s.render(w, r, status, web.RolloutPlanEditor(p, pr.ProgramAccess, d))
+	s.render(w, r, status, web.RolloutStagesEditor(p, pr.ProgramAccess, d))
 }
 
-// planChoices lists every gate set version and every profile.
-func (s *Server) planChoices(r *http.Request, d *web.RolloutPlanPage) error {
+// stageChoices lists every gate set version and every profile.
+func (s *Server) stageChoices(r *http.Request, d *web.RolloutStagesPage) error {
 	pr := programFrom(r.Context())
 	ctx := r.Context()
 	gates, err := s.store.ListSpecs(ctx, store.KindGateSet, pr.ID)
@@ -331,7 +332,7 @@ func (s *Server) addStage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if refusal != "" || len(f.Errors) > 0 {
-		s.renderPlan(w, r, http.StatusUnprocessableEntity, planErrors{general: refusal, newStage: &f})
+		s.renderStagesEditor(w, r, http.StatusUnprocessableEntity, stageErrors{general: refusal, newStage: &f})
 		return
 	}
 	s.setFlash(w, "ok", fmt.Sprintf("Stage %s added to the plan.", f.Name))
@@ -402,7 +403,7 @@ func (s *Server) editStage(w http.ResponseWriter, r *http.Request) {
 		if refusal != "" {
 			refusal = fmt.Sprintf("Stage %s cannot change: %s", stage.Name, refusal)
 		}
-		s.renderPlan(w, r, http.StatusUnprocessableEntity, planErrors{general: refusal, stageID: stage.ID, stageForm: &f})
+		s.renderStagesEditor(w, r, http.StatusUnprocessableEntity, stageErrors{general: refusal, stageID: stage.ID, stageForm: &f})
 		return
 	}
 	s.setFlash(w, "ok", fmt.Sprintf("Stage %s saved.", stage.Name))
@@ -454,7 +455,7 @@ func (s *Server) deleteStage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if refusal != "" {
-		s.renderPlan(w, r, http.StatusUnprocessableEntity, planErrors{general: refusal})
+		s.renderStagesEditor(w, r, http.StatusUnprocessableEntity, stageErrors{general: refusal})
 		return
 	}
 	s.setFlash(w, "ok", fmt.Sprintf("Stage %s removed from the plan.", stage.Name))
@@ -515,7 +516,7 @@ func (s *Server) setWatch(w http.ResponseWriter, r *http.Request) {
 	}
 	f, nw := parseWatchForm(r)
 	if len(f.Errors) > 0 {
-		s.renderPlan(w, r, http.StatusUnprocessableEntity, planErrors{stageID: stage.ID, watchForm: &f})
+		s.renderStagesEditor(w, r, http.StatusUnprocessableEntity, stageErrors{stageID: stage.ID, watchForm: &f})
 		return
 	}
 	nw.CreatedBy = v.ID
