@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/riverqueue/river"
 )
 
 // Config is everything the process reads from its environment. It is built
@@ -67,11 +69,19 @@ var envVars = []envVar{
 	{"ACCORD_BASE_URL", "http://localhost:8080", "public URL; https makes cookies Secure"},
 	{"ACCORD_PROBE_DIR", "", "directory with static accord binaries per architecture (accord-linux-amd64, accord-linux-arm64); empty: the running binary"},
 	{"ACCORD_WORKERS", "true", "run River workers in `serve` (false: only `accord worker` processes work jobs)"},
-	{"ACCORD_LEASE_TTL", "30s", "a host lease not renewed for this long can be taken over (the heartbeat renews it every third of it)"},
+	{"ACCORD_LEASE_TTL", "30s", "a host lease not renewed for this long means its worker is gone: another worker takes the run over about a third of it later (or once River has elected a new leader, about 15s, if the leader died); the heartbeat renews it every third of it; at least 3s"},
 	{"ACCORD_REMOTE_DIR", ".accord/<installation id>", "folder on lab hosts (relative to the login's home) for the probe cache and run folders"},
 	{"ACCORD_SSH_AGENT_SOCKETS", "", "comma-separated absolute paths of ssh-agent sockets lab hosts may authenticate with (empty: agent authentication is off; hosts use the key Accord generates)"},
-	{"ACCORD_RESCUE_AFTER", "10m", "a job whose worker vanished is taken over by another worker after this long (a run then resumes following its probe)"},
+	{"ACCORD_RESCUE_AFTER", "10m", "a job other than a run's (evaluating, signing, notifying) whose worker vanished is handed to another worker after this long, or after the job's own time limit if that is longer; at least 1m, River's time limit of a job that sets none: a shorter delay would hand over jobs still being worked. Runs are taken over sooner, through their host lease (ACCORD_LEASE_TTL)"},
 }
+
+// MinRescueAfter is the shortest ACCORD_RESCUE_AFTER: River's time limit
+// of a job that sets none of its own (we leave River's JobTimeout at its
+// default), which River requires the rescue delay to cover.
+const MinRescueAfter = river.JobTimeoutDefault
+
+// MinLeaseTTL is the shortest ACCORD_LEASE_TTL.
+const MinLeaseTTL = 3 * time.Second
 
 // configError names the variable at fault, so start-up stops with one clear line.
 type configError struct {
@@ -173,8 +183,17 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if c.RescueAfter, err = parseDuration(get, "ACCORD_RESCUE_AFTER", 10*time.Minute); err != nil {
 		return c, err
 	}
+	if c.RescueAfter < MinRescueAfter {
+		// River would refuse it at start (after migrations) in its own words.
+		v, _ := get("ACCORD_RESCUE_AFTER")
+		return c, &configError{"ACCORD_RESCUE_AFTER", v, fmt.Sprintf("must be at least %s: River's time limit of a job that sets none of its own; a shorter delay would hand jobs to another worker while the first may still be working them", shortDuration(MinRescueAfter))}
+	}
 	if c.LeaseTTL, err = parseDuration(get, "ACCORD_LEASE_TTL", 30*time.Second); err != nil {
 		return c, err
+	}
+	if c.LeaseTTL < MinLeaseTTL {
+		v, _ := get("ACCORD_LEASE_TTL")
+		return c, &configError{"ACCORD_LEASE_TTL", v, fmt.Sprintf("must be at least %s: the heartbeat renews the lease every third of it, and a database round trip must fit in that", shortDuration(MinLeaseTTL))}
 	}
 	if c.Demo, err = parseBool(get, "ACCORD_DEMO", c.Dev); err != nil {
 		return c, err
@@ -269,6 +288,15 @@ func parseQueues(s string) (map[string]int, error) {
 		out[name] = workers
 	}
 	return out, nil
+}
+
+// shortDuration writes 1m rather than 1m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		return strings.TrimSuffix(s, "0s")
+	}
+	return s
 }
 
 // redactURL hides a password in a connection URL before it is printed.

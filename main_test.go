@@ -55,6 +55,8 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		"ACCORD_REQUEST_TIMEOUT": "-1s",
 		"ACCORD_BASE_URL":        "ftp://x",
 		"ACCORD_DEMO":            "true", // published demo passwords: development mode only
+		"ACCORD_RESCUE_AFTER":    "30s",  // shorter than River's job time limit
+		"ACCORD_LEASE_TTL":       "1s",
 	}
 	for name, value := range bad {
 		_, err := loadConfig(envMap(map[string]string{name: value}))
