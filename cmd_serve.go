@@ -187,7 +187,7 @@ func newRiverClient(cfg Config, log *slog.Logger, deps jobs.Deps, pool *pgxpool.
 			rc.Queues[name] = river.QueueConfig{MaxWorkers: n}
 		}
 		rc.Workers = jobs.Register(deps)
-		rc.PeriodicJobs = jobs.Periodic()
+		rc.PeriodicJobs = jobs.Periodic(deps)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
 	if err != nil {

@@ -252,6 +252,13 @@ func progressView(run store.Run) struct {
 		Fraction float64
 		Label    string
 	}{}
+	if run.LeaseLapsedAt != nil && (run.State == store.RunPreparing || run.State == store.RunRunning || run.State == store.RunCollecting) {
+		// The worker stopped renewing the run's host lease: it is gone,
+		// and another takes the run over within about the lease's lifetime.
+		out.Label = "no worker is following this run (its host lease lapsed at " +
+			run.LeaseLapsedAt.UTC().Format("15:04:05 UTC") + "); taking over"
+		return out
+	}
 	switch run.State {
 	case store.RunQueued:
 		out.Label = "queued: waiting for a worker"

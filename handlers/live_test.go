@@ -66,3 +66,43 @@ func TestRunEventsStreamLive(t *testing.T) {
 	for range lines {
 	}
 }
+
+// A running run whose worker stopped renewing its host lease: the page and
+// the API say that no worker follows it and that it is being taken over,
+// and once a worker holds the lease again they say what it does.
+func TestRunWithoutAWorkerSaysItIsTakenOver(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	ctx := context.Background()
+	host, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: "lab", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key"})
+	require.NoError(t, err)
+	runID, err := pb.store.CreateRun(ctx, store.NewRun{ProgramID: pb.programID, ProfileVersionID: pb.profileVersionID(t), HostID: host})
+	require.NoError(t, err)
+	require.NoError(t, pb.store.SetRunState(ctx, runID, store.RunPreparing, "connecting to the host"))
+	require.NoError(t, pb.store.SetRunState(ctx, runID, store.RunRunning, "the probe is measuring on the host"))
+	_, _, err = pb.store.AcquireLease(ctx, host, runID, "worker-a", 200*time.Millisecond)
+	require.NoError(t, err)
+	runPath := pb.url("/runs/" + strconv.FormatInt(runID, 10))
+	apiPath := "/api/v1/programs/" + strconv.FormatInt(pb.programID, 10) + "/runs/" + strconv.FormatInt(runID, 10)
+
+	_, page := pb.get(t, pb.viewer, runPath)
+	require.NotContains(t, page, "no worker is following this run", "the lease is alive")
+	time.Sleep(300 * time.Millisecond) // worker A is gone: its lease lapses
+
+	_, page = pb.get(t, pb.viewer, runPath)
+	require.Contains(t, page, "no worker is following this run")
+	require.Contains(t, page, "taking over")
+	code, body := pb.apiGet(t, pb.engToken, apiPath)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body["progress_text"], "no worker is following this run")
+
+	// Another worker takes the lease over: the words are its own again.
+	_, _, err = pb.store.AcquireLease(ctx, host, runID, "worker-b", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, pb.store.SetRunState(ctx, runID, store.RunRunning, "reconnecting to the host to follow the probe"))
+	_, page = pb.get(t, pb.viewer, runPath)
+	require.NotContains(t, page, "no worker is following this run")
+	code, body = pb.apiGet(t, pb.engToken, apiPath)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "reconnecting to the host to follow the probe", body["reason"])
+}

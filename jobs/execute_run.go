@@ -12,6 +12,7 @@ import (
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/probe/wire"
+	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/service/stoploss"
 	"github.com/accordlab/accord/store"
@@ -63,12 +64,26 @@ func (w *ExecuteRunWorker) Work(ctx context.Context, job *river.Job[ExecuteRunAr
 	if store.RunFinal(run.State) || run.State == store.RunEvaluating {
 		return nil // finished by an earlier attempt
 	}
+	if run.RiverJobID != nil && *run.RiverJobID != job.ID {
+		// Another job took the run over (this job's worker seemed gone): it
+		// is the run's now, and this one leaves everything to it.
+		w.deps.Log.Info("the run was taken over by another job", "run_id", run.ID, "job_id", job.ID, "run_job_id", *run.RiverJobID)
+		return nil
+	}
 	if run.HostID == nil || run.ProfileVersionID == nil {
 		return w.fail(ctx, run, nil, "the run has no host or profile")
 	}
 	host, err := st.GetHost(ctx, run.ProgramID, *run.HostID)
 	if err != nil {
 		return fmt.Errorf("execute run %d: %w", run.ID, err)
+	}
+
+	if requested, err := st.CancelRequested(ctx, run.ID); err != nil {
+		return err
+	} else if requested {
+		// A cancel no worker carried out: this job took the run over from
+		// one that vanished first.
+		return stopAndCancel(ctx, w.deps, run, host, nil, run.RemoteDir)
 	}
 
 	// Step 2: the host lease. A busy host snoozes the job.
@@ -107,24 +122,30 @@ func (w *ExecuteRunWorker) Work(ctx context.Context, job *river.Job[ExecuteRunAr
 }
 
 // releaseLease gives the host back unless the run's probe may still be
-// measuring on it (launched, run not final: this process is stopping, or
-// the attempt failed and will be retried). Such a lease just expires, and
-// AcquireLease keeps the host for the run until it is final.
+// measuring on it (a launch may have happened and its end was not seen:
+// this process is stopping, or the attempt failed and will be retried).
+// Such a lease just expires, and AcquireLease keeps the host for the run
+// until its probe is seen to end.
 func (w *ExecuteRunWorker) releaseLease(ctx context.Context, runID int64, lease store.Lease) {
 	run, err := w.deps.Store.RunByID(ctx, runID)
-	if err == nil && run.ProbeMayRun() {
+	if err != nil || run.ProbeMayRun {
 		w.deps.Log.Info("keeping the host for the run: its probe may still run there", "run_id", runID, "host_id", lease.HostID)
 		return
 	}
 	_ = w.deps.Store.ReleaseLease(ctx, lease)
 }
 
-// heartbeat renews the lease until stopped; losing it cancels the work
-// with ErrFenced as the cause.
+// heartbeat renews the lease until stopped, also while the work ends
+// after its context was cancelled (stopping a probe takes a while, and a
+// lapsed lease would have the run taken over). Losing the lease cancels
+// the work with ErrFenced as the cause; a cancel the user asked for (which
+// River may not have delivered: the job may have been taken over) cancels
+// it with errCancelRequested.
 func (w *ExecuteRunWorker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, lease store.Lease) func() {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	ttl := w.deps.leaseTTL()
+	ctx = context.WithoutCancel(ctx)
 	go func() {
 		defer close(stopped)
 		t := time.NewTicker(ttl / 3)
@@ -132,8 +153,6 @@ func (w *ExecuteRunWorker) heartbeat(ctx context.Context, cancel context.CancelC
 		for {
 			select {
 			case <-done:
-				return
-			case <-ctx.Done():
 				return
 			case <-t.C:
 				err := w.deps.Store.RenewLease(ctx, lease, ttl)
@@ -143,6 +162,10 @@ func (w *ExecuteRunWorker) heartbeat(ctx context.Context, cancel context.CancelC
 				}
 				if err != nil {
 					w.deps.Log.Warn("lease heartbeat failed", "host_id", lease.HostID, "err", err)
+					continue
+				}
+				if requested, err := w.deps.Store.CancelRequested(ctx, lease.RunID); err == nil && requested {
+					cancel(errCancelRequested)
 				}
 			}
 		}
@@ -152,6 +175,9 @@ func (w *ExecuteRunWorker) heartbeat(ctx context.Context, cancel context.CancelC
 		<-stopped
 	}
 }
+
+// errCancelRequested ends the work of a run whose cancel was asked for.
+var errCancelRequested = errors.New("the run's cancel was requested")
 
 func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRunArgs], run store.Run, host store.Host, lease store.Lease) error {
 	st := w.deps.Store
@@ -196,8 +222,14 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 		State: func(ctx context.Context, state, reason string) error {
 			return fenced(func(tx *store.Store) error { return tx.SetRunState(ctx, run.ID, state, reason) })
 		},
+		Launching: func(ctx context.Context, dir string) error {
+			return fenced(func(tx *store.Store) error { return tx.RecordLaunchIntent(ctx, run.ID, dir, probeDeadline(profile)) })
+		},
 		Launched: func(ctx context.Context, dir, probePath string) error {
 			return fenced(func(tx *store.Store) error { return tx.MarkLaunched(ctx, run.ID, dir) })
+		},
+		ProbeEnded: func(ctx context.Context) error {
+			return fenced(func(tx *store.Store) error { return tx.MarkProbeEnded(ctx, run.ID) })
 		},
 		Events: func(ctx context.Context, lines [][]byte, offset int64) error {
 			update := store.FollowUpdate{Offset: offset}
@@ -219,9 +251,10 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 			if err := st.AppendFollowed(ctx, run.ID, lease, update); err != nil {
 				return err
 			}
-			// Step 5: interim results feed the stop-loss check.
+			// Step 5: interim results feed the stop-loss check (until it
+			// aborted the run: the probe's last events are stored after).
 			for _, snap := range snapshots {
-				if monitor == nil {
+				if monitor == nil || breach != nil {
 					break
 				}
 				if b, hit := monitor.Observe(snap); hit {
@@ -266,7 +299,33 @@ func (w *ExecuteRunWorker) handleFailure(ctx context.Context, job *river.Job[Exe
 	if job.Attempt >= job.MaxAttempts {
 		return w.fail(bg, run, &lease, fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err))
 	}
+	// Say so until the next attempt says what it does.
+	retry := fmt.Sprintf("attempt %d of %d failed (%s); the next one starts at %s", job.Attempt, job.MaxAttempts, err,
+		w.NextRetry(job).UTC().Format("15:04:05 UTC"))
+	if serr := setReason(bg, st, run.ID, &lease, retry); serr != nil && !errors.Is(serr, store.ErrFenced) {
+		w.deps.Log.Warn("run reason not updated", "run_id", run.ID, "err", serr)
+	}
 	return err
+}
+
+// setReason says what is happening to a run without changing its state
+// (fenced when a lease is given).
+func setReason(ctx context.Context, st *store.Store, runID int64, lease *store.Lease, reason string) error {
+	return st.InTx(ctx, func(tx *store.Store) error {
+		if lease != nil {
+			if err := tx.CheckFence(ctx, *lease); err != nil {
+				return err
+			}
+		}
+		run, err := tx.RunByID(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if store.RunFinal(run.State) {
+			return nil
+		}
+		return tx.SetRunState(ctx, runID, run.State, reason)
+	})
 }
 
 // stopAndCancel stops the probe (in the run's folder on the host, when one
@@ -283,11 +342,22 @@ func stopAndFail(ctx context.Context, d Deps, run store.Run, host store.Host, re
 
 // stopAndEnd stops the probe on the host over a fresh connection (when a
 // run folder is known) and then ends the run in the final state, the
-// reason saying what was stopped.
+// reason saying what was stopped. A probe that was stopped, or found not
+// running, has ended: the host is free once the run lets go of its lease.
+// A stop that fails (the host unreachable) still ends the run, saying so:
+// the probe may then measure on, and the host stays reserved for it until
+// its own time limit has ended it (the reconciler keeps trying to stop it
+// meanwhile).
 func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lease *store.Lease, dir, state, reason string) error {
 	st := d.Store
 	ctx, done := context.WithTimeout(ctx, 2*time.Minute)
 	defer done()
+	if lease != nil {
+		// A worker that lost the run to another must not stop its probe.
+		if err := st.CheckFence(ctx, *lease); err != nil {
+			return err
+		}
+	}
 	fresh, err := st.RunByID(ctx, run.ID)
 	if err != nil {
 		return err
@@ -295,29 +365,39 @@ func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lea
 	if dir == "" {
 		dir = fresh.RemoteDir
 	}
-	// A run folder is known once the worker got that far (or the launch was
-	// recorded): stop whatever runs there. A cancel can land between the
-	// probe's launch and its record, so "not recorded as launched" is not
-	// "not running"; stopping a folder with no probe in it does nothing.
+	// A run folder is known once the worker got that far (it is recorded
+	// with the intent to launch): stop whatever runs there. The launch may
+	// have happened without being recorded, so "not recorded as launched"
+	// is not "not running"; stopping a folder with no probe in it does
+	// nothing but claim it, so that a launch still on its way starts
+	// nothing there.
+	ended := dir == ""
 	if dir != "" {
-		target, err := labhost.Target(host, d.Sealer)
-		if err != nil {
-			return err
-		}
-		stopped, err := d.Runner.Stop(ctx, target, dir, "")
-		if err != nil {
+		stopped, err := stopProbe(ctx, d, host, dir)
+		switch {
+		case err != nil:
 			_ = st.AddRunNote(ctx, run.ID, "error", "stopping the probe failed: "+err.Error())
-			return fmt.Errorf("stop run %d: %w", run.ID, err)
-		}
-		if stopped.Signalled {
+			reason += "; the probe could not be stopped (" + err.Error() + ")"
+			if fresh.ProbeMayRun && fresh.ProbeDeadline != nil {
+				reason += fmt.Sprintf(": the host stays reserved for it until %s, when its own time limit has ended it",
+					fresh.ProbeDeadline.UTC().Format("2006-01-02 15:04 UTC"))
+			}
+		case stopped.Signalled:
 			reason += fmt.Sprintf("; the probe was stopped (%s), no process of the run is left", stopText(stopped.Killed))
-		} else {
+			ended = true
+		default:
 			reason += "; no process of the run was running on the host"
+			ended = true
 		}
 	}
 	err = st.InTx(ctx, func(tx *store.Store) error {
 		if lease != nil {
 			if err := tx.CheckFence(ctx, *lease); err != nil {
+				return err
+			}
+		}
+		if ended {
+			if err := tx.MarkProbeEnded(ctx, run.ID); err != nil {
 				return err
 			}
 		}
@@ -329,6 +409,15 @@ func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lea
 	return err
 }
 
+// stopProbe stops whatever runs in a run folder on the host.
+func stopProbe(ctx context.Context, d Deps, host store.Host, dir string) (sshrun.Stopped, error) {
+	target, err := labhost.Target(host, d.Sealer)
+	if err != nil {
+		return sshrun.Stopped{}, err
+	}
+	return d.Runner.Stop(ctx, target, dir, "")
+}
+
 func stopText(killed bool) string {
 	if killed {
 		return "SIGKILL after the grace period"
@@ -337,20 +426,44 @@ func stopText(killed bool) string {
 }
 
 // fail ends the run as failed with a reason (fenced when a lease is held)
-// and tells River not to retry.
+// and tells River not to retry. A probe that may be running (a launch was
+// about to happen or happened) is stopped first: the run must not end,
+// and give its host away, while its probe measures on.
 func (w *ExecuteRunWorker) fail(ctx context.Context, run store.Run, lease *store.Lease, reason string) error {
-	err := w.deps.Store.InTx(context.WithoutCancel(ctx), func(tx *store.Store) error {
+	bg := context.WithoutCancel(ctx)
+	fresh, err := w.deps.Store.RunByID(bg, run.ID)
+	if err != nil {
+		return err
+	}
+	if fresh.ProbeMayRun && fresh.RemoteDir != "" && fresh.HostID != nil {
+		host, err := w.deps.Store.GetHost(bg, fresh.ProgramID, *fresh.HostID)
+		if err != nil {
+			return err
+		}
+		if err := stopAndEnd(bg, w.deps, fresh, host, lease, fresh.RemoteDir, store.RunFailed, reason); err != nil {
+			return err
+		}
+		return river.JobCancel(errors.New(reason))
+	}
+	err = w.deps.Store.InTx(bg, func(tx *store.Store) error {
 		if lease != nil {
-			if err := tx.CheckFence(ctx, *lease); err != nil {
+			if err := tx.CheckFence(bg, *lease); err != nil {
 				return err
 			}
 		}
-		return tx.SetRunState(ctx, run.ID, store.RunFailed, reason)
+		return tx.SetRunState(bg, run.ID, store.RunFailed, reason)
 	})
 	if err != nil && !errors.Is(err, store.ErrRunFinal) {
 		return err
 	}
 	return river.JobCancel(errors.New(reason))
+}
+
+// probeDeadline is how long after its launch a probe has surely ended by
+// itself: the plan's time limit (RunTimeout), and time for the probe to
+// stop its steps and write its status.
+func probeDeadline(p acceptance.ProfileSpec) time.Duration {
+	return RunTimeout(p) + 5*time.Minute
 }
 
 // RunTimeout bounds a run on its host: the profile's own limit, or the

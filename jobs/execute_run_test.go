@@ -84,6 +84,21 @@ func TestRunCompletesWithArtifactsMeasurementsAndVerdict(t *testing.T) {
 	// The lease was given back.
 	_, err = b.store.LeaseOf(ctx, b.hostID)
 	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// Every state said what was happening in it, in its own words.
+	transitions, err := b.store.RunTransitions(ctx, runID)
+	require.NoError(t, err)
+	said := map[string]string{}
+	for _, tr := range transitions {
+		require.NotEmpty(t, tr.Reason, "the move to %s says why", tr.ToState)
+		said[tr.ToState] = tr.Reason
+	}
+	require.Equal(t, "connecting to the host", said[store.RunPreparing])
+	require.Equal(t, "the probe is measuring on the host", said[store.RunRunning])
+	require.Equal(t, "pulling the run folder", said[store.RunCollecting])
+	require.Equal(t, "verdict: PASS", run.Reason)
+	require.NotNil(t, run.ProbeEndedAt, "the probe's end was seen")
+	require.False(t, run.ProbeMayRun)
 }
 
 // probeEvents reads the host's event file.

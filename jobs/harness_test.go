@@ -58,6 +58,7 @@ type setupOpts struct {
 	budget      time.Duration // attempt budget
 	rescueAfter time.Duration
 	keepalive   time.Duration
+	sshdConfig  []string // lines for the lab host's sshd_config (they win over the defaults)
 }
 
 func quietLogger() *slog.Logger {
@@ -77,7 +78,7 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	ctx := context.Background()
 	b := &testBundle{pool: storetest.NewPool(t)}
 	b.store = store.New(b.pool)
-	b.sshd = sshtest.StartSSHD(t, sshtest.Options{})
+	b.sshd = sshtest.StartSSHD(t, sshtest.Options{ExtraConfig: o.sshdConfig})
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)
 	// The secret as a key file holds it: hex text (a worker process started

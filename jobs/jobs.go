@@ -46,10 +46,9 @@ type Deps struct {
 	// bundles carry (nil: none).
 	BaseURL *url.URL
 	// AttemptBudget is how long one job attempt follows a run before it
-	// hands over to the next attempt (default 10 minutes). River only
-	// rescues a job whose worker vanished once its timeout (the budget plus
-	// up to a minute) has passed, so this bounds how long a run waits for another
-	// worker after a crash, however long the run itself.
+	// hands over to the next attempt (default 10 minutes). (A run whose
+	// worker vanished does not wait for it: TakeOverRunsArgs gives it to
+	// another worker once its lease lapses.)
 	AttemptBudget time.Duration
 }
 
@@ -78,6 +77,7 @@ func Register(d Deps) *river.Workers {
 	river.AddWorker(workers, &ExecuteRunWorker{deps: d})
 	river.AddWorker(workers, &StopRunWorker{deps: d})
 	river.AddWorker(workers, &ReconcileRunsWorker{deps: d})
+	river.AddWorker(workers, &TakeOverRunsWorker{deps: d})
 	river.AddWorker(workers, &CheckHostWorker{deps: d})
 	river.AddWorker(workers, &EvaluateRunWorker{deps: d})
 	river.AddWorker(workers, &SignRunWorker{deps: d})
@@ -85,9 +85,13 @@ func Register(d Deps) *river.Workers {
 	return workers
 }
 
-// Periodic lists the jobs River schedules by itself.
-func Periodic() []*river.PeriodicJob {
+// Periodic lists the jobs River schedules by itself (the takeover of runs
+// as often as the lease's lifetime asks).
+func Periodic(d Deps) []*river.PeriodicJob {
 	return append([]*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(takeoverInterval(d.leaseTTL())), func() (river.JobArgs, *river.InsertOpts) {
+			return TakeOverRunsArgs{}, nil
+		}, &river.PeriodicJobOpts{RunOnStart: true}),
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
 			return PruneArgs{}, nil
 		}, &river.PeriodicJobOpts{RunOnStart: true}),

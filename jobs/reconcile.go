@@ -65,6 +65,48 @@ func (w *ReconcileRunsWorker) Work(ctx context.Context, job *river.Job[Reconcile
 			errs = append(errs, fmt.Errorf("run %d: %w", run.ID, err))
 		}
 	}
+	if err := stopProbesLeftBehind(ctx, w.deps); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// stopProbesLeftBehind tries again to stop the probes of runs that ended
+// while their probe could not be stopped (the host unreachable): each
+// stop that succeeds frees the host before the probe's time limit would.
+func stopProbesLeftBehind(ctx context.Context, d Deps) error {
+	st := d.Store
+	runs, err := st.ProbesLeftBehind(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, run := range runs {
+		host, err := st.GetHost(ctx, run.ProgramID, *run.HostID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		stopped, err := stopProbe(stopCtx, d, host, run.RemoteDir)
+		cancel()
+		if err != nil {
+			d.Log.Info("the probe of an ended run still cannot be stopped", "run_id", run.ID, "err", err)
+			continue // the host stays reserved until the probe's deadline
+		}
+		note := "the probe left on the host was stopped (" + stopText(stopped.Killed) + "): the host is free"
+		if !stopped.Signalled {
+			note = "the probe left on the host is gone: the host is free"
+		}
+		if err := st.InTx(ctx, func(tx *store.Store) error {
+			if err := tx.MarkProbeEnded(ctx, run.ID); err != nil {
+				return err
+			}
+			return tx.AddRunNote(ctx, run.ID, "info", note)
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("run %d: %w", run.ID, err))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -103,4 +103,37 @@ func TestStopLossAbortsADegradingRun(t *testing.T) {
 	arts, err := b.store.RunArtifacts(ctx, runID)
 	require.NoError(t, err)
 	require.NotEmpty(t, arts)
+
+	// Every event the probe wrote is stored, those after the breach's
+	// batch included (its step result and its "done"), each once.
+	onHost := probeEvents(t, filepath.Join(b.runDir(runID), wire.EventsFile))
+	require.Equal(t, wire.EventDone, onHost[len(onHost)-1].Type)
+	rows, err := b.pool.Query(ctx, `SELECT seq, type FROM run_events WHERE run_id = $1 AND seq IS NOT NULL ORDER BY seq`, runID)
+	require.NoError(t, err)
+	var stored []wire.Event
+	for rows.Next() {
+		var e wire.Event
+		require.NoError(t, rows.Scan(&e.Seq, &e.Type))
+		stored = append(stored, e)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, stored, len(onHost), "the stored log is the probe's whole log")
+	for i, e := range onHost {
+		require.Equal(t, e.Seq, stored[i].Seq)
+		require.Equal(t, e.Type, stored[i].Type)
+	}
+	require.Contains(t, typesOf(stored), wire.EventStepResult, "the aborted step's result is stored")
+	final, err := b.store.RunByID(ctx, runID)
+	require.NoError(t, err)
+	info, err := os.Stat(filepath.Join(b.runDir(runID), wire.EventsFile))
+	require.NoError(t, err)
+	require.Equal(t, info.Size(), final.EventsOffset, "the offset reached the end of the stream")
+}
+
+func typesOf(events []wire.Event) []string {
+	var out []string
+	for _, e := range events {
+		out = append(out, e.Type)
+	}
+	return out
 }

@@ -2,11 +2,8 @@ package jobs
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/runners/probe/wire"
-	"github.com/accordlab/accord/runners/sshtest"
 	"github.com/accordlab/accord/store"
 )
 
@@ -28,19 +24,7 @@ func TestWorkerKilledMidRunAnotherTakesOver(t *testing.T) {
 	ctx := context.Background()
 
 	// A real `accord worker` process on the same database.
-	dataDir := t.TempDir()
-	secretFile := filepath.Join(dataDir, "secret.key")
-	require.NoError(t, os.WriteFile(secretFile, b.secret, 0o400))
-	logFile, err := os.Create(filepath.Join(dataDir, "worker.log"))
-	require.NoError(t, err)
-	defer logFile.Close()
-	worker := exec.Command(sshtest.BuildAccord(t), "worker")
-	worker.Env = append(os.Environ(),
-		"DATABASE_URL="+b.pool.Config().ConnString(), "ACCORD_DATA_DIR="+dataDir, "ACCORD_SECRET_KEY_FILE="+secretFile,
-		"ACCORD_REMOTE_DIR="+b.remote, "ACCORD_LEASE_TTL=4s", "ACCORD_QUEUES=runs=2,default=1,reports=1", "ACCORD_LOG_FORMAT=text")
-	worker.Stdout, worker.Stderr = logFile, logFile
-	require.NoError(t, worker.Start())
-	t.Cleanup(func() { _ = worker.Process.Kill(); _ = worker.Wait() })
+	worker := b.startWorker(t, "worker", "ACCORD_LEASE_TTL=4s")
 
 	// Submit through an insert-only client: only the worker process works it.
 	inserter, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{})
@@ -48,8 +32,7 @@ func TestWorkerKilledMidRunAnotherTakesOver(t *testing.T) {
 	runID := b.submit(t, inserter, b.saveProfile(t, b.quickProfile(15*time.Second)), nil, nil)
 	b.waitFor(t, runID, 60*time.Second, "the worker process runs it", func(r store.Run) bool { return r.State == store.RunRunning && r.EventsOffset > 0 })
 
-	require.NoError(t, worker.Process.Signal(syscall.SIGKILL))
-	_, _ = worker.Process.Wait()
+	worker.crash(t)
 	before, err := b.store.RunByID(ctx, runID)
 	require.NoError(t, err)
 	require.Equal(t, store.RunRunning, before.State, "the dead worker left the run running")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/accordlab/accord/runners/probe/wire"
@@ -42,13 +43,25 @@ type RunTarget struct {
 // the error is returned by Execute (a stale lease returns the store's
 // fencing error, which the worker recognises).
 type Hooks struct {
-	// State reports preparing, running and collecting.
+	// State reports preparing, running and collecting, with what is being
+	// done (a reason for every step: it is what the run's page says).
 	State func(ctx context.Context, state, reason string) error
+	// Launching is called before anything is sent that could start the
+	// probe in dir: from its return on, the probe may be running there
+	// (the answer of a launch can be lost), so it must record that durably,
+	// or fail to stop the run.
+	Launching func(ctx context.Context, dir string) error
 	// Launched is called once the probe runs detached in dir (also when an
 	// earlier worker launched it), before any event is read.
 	Launched func(ctx context.Context, dir, probePath string) error
+	// ProbeEnded is called once the probe is known to be gone from the
+	// host: it wrote its status, its processes are gone, or a stop
+	// confirmed that nothing of the run is left.
+	ProbeEnded func(ctx context.Context) error
 	// Events persists a batch of raw event lines and the byte offset after
-	// them. Returning ErrAbort (wrapped) stops the measurement early.
+	// them. Returning ErrAbort (wrapped), once the batch is stored, stops
+	// the measurement early; the events the probe writes until it stops
+	// are then passed on as well (and must not abort again).
 	Events func(ctx context.Context, lines [][]byte, offset int64) error
 	// Note adds a line of the server's own to the run's log.
 	Note func(ctx context.Context, level, message string)
@@ -91,9 +104,25 @@ func (c Config) Execute(ctx context.Context, rt RunTarget, h Hooks) (Outcome, er
 		}
 	}
 
+	// Where the run stands while connecting: a launched run keeps running
+	// (its probe measures on), any other is being prepared.
+	phase := "preparing"
+	if rt.Launched {
+		phase = "running"
+	}
+	connecting := "connecting to the host"
+	if rt.Launched {
+		connecting = "reconnecting to the host to follow the probe"
+	}
+	if err := h.State(ctx, phase, connecting); err != nil {
+		return out, err
+	}
 	client, err := host.Client(ctx)
 	if err != nil {
 		return out, classify(err)
+	}
+	if err := h.State(ctx, phase, "checking the probe binary on the host"); err != nil {
+		return out, err
 	}
 	probe, err := client.EnsureProbe(ctx, c.Probe)
 	if err != nil {
@@ -105,6 +134,10 @@ func (c Config) Execute(ctx context.Context, rt RunTarget, h Hooks) (Outcome, er
 	}
 	out.Dir = client.RunDir(rt.RunID, max(rt.Attempt, 1))
 
+	// From here on the probe may start: say so durably first.
+	if err := h.Launching(ctx, out.Dir); err != nil {
+		return out, err
+	}
 	if !rt.Launched {
 		if err := h.State(ctx, "preparing", "uploading the plan"); err != nil {
 			return out, err
@@ -115,6 +148,9 @@ func (c Config) Execute(ctx context.Context, rt RunTarget, h Hooks) (Outcome, er
 		}
 		if err := client.PrepareRun(ctx, out.Dir, plan); err != nil {
 			return out, classify(err)
+		}
+		if err := h.State(ctx, "preparing", "launching the probe"); err != nil {
+			return out, err
 		}
 	}
 	launched, err := client.Launch(ctx, out.Dir)
@@ -127,7 +163,7 @@ func (c Config) Execute(ctx context.Context, rt RunTarget, h Hooks) (Outcome, er
 	if err := h.Launched(ctx, out.Dir, probe.Path); err != nil {
 		return out, err
 	}
-	if err := h.State(ctx, "running", ""); err != nil {
+	if err := h.State(ctx, "running", "the probe is measuring on the host"); err != nil {
 		return out, err
 	}
 
@@ -144,10 +180,19 @@ func (c Config) Execute(ctx context.Context, rt RunTarget, h Hooks) (Outcome, er
 	if ferr != nil {
 		if errors.Is(ferr, ErrAbort) {
 			out.Aborted = ferr
+			if err := h.State(ctx, "running", "stopping the probe: "+abortCause(ferr)); err != nil {
+				return out, err
+			}
 			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			defer cancel()
 			if _, err := c.stopOn(stopCtx, host, out.Dir); err != nil {
 				return out, fmt.Errorf("runners: abort: stop the probe: %w", err)
+			}
+			// The probe wrote on until it stopped (the step's result, its
+			// "done"): store the rest of its events too, so that the stored
+			// log is the probe's whole log.
+			if err := c.drain(ctx, host, out.Dir, p.stored, h); err != nil {
+				note("warn", "the probe's events after the abort could not all be stored: "+err.Error())
 			}
 			return c.collect(ctx, host, out, h)
 		}
@@ -160,7 +205,35 @@ func (c Config) Execute(ctx context.Context, rt RunTarget, h Hooks) (Outcome, er
 	return c.collect(ctx, host, out, h)
 }
 
+// drain stores the events of a stopped probe from offset to the end of its
+// stream (the tail ends at once: the probe wrote its status).
+func (c Config) drain(ctx context.Context, host *sshrun.Host, dir string, offset int64, h Hooks) error {
+	p := newPersister(ctx, offset, h.Events)
+	_, ferr := host.Follow(ctx, dir, offset, p.add)
+	if err := p.close(); err != nil && !errors.Is(err, ErrAbort) {
+		return err
+	}
+	if ferr != nil && !errors.Is(ferr, errPersist) {
+		return ferr
+	}
+	return nil
+}
+
+// abortCause is the reason Events gave for an abort, without the wrapping.
+func abortCause(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ErrAbort.Error()+": "); i >= 0 {
+		return msg[i+len(ErrAbort.Error())+2:]
+	}
+	return msg
+}
+
+// collect runs once the probe is gone from the host: it says so, then
+// pulls the run folder.
 func (c Config) collect(ctx context.Context, host *sshrun.Host, out Outcome, h Hooks) (Outcome, error) {
+	if err := h.ProbeEnded(ctx); err != nil {
+		return out, err
+	}
 	if err := h.State(ctx, "collecting", "pulling the run folder"); err != nil {
 		return out, err
 	}
@@ -263,7 +336,10 @@ type persister struct {
 	done   chan struct{}
 	err    error // set by the goroutine before done closes
 	failed chan struct{}
-	offset int64
+	offset int64 // after the last line queued
+	// stored is the offset after the last batch stored (also by a write
+	// that stored its batch and then asked to abort); read after close.
+	stored int64
 }
 
 type pendingLine struct {
@@ -272,7 +348,7 @@ type pendingLine struct {
 }
 
 func newPersister(ctx context.Context, offset int64, write func(context.Context, [][]byte, int64) error) *persister {
-	p := &persister{ch: make(chan pendingLine, 1024), done: make(chan struct{}), failed: make(chan struct{}), offset: offset}
+	p := &persister{ch: make(chan pendingLine, 1024), done: make(chan struct{}), failed: make(chan struct{}), offset: offset, stored: offset}
 	go func() {
 		defer close(p.done)
 		var lines [][]byte
@@ -293,7 +369,11 @@ func newPersister(ctx context.Context, offset int64, write func(context.Context,
 				}
 			}
 			if p.err == nil {
-				if err := write(ctx, lines, end); err != nil {
+				err := write(ctx, lines, end)
+				if err == nil || errors.Is(err, ErrAbort) {
+					p.stored = end // an abort comes after its batch was stored
+				}
+				if err != nil {
 					p.err = err
 					close(p.failed)
 				}

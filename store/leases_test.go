@@ -76,14 +76,14 @@ func TestHostLeaseFencing(t *testing.T) {
 }
 
 // A launched run whose worker died still has its probe on the host: its
-// expired lease is not taken by another run until the run is final.
+// expired lease is not taken by another run until the probe is seen to end.
 func TestExpiredLeaseOfALaunchedRunKeepsTheHost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := store.New(storetest.NewPool(t))
 	host, run1, run2 := hostAndRuns(t, st)
-	require.NoError(t, st.SetRunState(ctx, run1, store.RunPreparing, ""))
-	require.NoError(t, st.SetRunState(ctx, run1, store.RunRunning, ""))
+	require.NoError(t, st.SetRunState(ctx, run1, store.RunPreparing, "x"))
+	require.NoError(t, st.SetRunState(ctx, run1, store.RunRunning, "y"))
 	require.NoError(t, st.MarkLaunched(ctx, run1, "/tmp/runs/1"))
 	_, _, err := st.AcquireLease(ctx, host, run1, "worker-a", 100*time.Millisecond)
 	require.NoError(t, err)
@@ -96,13 +96,98 @@ func TestExpiredLeaseOfALaunchedRunKeepsTheHost(t *testing.T) {
 	require.NoError(t, err, "run 1's next attempt takes its host back")
 	require.NoError(t, st.ReleaseLease(ctx, l))
 
-	// Run 1 ends (stopped on the host): once its lease expires the host is free.
-	_, _, err = st.AcquireLease(ctx, host, run1, "worker-c", 100*time.Millisecond)
-	require.NoError(t, err)
+	// Even with its lease gone, run 1 keeps the host while its probe may run.
+	_, busy, err = st.AcquireLease(ctx, host, run2, "worker-b", time.Minute)
+	require.ErrorIs(t, err, store.ErrHostBusy)
+	require.Equal(t, run1, busy)
+
+	// Run 1's probe is seen to end (stopped on the host): the host is free.
+	require.NoError(t, st.MarkProbeEnded(ctx, run1))
 	require.NoError(t, st.SetRunState(ctx, run1, store.RunCancelled, "stopped"))
-	time.Sleep(200 * time.Millisecond)
 	_, _, err = st.AcquireLease(ctx, host, run2, "worker-b", time.Minute)
 	require.NoError(t, err)
+}
+
+// The intent to launch, recorded before the launch, keeps the host as a
+// recorded launch does: the launch may have happened with its answer lost.
+func TestLaunchIntentKeepsTheHost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := store.New(storetest.NewPool(t))
+	host, run1, run2 := hostAndRuns(t, st)
+	require.NoError(t, st.SetRunState(ctx, run1, store.RunPreparing, "uploading the plan"))
+	l1, _, err := st.AcquireLease(ctx, host, run1, "worker-a", 100*time.Millisecond)
+	require.NoError(t, err)
+	require.NoError(t, st.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.CheckFence(ctx, l1); err != nil {
+			return err
+		}
+		return tx.RecordLaunchIntent(ctx, run1, "/tmp/runs/1-1", time.Hour)
+	}))
+	r1, err := st.RunByID(ctx, run1)
+	require.NoError(t, err)
+	require.False(t, r1.Launched)
+	require.True(t, r1.ProbeMayRun)
+	require.Equal(t, "/tmp/runs/1-1", r1.RemoteDir, "the run folder is known before the launch")
+	time.Sleep(200 * time.Millisecond) // worker A died while launching
+
+	_, busy, err := st.AcquireLease(ctx, host, run2, "worker-b", time.Minute)
+	require.ErrorIs(t, err, store.ErrHostBusy, "run 1's probe may be measuring")
+	require.Equal(t, run1, busy)
+
+	// Run 1 fails without its probe being stopped (its host unreachable):
+	// the host stays its own until the probe's deadline.
+	require.NoError(t, st.SetRunState(ctx, run1, store.RunFailed, "gave up"))
+	_, _, err = st.AcquireLease(ctx, host, run2, "worker-b", time.Minute)
+	require.ErrorIs(t, err, store.ErrHostBusy, "the probe's own time limit has not passed")
+	left, err := st.ProbesLeftBehind(ctx)
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+	require.Equal(t, run1, left[0].ID)
+	_, err = st.Pool.Exec(ctx, `UPDATE runs SET probe_deadline = now() - interval '1 second' WHERE id = $1`, run1)
+	require.NoError(t, err)
+	_, _, err = st.AcquireLease(ctx, host, run2, "worker-b", time.Minute)
+	require.NoError(t, err, "past the probe's deadline the host is free")
+}
+
+// A launch intent committed while another run's acquisition waits for the
+// lease row is seen by that acquisition: the intent's fenced transaction
+// and the acquisition lock the same row, so the host is never taken from
+// under a launch.
+func TestLaunchIntentAndAcquisitionAreSerialised(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := store.New(storetest.NewPool(t))
+	host, run1, run2 := hostAndRuns(t, st)
+	l1, _, err := st.AcquireLease(ctx, host, run1, "worker-a", 100*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond) // the lease expired, but worker A is only slow
+
+	tx, err := st.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck
+	fenced := st.WithTx(tx)
+	require.NoError(t, fenced.CheckFence(ctx, l1))
+	require.NoError(t, fenced.RecordLaunchIntent(ctx, run1, "/tmp/runs/1-1", time.Hour))
+
+	type answer struct {
+		busy int64
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		_, busy, err := st.AcquireLease(ctx, host, run2, "worker-b", time.Minute)
+		got <- answer{busy, err}
+	}()
+	select {
+	case a := <-got:
+		t.Fatalf("the acquisition did not wait for the fenced write: %v", a.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, tx.Commit(ctx))
+	a := <-got
+	require.ErrorIs(t, a.err, store.ErrHostBusy)
+	require.Equal(t, run1, a.busy)
 }
 
 func TestRunStatesAreFinalOnceEnded(t *testing.T) {

@@ -28,12 +28,14 @@ func RunFinal(state string) bool {
 	return state == RunDone || state == RunFailed || state == RunCancelled
 }
 
-// ProbeMayRun reports whether the run's probe may still be on its host:
-// it was launched and the run has not got past collecting. (AcquireLease
-// says the same in SQL.)
-func (r Run) ProbeMayRun() bool {
-	return r.Launched && !RunFinal(r.State) && r.State != RunEvaluating
-}
+// probeMayRunSQL says, of the run r, whether its probe may be on its host:
+// a worker was about to launch it (the launch may have happened, recorded
+// or not), its end was not seen, and the run is not final or, if it is,
+// the probe's own time limit has not passed yet (it ended without its
+// probe being stopped: the host was unreachable). While it holds, the
+// host is the run's (AcquireLease).
+const probeMayRunSQL = `(r.launch_intent_at IS NOT NULL AND r.probe_ended_at IS NULL
+	AND (r.state NOT IN ('done', 'failed', 'cancelled') OR r.probe_deadline > now()))`
 
 // RunStateLabel is the state as pages say it.
 func RunStateLabel(state string) string {
@@ -47,26 +49,38 @@ func RunStateLabel(state string) string {
 // Run is one execution (or import) of a profile version on a host, judged
 // by a gate set version, optionally against a baseline run.
 type Run struct {
-	ID                int64
-	ProgramID         int64
-	Kind              string // executed or imported
-	ProfileVersionID  *int64
-	ProfileID         *int64
-	ProfileName       string
-	ProfileVersion    int
-	GateSetVersionID  *int64
-	GateSetID         *int64
-	GateSetName       string
-	GateSetVersion    int
-	HostID            *int64
-	HostName          string
-	BaselineRunID     *int64
-	State             string
-	Reason            string
-	Label             string
-	Emulated          bool
-	Attempt           int
-	Launched          bool
+	ID               int64
+	ProgramID        int64
+	Kind             string // executed or imported
+	ProfileVersionID *int64
+	ProfileID        *int64
+	ProfileName      string
+	ProfileVersion   int
+	GateSetVersionID *int64
+	GateSetID        *int64
+	GateSetName      string
+	GateSetVersion   int
+	HostID           *int64
+	HostName         string
+	BaselineRunID    *int64
+	State            string
+	Reason           string
+	Label            string
+	Emulated         bool
+	Attempt          int
+	Launched         bool
+	// LaunchIntentAt is when a worker was about to launch the probe (the
+	// launch may have happened from then on); ProbeEndedAt when the probe's
+	// end was seen; ProbeDeadline when its own time limit has ended it.
+	LaunchIntentAt *time.Time
+	ProbeEndedAt   *time.Time
+	ProbeDeadline  *time.Time
+	// ProbeMayRun: the probe may be on the host now (probeMayRunSQL), so
+	// the host stays the run's.
+	ProbeMayRun bool
+	// LeaseLapsedAt is set when the run's host lease expired without being
+	// renewed: no worker is following the run (until one takes it over).
+	LeaseLapsedAt     *time.Time
 	RemoteDir         string
 	EventsOffset      int64
 	Progress          json.RawMessage
@@ -97,7 +111,8 @@ func (r Run) DisplayLabel() string {
 const runColumns = `r.id, r.program_id, r.kind, r.profile_version_id, pv.profile_id, coalesce(p.name, ''), coalesce(pv.version, 0),
 	r.gate_set_version_id, gv.gate_set_id, coalesce(g.name, ''), coalesce(gv.version, 0),
 	r.host_id, coalesce(h.name, ''), r.baseline_run_id, r.state, r.reason, r.label, r.emulated,
-	r.attempt, r.launched, r.remote_dir, r.events_offset, r.progress, coalesce(r.verdict, ''), r.readiness_override, r.river_job_id,
+	r.attempt, r.launched, r.launch_intent_at, r.probe_ended_at, r.probe_deadline, ` + probeMayRunSQL + `,
+	(SELECT hl.expires_at FROM host_leases hl WHERE hl.host_id = r.host_id AND hl.run_id = r.id AND hl.expires_at < now()), r.remote_dir, r.events_offset, r.progress, coalesce(r.verdict, ''), r.readiness_override, r.river_job_id,
 	r.created_by, coalesce(u.display_name, ''), r.created_at, r.started_at, r.finished_at, r.state_changed_at,
 	EXISTS (SELECT 1 FROM run_reports rr WHERE rr.run_id = r.id)`
 
@@ -114,7 +129,7 @@ func scanRun(row pgx.Row) (Run, error) {
 	err := row.Scan(&r.ID, &r.ProgramID, &r.Kind, &r.ProfileVersionID, &r.ProfileID, &r.ProfileName, &r.ProfileVersion,
 		&r.GateSetVersionID, &r.GateSetID, &r.GateSetName, &r.GateSetVersion,
 		&r.HostID, &r.HostName, &r.BaselineRunID, &r.State, &r.Reason, &r.Label, &r.Emulated,
-		&r.Attempt, &r.Launched, &r.RemoteDir, &r.EventsOffset, &r.Progress, &r.Verdict, &r.ReadinessOverride, &r.RiverJobID,
+		&r.Attempt, &r.Launched, &r.LaunchIntentAt, &r.ProbeEndedAt, &r.ProbeDeadline, &r.ProbeMayRun, &r.LeaseLapsedAt, &r.RemoteDir, &r.EventsOffset, &r.Progress, &r.Verdict, &r.ReadinessOverride, &r.RiverJobID,
 		&r.CreatedBy, &r.CreatedByName, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.StateChangedAt, &r.HasReport)
 	return r, err
 }
@@ -241,6 +256,34 @@ func (s *Store) RunsInExecution(ctx context.Context) ([]int64, error) {
 	return ids, nil
 }
 
+// UnfollowedRuns returns the runs in execution (with a job) that no worker
+// holds a live host lease for: their worker is gone, or between attempts,
+// or waiting for the host. The caller asks River which of their jobs are
+// running nonetheless.
+func (s *Store) UnfollowedRuns(ctx context.Context) ([]Run, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+runColumns+runJoins+`
+		WHERE r.river_job_id IS NOT NULL AND r.host_id IS NOT NULL
+			AND r.state IN ('queued', 'waiting_for_host', 'preparing', 'running', 'collecting')
+			AND NOT EXISTS (SELECT 1 FROM host_leases hl WHERE hl.host_id = r.host_id AND hl.run_id = r.id AND hl.expires_at > now())
+		ORDER BY r.id`)
+	return collectRuns(rows, err, "unfollowed runs")
+}
+
+// TakeOverRun makes jobID the run's job in place of fromJobID, unless the
+// run moved on meanwhile (it is final, another job has it, or a worker
+// renewed its lease): false then. The row lock orders it with other
+// takeovers and with the run's own writes.
+func (s *Store) TakeOverRun(ctx context.Context, runID, fromJobID, jobID int64) (bool, error) {
+	tag, err := s.db.Exec(ctx, `UPDATE runs r SET river_job_id = $3
+		WHERE r.id = $1 AND r.river_job_id = $2 AND r.state IN ('queued', 'waiting_for_host', 'preparing', 'running', 'collecting')
+			AND NOT EXISTS (SELECT 1 FROM host_leases hl WHERE hl.host_id = r.host_id AND hl.run_id = r.id AND hl.expires_at > now())`,
+		runID, fromJobID, jobID)
+	if err != nil {
+		return false, fmt.Errorf("store: take over run %d: %w", runID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // ReleaseRunLease gives a host back if the run holds it.
 func (s *Store) ReleaseRunLease(ctx context.Context, hostID, runID int64) error {
 	if _, err := s.db.Exec(ctx, `DELETE FROM host_leases WHERE host_id = $1 AND run_id = $2`, hostID, runID); err != nil {
@@ -293,26 +336,32 @@ var ErrRunFinal = fmt.Errorf("the run has ended already")
 // SetRunState moves a run to a new state with a reason, recording the
 // transition and notifying live pages. A final run never changes again.
 func (s *Store) SetRunState(ctx context.Context, runID int64, state, reason string) error {
-	var from string
-	err := s.db.QueryRow(ctx, `SELECT state FROM runs WHERE id = $1 FOR UPDATE`, runID).Scan(&from)
+	var from, before string
+	err := s.db.QueryRow(ctx, `SELECT state, reason FROM runs WHERE id = $1 FOR UPDATE`, runID).Scan(&from, &before)
 	if err != nil {
 		return notFound(err, fmt.Sprintf("run %d", runID))
 	}
 	if RunFinal(from) {
 		return fmt.Errorf("store: run %d to %s: %w", runID, state, ErrRunFinal)
 	}
-	_, err = s.db.Exec(ctx, `UPDATE runs SET state = $2, reason = CASE WHEN $3 = '' THEN reason ELSE $3 END, state_changed_at = now(),
+	reason = truncate(reason, 2000)
+	if from == state && before == reason {
+		return nil
+	}
+	// The reason is always replaced: it says what is happening now, and an
+	// earlier step's words must not outlive the step.
+	_, err = s.db.Exec(ctx, `UPDATE runs SET state = $2, reason = $3,
+			state_changed_at = CASE WHEN state = $2 THEN state_changed_at ELSE now() END,
 			started_at = CASE WHEN $2 = 'preparing' AND started_at IS NULL THEN now() ELSE started_at END,
 			finished_at = CASE WHEN $2 IN ('done', 'failed', 'cancelled') THEN now() ELSE finished_at END
-		WHERE id = $1`, runID, state, truncate(reason, 2000))
+		WHERE id = $1`, runID, state, reason)
 	if err != nil {
 		return fmt.Errorf("store: run %d to %s: %w", runID, state, err)
 	}
-	if from == state {
-		return nil
-	}
-	if _, err := s.db.Exec(ctx, `INSERT INTO run_transitions (run_id, from_state, to_state, reason) VALUES ($1, $2, $3, $4)`, runID, from, state, truncate(reason, 2000)); err != nil {
-		return fmt.Errorf("store: run %d transition: %w", runID, err)
+	if from != state {
+		if _, err := s.db.Exec(ctx, `INSERT INTO run_transitions (run_id, from_state, to_state, reason) VALUES ($1, $2, $3, $4)`, runID, from, state, reason); err != nil {
+			return fmt.Errorf("store: run %d transition: %w", runID, err)
+		}
 	}
 	return s.notifyRun(ctx, runID)
 }
@@ -326,10 +375,45 @@ func (s *Store) notifyRun(ctx context.Context, runID int64) error {
 }
 
 // MarkLaunched records that the measurement was started on the host, in
-// which folder; it is never started again for this run.
+// remoteDir.
 func (s *Store) MarkLaunched(ctx context.Context, runID int64, remoteDir string) error {
-	tag, err := s.db.Exec(ctx, `UPDATE runs SET launched = true, remote_dir = $2, attempt = greatest(attempt, 1) WHERE id = $1`, runID, remoteDir)
+	tag, err := s.db.Exec(ctx, `UPDATE runs SET launched = true, remote_dir = $2, attempt = greatest(attempt, 1),
+		launch_intent_at = coalesce(launch_intent_at, now()) WHERE id = $1`, runID, remoteDir)
 	return oneRow(tag, err, fmt.Sprintf("mark run %d launched", runID))
+}
+
+// RecordLaunchIntent records, before the probe is launched in remoteDir,
+// that it may be launched from now on: from this moment the host stays
+// the run's until the probe's end is seen, or, once the run is final
+// without that, until limit from now has passed (the probe's own time
+// limit and a margin). Call it fenced, in the transaction that checks the
+// lease: a worker whose lease was taken over can then not launch.
+func (s *Store) RecordLaunchIntent(ctx context.Context, runID int64, remoteDir string, limit time.Duration) error {
+	tag, err := s.db.Exec(ctx, `UPDATE runs SET remote_dir = $2, attempt = greatest(attempt, 1),
+			launch_intent_at = coalesce(launch_intent_at, now()),
+			probe_deadline = greatest(probe_deadline, now() + $3 * interval '1 millisecond')
+		WHERE id = $1`, runID, remoteDir, limit.Milliseconds())
+	return oneRow(tag, err, fmt.Sprintf("run %d launch intent", runID))
+}
+
+// MarkProbeEnded records that the run's probe is known to be gone from its
+// host (its status was read, its processes were found gone, or a stop
+// confirmed that nothing of the run is left): the host is free for others
+// once the run lets go of its lease.
+func (s *Store) MarkProbeEnded(ctx context.Context, runID int64) error {
+	tag, err := s.db.Exec(ctx, `UPDATE runs SET probe_ended_at = coalesce(probe_ended_at, now()) WHERE id = $1`, runID)
+	return oneRow(tag, err, fmt.Sprintf("run %d probe ended", runID))
+}
+
+// ProbesLeftBehind returns the final runs whose probe may still be on
+// their host (they ended without seeing it end, the host unreachable):
+// the reconciler keeps trying to stop them.
+func (s *Store) ProbesLeftBehind(ctx context.Context) ([]Run, error) {
+	rows, err := s.db.Query(ctx, `SELECT `+runColumns+runJoins+`
+		WHERE r.launch_intent_at IS NOT NULL AND r.probe_ended_at IS NULL AND r.host_id IS NOT NULL
+			AND r.state IN ('done', 'failed', 'cancelled') AND r.probe_deadline > now()
+		ORDER BY r.id`)
+	return collectRuns(rows, err, "probes left behind")
 }
 
 // RequestCancel notes the user's cancel; workers check it when their

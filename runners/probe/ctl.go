@@ -60,6 +60,10 @@ type launchRecord struct {
 	RunID      int64  `json:"run_id"`
 	Attempt    int    `json:"attempt"`
 	Executable string `json:"executable"`
+	// StoppedBeforeLaunch marks a folder that `probe stop` claimed before
+	// any launch: a launch still on its way (its request in flight when the
+	// run was stopped) then finds the folder taken and starts nothing.
+	StoppedBeforeLaunch bool `json:"stopped_before_launch,omitempty"`
 }
 
 func readLaunch(dir string) (*launchRecord, error) {
@@ -71,10 +75,44 @@ func readLaunch(dir string) (*launchRecord, error) {
 	if err := json.Unmarshal(b, &l); err != nil {
 		return nil, fmt.Errorf("parse %s: %w", wire.LaunchFile, err)
 	}
-	if l.PGID <= 1 {
+	if l.PGID <= 1 && !l.StoppedBeforeLaunch {
 		return nil, fmt.Errorf("%s has no process group", wire.LaunchFile)
 	}
 	return &l, nil
+}
+
+// claimStopped writes the LaunchFile of a folder no probe was launched in
+// (O_EXCL, as a launch does), so that no launch can start there any more.
+// If a launch claimed the folder first, its record is returned instead,
+// once it is complete (the launcher writes it right after starting the
+// probe).
+func claimStopped(dir string) (*launchRecord, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, wire.LaunchFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		var l *launchRecord
+		for end := time.Now().Add(5 * time.Second); ; {
+			if l, err = readLaunch(dir); err == nil || time.Now().After(end) {
+				return l, err
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	l := &launchRecord{LaunchedAt: nowRFC3339(), StoppedBeforeLaunch: true}
+	b, _ := json.Marshal(l)
+	_, werr := f.Write(append(b, '\n'))
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return l, werr
 }
 
 func cmdLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -158,7 +196,7 @@ func cmdLaunch(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // running reports whether any process of the launched run is alive.
 func (l *launchRecord) running() bool {
-	return len(runProcesses(l.PGID, l.StartTicks)) > 0
+	return l.PGID > 1 && len(runProcesses(l.PGID, l.StartTicks)) > 0
 }
 
 // statusAnswer is what `probe status` prints.
@@ -185,7 +223,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	var a statusAnswer
 	if l, err := readLaunch(dir); err == nil {
-		a.Launched, a.PID, a.Running = true, l.PID, l.running()
+		a.Launched, a.PID, a.Running = !l.StoppedBeforeLaunch, l.PID, l.running()
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fail(stderr, ExitError, "status: %v", err)
 	}
@@ -304,10 +342,15 @@ func cmdStop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var a stopAnswer
 	l, err := readLaunch(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) {
+		// Nothing was launched here (yet): claim the folder so that
+		// nothing will be.
+		l, err = claimStopped(dir)
+	}
+	if err != nil {
 		return fail(stderr, ExitError, "stop: %v", err)
 	}
-	if l != nil {
+	if l.PGID > 1 {
 		a = stopGroup(l, *grace)
 	}
 	// Guardians outlive the probe on purpose: wait for them to remove
@@ -316,11 +359,11 @@ func cmdStop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for len(guardianProcesses(dir)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if l != nil {
+	if l.PGID > 1 {
 		a.Remaining = len(runProcesses(l.PGID, l.StartTicks))
 	}
 	a.Remaining += len(guardianProcesses(dir))
-	if l != nil && a.Remaining == 0 {
+	if a.Remaining == 0 {
 		if err := recordStopped(dir, l); err != nil {
 			return fail(stderr, ExitError, "stop: %v", err)
 		}
@@ -383,9 +426,12 @@ func recordStopped(dir string, l *launchRecord) error {
 	if err != nil {
 		return err
 	}
+	reason := "stopped by probe stop; the probe was killed before it wrote its status"
+	if l.StoppedBeforeLaunch {
+		reason = "stopped by probe stop before the probe was launched; nothing ran here"
+	}
 	st := wire.Status{State: wire.StateCancelled, ExitCode: ExitCancelled,
-		Reason:    "stopped by probe stop; the probe was killed before it wrote its status",
-		StartedAt: l.LaunchedAt, FinishedAt: nowRFC3339()}
+		Reason: reason, StartedAt: l.LaunchedAt, FinishedAt: nowRFC3339()}
 	ev.emit(wire.Event{Type: wire.EventDone, Message: "run cancelled: " + st.Reason, Status: &st})
 	if err := ev.close(); err != nil {
 		return err

@@ -199,3 +199,38 @@ func TestManifestLineEscapes(t *testing.T) {
 	out, err := check.CombinedOutput()
 	require.NoError(t, err, string(out))
 }
+
+// A stop that comes before any launch claims the run folder: a launch
+// arriving afterwards (its request was on its way) starts nothing, and
+// the folder says the run was stopped before it ran.
+func TestStopBeforeLaunchClaimsTheFolder(t *testing.T) {
+	t.Parallel()
+	needBinary(t)
+	dir := runDir(t, planOf(sleepStep("wait", time.Hour)))
+	r := probe(t, "stop", "--dir", dir)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{"signalled":false,"killed":false,"remaining":0}`, r.stdout)
+
+	r = probe(t, "launch", "--dir", dir)
+	require.Equal(t, ExitLaunched, r.code, "a launch after the stop is refused")
+	require.NoFileExists(t, filepath.Join(dir, wire.PIDFile), "no probe was started")
+	r = probe(t, "status", "--dir", dir)
+	require.Equal(t, 0, r.code, r.stderr)
+	var st statusAnswer
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+	require.False(t, st.Launched)
+	require.False(t, st.Running)
+	require.Equal(t, wire.StateCancelled, st.Status.State)
+	require.Contains(t, st.Status.Reason, "before the probe was launched")
+	// A follower finds the run finished, not crashed.
+	r = probe(t, "tail", "--dir", dir)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"type":"done"`)
+
+	// A folder that does not exist yet (the plan was never written) is
+	// claimed all the same.
+	missing := filepath.Join(t.TempDir(), "runs", "9-1")
+	r = probe(t, "stop", "--dir", missing)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.FileExists(t, filepath.Join(missing, wire.LaunchFile))
+}
