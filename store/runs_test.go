@@ -123,7 +123,7 @@ func TestRuns(t *testing.T) {
 		r, err = b.st.RunByID(ctx, id)
 		require.NoError(t, err)
 		require.NotNil(t, r.FinishedAt)
-		require.Equal(t, "to evaluating", r.Reason, "an empty reason keeps the last one")
+		require.Empty(t, r.Reason, "the reason is always replaced: an earlier step's words do not outlive it")
 
 		tr, err := b.st.RunTransitions(ctx, id)
 		require.NoError(t, err)
@@ -220,7 +220,7 @@ func TestRuns(t *testing.T) {
 		id := b.f.run(t, b.st)
 		r, err := b.st.RunByID(ctx, id)
 		require.NoError(t, err)
-		require.False(t, r.ProbeMayRun())
+		require.False(t, r.ProbeMayRun)
 		require.NoError(t, b.st.SetRunState(ctx, id, store.RunRunning, ""))
 		require.NoError(t, b.st.MarkLaunched(ctx, id, "/srv/accord/runs/7-1"))
 		r, err = b.st.RunByID(ctx, id)
@@ -228,7 +228,7 @@ func TestRuns(t *testing.T) {
 		require.True(t, r.Launched)
 		require.Equal(t, 1, r.Attempt)
 		require.Equal(t, "/srv/accord/runs/7-1", r.RemoteDir)
-		require.True(t, r.ProbeMayRun())
+		require.True(t, r.ProbeMayRun)
 		require.ErrorIs(t, b.st.MarkLaunched(ctx, -1, "x"), store.ErrNotFound)
 
 		asked, err := b.st.CancelRequested(ctx, id)
@@ -243,10 +243,14 @@ func TestRuns(t *testing.T) {
 		_, err = b.st.CancelRequested(ctx, -1)
 		require.ErrorIs(t, err, store.ErrNotFound)
 
+		require.NoError(t, b.st.MarkProbeEnded(ctx, id))
 		require.NoError(t, b.st.SetRunState(ctx, id, store.RunEvaluating, ""))
 		r, err = b.st.RunByID(ctx, id)
 		require.NoError(t, err)
-		require.False(t, r.ProbeMayRun(), "past collecting the probe is done")
+		require.False(t, r.ProbeMayRun, "its probe was seen to end")
+		require.NotNil(t, r.ProbeEndedAt)
+		require.ErrorIs(t, b.st.MarkProbeEnded(ctx, -1), store.ErrNotFound)
+		require.ErrorIs(t, b.st.RecordLaunchIntent(ctx, -1, "x", time.Hour), store.ErrNotFound)
 	})
 
 	t.Run("EvaluationsAreKeptAndTheNewestCounts", func(t *testing.T) {
