@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/acceptance/chartdata"
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/store"
 )
@@ -65,6 +67,16 @@ func TestImportResultFile(t *testing.T) {
 	require.Contains(t, page, "imported from")
 	require.Contains(t, page, "from vllm-bench", "the tool the values came from is named")
 	require.Contains(t, page, "Accord&#39;s probe measures to the first content token", "and how its TTFT differs from the probe's")
+	// The one ingest: an imported run has its chart aggregates, as a lab
+	// run has, and its page draws them.
+	docs, err := pb.store.RunCharts(context.Background(), runID)
+	require.NoError(t, err)
+	agg, ok, err := chartdata.Decode(docs)
+	require.NoError(t, err)
+	require.True(t, ok, "the imported run has chart aggregates")
+	require.Equal(t, "serve", agg.Meta.Steps[0].Name)
+	require.Contains(t, agg.CDF[chartdata.KeyCDF("serve", "")], acceptance.MetricTTFT)
+	require.Contains(t, page, `<script id="chart-cdf-0" type="application/json">`)
 
 	// vLLM's summary alone (no per-request arrays): no percentile of
 	// Accord's is shown as 0; the tool's own figures are.
