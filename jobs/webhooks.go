@@ -77,7 +77,7 @@ func (w *DeliverWebhookWorker) httpClient() *http.Client {
 // that River tries again, until the last attempt marks it failed.
 func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[DeliverWebhookArgs]) error {
 	st := w.deps.Store
-	d, err := st.GetDelivery(ctx, job.Args.DeliveryID)
+	d, err := st.DeliveryByID(ctx, job.Args.DeliveryID)
 	if errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(err)
 	}

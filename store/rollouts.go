@@ -287,8 +287,8 @@ func (s *Store) ListWatches(ctx context.Context, programID int64) ([]Watch, erro
 	return collectWatches(rows, err, fmt.Sprintf("watches of program %d", programID))
 }
 
-// GetWatch returns a watch by id (for its worker).
-func (s *Store) GetWatch(ctx context.Context, watchID int64) (Watch, error) {
+// WatchByID returns a watch by id (for its worker).
+func (s *Store) WatchByID(ctx context.Context, watchID int64) (Watch, error) {
 	w, err := scanWatch(s.db.QueryRow(ctx, `SELECT `+watchColumns+watchJoins+` WHERE w.id = $1`, watchID))
 	if err != nil {
 		return w, notFound(err, fmt.Sprintf("watch %d", watchID))

@@ -174,7 +174,7 @@ func TestWatchesAreClaimedWhenDue(t *testing.T) {
 	points := []store.WatchPoint{{At: now.UTC().Truncate(time.Microsecond), Value: 2.5}}
 	require.NoError(t, w.st.RecordWatchCheck(ctx, id, now, &v, "", 1, points))
 	require.NoError(t, w.st.RecordWatchCheck(ctx, id, now.Add(time.Second), nil, "query: HTTP 503", 1, points))
-	got, err := w.st.GetWatch(ctx, id)
+	got, err := w.st.WatchByID(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Breaches)
 	require.Equal(t, 2.5, *got.LastValue, "a failed check keeps the last value")
@@ -187,7 +187,7 @@ func TestWatchesAreClaimedWhenDue(t *testing.T) {
 	id2, err := w.st.SetWatch(ctx, w.program, stage, nw)
 	require.NoError(t, err)
 	require.Equal(t, id, id2, "one watch per stage")
-	got, err = w.st.GetWatch(ctx, id)
+	got, err = w.st.WatchByID(ctx, id)
 	require.NoError(t, err)
 	require.Zero(t, got.Breaches)
 	require.Empty(t, got.Recent)
@@ -199,6 +199,6 @@ func TestWatchesAreClaimedWhenDue(t *testing.T) {
 	removed, err = w.st.DeleteWatch(ctx, w.program, stage)
 	require.NoError(t, err)
 	require.True(t, removed)
-	_, err = w.st.GetWatch(ctx, id)
+	_, err = w.st.WatchByID(ctx, id)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }

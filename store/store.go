@@ -8,6 +8,16 @@
 // (RunByID, ProgramByID, UserByID) are for ids Accord itself holds (a
 // job's run, a session's user, a row just created), never for an id from
 // a request.
+//
+// Getters are named by what they filter on:
+//
+//	GetX(ctx, programID, id)   one row of a program, by its id, filtered by the program
+//	                           (GetSpecVersion by spec and number beside GetSpecVersionByID)
+//	XFor(ctx, userID, …)       what a user may see, filtered by membership
+//	XByKey(ctx, key)           one row by a key that is not a program's scope: an id Accord
+//	                           holds (RunByID, WatchByID, DeliveryByID) or a natural key
+//	                           (UserByEmail, RunByIdempotencyKey, RunArtifactByPath)
+//	ListX(ctx, …)              the rows of a kind (of a program when given its id)
 package store
 
 import (

@@ -169,8 +169,8 @@ func (s *Store) CreateDelivery(ctx context.Context, webhookID, programID int64, 
 	return id, nil
 }
 
-// GetDelivery returns a delivery by id (for its worker).
-func (s *Store) GetDelivery(ctx context.Context, deliveryID int64) (WebhookDelivery, error) {
+// DeliveryByID returns a delivery by id (for its worker).
+func (s *Store) DeliveryByID(ctx context.Context, deliveryID int64) (WebhookDelivery, error) {
 	rows, err := s.db.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id = $1`, deliveryID)
 	if err != nil {
 		return WebhookDelivery{}, fmt.Errorf("store: delivery %d: %w", deliveryID, err)

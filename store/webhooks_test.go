@@ -62,7 +62,7 @@ func TestWebhooks(t *testing.T) {
 		status = 204
 		require.NoError(t, b.st.RecordDeliveryAttempt(ctx, d1, at.Add(time.Second), &status, "", store.DeliveryDelivered))
 		require.NoError(t, b.st.RecordDeliveryAttempt(ctx, d2, at, nil, "dial tcp: connection refused", store.DeliveryFailed))
-		d, err := b.st.GetDelivery(ctx, d1)
+		d, err := b.st.DeliveryByID(ctx, d1)
 		require.NoError(t, err)
 		require.Equal(t, 2, d.Attempts)
 		require.Equal(t, store.DeliveryDelivered, d.State)
@@ -103,13 +103,13 @@ func TestWebhooks(t *testing.T) {
 
 		again, err := b.st.Redeliver(ctx, b.program, hook, failed)
 		require.NoError(t, err)
-		d, err := b.st.GetDelivery(ctx, again)
+		d, err := b.st.DeliveryByID(ctx, again)
 		require.NoError(t, err)
 		require.Equal(t, store.DeliveryPending, d.State)
 		require.Zero(t, d.Attempts)
 		require.Equal(t, `{"event":"stop_loss"}`, string(d.Body))
 		require.Equal(t, &seq, d.DecisionSeq)
-		old, err := b.st.GetDelivery(ctx, failed)
+		old, err := b.st.DeliveryByID(ctx, failed)
 		require.NoError(t, err)
 		require.Equal(t, store.DeliveryFailed, old.State, "the failed one keeps its attempts")
 		require.Equal(t, 1, old.Attempts)
@@ -121,7 +121,7 @@ func TestWebhooks(t *testing.T) {
 		require.ErrorIs(t, b.st.SetWebhookSecret(ctx, -1, []byte("x")), store.ErrNotFound)
 		require.ErrorIs(t, b.st.SetWebhookActive(ctx, b.program, -1, true), store.ErrNotFound)
 		require.ErrorIs(t, b.st.RecordDeliveryAttempt(ctx, -1, time.Now(), nil, "", store.DeliveryFailed), store.ErrNotFound)
-		_, err := b.st.GetDelivery(ctx, -1)
+		_, err := b.st.DeliveryByID(ctx, -1)
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 

@@ -63,7 +63,7 @@ type WatchResult struct {
 // decision (which halts the stage and calls the webhooks).
 func CheckWatch(ctx context.Context, st *store.Store, env Env, prom Prometheus, watchID int64, now time.Time) (WatchResult, error) {
 	var res WatchResult
-	wt, err := st.GetWatch(ctx, watchID)
+	wt, err := st.WatchByID(ctx, watchID)
 	if errors.Is(err, store.ErrNotFound) {
 		res.Skipped = true
 		return res, nil
