@@ -106,6 +106,8 @@ func TestJudgedRunIsSignedAndItsReportVerifies(t *testing.T) {
 	require.NotContains(t, string(html), "<script")
 
 	require.Contains(t, string(html), "Customer</span> (customer)", "the report names the customer organisation")
+	require.Contains(t, string(html), `<figure id="fig-fio">`, "the report draws the fio latency percentiles")
+	require.Contains(t, string(html), `<svg xmlns="http://www.w3.org/2000/svg"`)
 
 	// Every change, removal and added file of this real bundle (the probe's
 	// own artifacts/MANIFEST.sha256 in it) is caught by VERIFY.md's

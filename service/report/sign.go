@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/acceptance/chartdata"
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/service/rollout"
@@ -46,6 +47,76 @@ type Contents struct {
 	KeyID        string
 	SignedAt     string
 	StopLoss     string
+	// Charts are the run's chart data as its ingest computed it (nil: the
+	// run has none); the report draws its charts from them.
+	Charts *chartdata.Aggregates
+	// Baseline is the run compared with, when there is one.
+	Baseline *BaselineContents
+	// Limits are the gate set's absolute criteria, drawn on the charts.
+	Limits []Limit
+}
+
+// BaselineContents are the baseline run's figures the report shows beside
+// the run's.
+type BaselineContents struct {
+	RunID        int64
+	Measurements []store.MeasurementRow
+	HostFacts    *store.HostFacts
+	Charts       *chartdata.Aggregates
+}
+
+// Limit is an absolute criterion of the gate set, in the metric's
+// canonical unit: "p99 TTFT ≤ 2000 ms" for Step (or every step).
+type Limit struct {
+	Metric     string
+	Statistic  string
+	Step       string
+	Comparator acceptance.Comparator
+	Value      float64
+	Label      string
+}
+
+// AppliesTo says whether the limit holds for a metric in a step.
+func (l Limit) AppliesTo(metric, step string) bool {
+	return l.Metric == metric && (l.Step == "" || l.Step == step)
+}
+
+// gateLimits reads a gate set's absolute criteria.
+func gateLimits(g acceptance.GateSetSpec) []Limit {
+	var out []Limit
+	for _, c := range g.Criteria {
+		m, ok := acceptance.LookupMetric(c.Metric)
+		if !ok || c.Mode != acceptance.Absolute {
+			continue
+		}
+		v, err := acceptance.ConvertToCanonical(c.Threshold, c.Unit, m)
+		if err != nil {
+			continue // the gate engine refuses such a criterion and says so in the verdict
+		}
+		op := "≤"
+		if c.Comparator == acceptance.GreaterOrEqual {
+			op = "≥"
+		}
+		out = append(out, Limit{Metric: c.Metric, Statistic: string(c.Statistic), Step: c.Step, Comparator: c.Comparator, Value: v,
+			Label: fmt.Sprintf("%s %s %s %s %s", c.Statistic, m.Name, op, strconv.FormatFloat(v, 'g', 6, 64), m.Unit)})
+	}
+	return out
+}
+
+// runCharts reads a run's chart data (nil when it has none).
+func runCharts(ctx context.Context, st *store.Store, runID int64) (*chartdata.Aggregates, error) {
+	docs, err := st.RunCharts(ctx, runID, chartdata.KeyMeta, chartdata.KeySummary, "cdf:%")
+	if err != nil {
+		return nil, err
+	}
+	a, ok, err := chartdata.Decode(docs)
+	if err != nil {
+		return nil, fmt.Errorf("charts of run %d: %w", runID, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return &a, nil
 }
 
 // Signer is what signing a run needs.
@@ -260,6 +331,14 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 	}
 	metrics := make([]map[string]any, 0, len(rows))
 	in.data.Measurements = rows
+	if in.data.Charts, err = runCharts(ctx, st, run.ID); err != nil {
+		return in, err
+	}
+	if run.BaselineRunID != nil {
+		if in.data.Baseline, err = baselineContents(ctx, st, *run.BaselineRunID); err != nil {
+			return in, err
+		}
+	}
 	for _, m := range rows {
 		metrics = append(metrics, map[string]any{"metric": m.Metric, "step": m.Step, "level": m.Level, "repetition": m.Repetition,
 			"summary": m.Summary, "tool_summary": m.ToolSummary, "source": m.Source})
@@ -330,6 +409,7 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 			return in, fmt.Errorf("gate set version %d: %w", gv.ID, err)
 		}
 		in.data.GateYAML = string(y)
+		in.data.Limits = gateLimits(g)
 		doc, err := acceptance.GateSetCanonicalJSON(g)
 		if in.gateSetDoc, err = specDocument(doc, err, gv.Digest); err != nil {
 			return in, fmt.Errorf("gate set version %d: %w", gv.ID, err)
@@ -355,6 +435,25 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 		return in, err
 	}
 	return in, nil
+}
+
+// baselineContents reads what the report shows of the baseline run.
+func baselineContents(ctx context.Context, st *store.Store, runID int64) (*BaselineContents, error) {
+	b := &BaselineContents{RunID: runID}
+	var err error
+	if b.Measurements, err = st.MeasurementSummaries(ctx, runID); err != nil {
+		return nil, err
+	}
+	switch hf, err := st.RunFacts(ctx, runID); {
+	case err == nil:
+		b.HostFacts = &hf
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
+	if b.Charts, err = runCharts(ctx, st, runID); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // DecisionLog is the program's decision log as `accord verify` checks it,

@@ -1,0 +1,201 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/html"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/acceptance/chartdata"
+	"github.com/accordlab/accord/acceptance/chartdata/chartdatatest"
+	"github.com/accordlab/accord/service/report"
+	"github.com/accordlab/accord/store"
+)
+
+// sampleRun is a run's measurements: an inference sweep at two levels and
+// a fio read step; scale makes the baseline slower.
+func sampleRun(seed uint64, scale float64) []acceptance.Measurement {
+	var ms []acceptance.Measurement
+	for i, lv := range []string{"c=1", "c=8"} {
+		load := float64(1 + 3*i)
+		ms = append(ms,
+			acceptance.Measurement{Metric: acceptance.MetricTTFT, Step: "serve", Level: lv, Repetition: 1,
+				Values: chartdatatest.Lognormal(seed+uint64(i), 400, 120*scale*load, 0.4, false)},
+			acceptance.Measurement{Metric: acceptance.MetricE2EL, Step: "serve", Level: lv, Repetition: 1,
+				Values: chartdatatest.Lognormal(seed+10+uint64(i), 400, 900*scale*load, 0.3, false)},
+			acceptance.Measurement{Metric: acceptance.MetricOutputTokenThroughput, Step: "serve", Level: lv, Repetition: 1,
+				Values: []float64{300 * load / scale}})
+	}
+	ms = append(ms, acceptance.Measurement{Metric: acceptance.MetricReadCLat, Step: "kv-read", Repetition: 1,
+		Values: chartdatatest.Lognormal(seed+20, 2000, 80*scale, 0.5, false)})
+	return ms
+}
+
+func rowsOf(t *testing.T, ms []acceptance.Measurement) []store.MeasurementRow {
+	t.Helper()
+	var out []store.MeasurementRow
+	for _, m := range ms {
+		sum, err := store.Summarize(m)
+		require.NoError(t, err)
+		out = append(out, store.MeasurementRow{Metric: m.Metric, Step: m.Step, Level: m.Level, Repetition: m.Repetition, N: sum.N, Summary: sum})
+	}
+	return out
+}
+
+// attr reads an attribute of an HTML (or inline SVG) node.
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	if n.Type == html.ElementNode && match(n) {
+		out = append(out, n)
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		out = append(out, findAll(c, match)...)
+	}
+	return out
+}
+
+// The signed report draws its key charts as static SVG from the run's
+// chart data, the baseline's beside the run's: TTFT and E2E distributions,
+// percentile bars with the gate's limit, throughput against p99 TTFT
+// across the sweep, the fio latency percentiles; each drawn value is the
+// run's (or the baseline's) statistic. Every table has the baseline's
+// figures beside the run's, and a print stylesheet is there. No script.
+func TestReportChartsAndBaselineFigures(t *testing.T) {
+	t.Parallel()
+	baselineID := int64(41)
+	candMs, baseMs := sampleRun(1, 1), sampleRun(100, 1.3)
+	cand := chartdata.Compute(chartdata.Input{Measurements: candMs, BaselineRunID: &baselineID, Baseline: baseMs})
+	base := chartdata.Compute(chartdata.Input{Measurements: baseMs})
+	require.Empty(t, cand.Meta.Notes)
+	p99, ok := cand.Stat(acceptance.MetricTTFT, "serve", "c=8", "p99")
+	require.True(t, ok)
+	limit := report.Limit{Metric: acceptance.MetricTTFT, Statistic: "p99", Comparator: acceptance.LessOrEqual, Value: 2000, Label: "p99 Time to first token ≤ 2000 ms"}
+	v := p99
+	eval := &acceptance.Evaluation{Verdict: acceptance.Pass, Criteria: []acceptance.CriterionResult{{Name: "ttft-p99", Metric: acceptance.MetricTTFT,
+		Statistic: "p99", Mode: acceptance.Absolute, Comparator: acceptance.LessOrEqual, Threshold: 2000, Unit: "ms", Verdict: acceptance.Pass,
+		Worst:  &acceptance.SeriesKey{Step: "serve", Level: "c=8"},
+		Series: []acceptance.SeriesResult{{Step: "serve", Level: "c=8", Verdict: acceptance.Pass, Candidate: acceptance.SideSummary{Value: &v}}}}}}
+	c := report.Contents{
+		Run: store.Run{ID: 42, BaselineRunID: &baselineID}, Program: "P", Vendor: "V", Customer: "C", Evaluation: eval,
+		Measurements: rowsOf(t, candMs), Charts: &cand, Limits: []report.Limit{limit},
+		Baseline: &report.BaselineContents{RunID: baselineID, Measurements: rowsOf(t, baseMs), Charts: &base},
+	}
+	var out bytes.Buffer
+	require.NoError(t, RenderReport(context.Background(), &out, c))
+	page := out.String()
+	require.NotContains(t, page, "<script")
+	require.Contains(t, page, "@media print")
+	require.Contains(t, page, "@page")
+	doc, err := html.Parse(strings.NewReader(page))
+	require.NoError(t, err)
+
+	figures := map[string]*html.Node{}
+	for _, f := range findAll(doc, func(n *html.Node) bool { return n.Data == "figure" }) {
+		figures[attr(f, "id")] = f
+		require.Len(t, findAll(f, func(n *html.Node) bool { return n.Data == "svg" }), 1, attr(f, "id"))
+	}
+	for _, id := range []string{"fig-cdf-1", "fig-pct-1-0", "fig-pct-1-1", "fig-knee-1", "fig-fio"} {
+		require.Contains(t, figures, id)
+	}
+
+	// Distributions: TTFT and E2E of the run and of the baseline, the gate's limit.
+	var lines []string
+	for _, l := range findAll(figures["fig-cdf-1"], func(n *html.Node) bool { return attr(n, "class") == "series" }) {
+		lines = append(lines, attr(l, "data-series"))
+	}
+	require.Equal(t, []string{"TTFT run #42", "TTFT baseline #41", "E2E run #42", "E2E baseline #41"}, lines)
+	limits := findAll(figures["fig-cdf-1"], func(n *html.Node) bool { return attr(n, "class") == "limit" })
+	require.Len(t, limits, 1)
+	require.Equal(t, "2000", attr(limits[0], "data-value"))
+
+	// Percentile bars: each bar is the statistic of its run, at the sweep
+	// level with the highest p99, and the limit is drawn.
+	bars := findAll(figures["fig-pct-1-0"], func(n *html.Node) bool { return attr(n, "class") == "bar" })
+	require.Len(t, bars, 10, "five percentiles, run and baseline")
+	for _, b := range bars {
+		src := &cand
+		if attr(b, "data-series") == "baseline #41" {
+			src = &base
+		} else {
+			require.Equal(t, "run #42", attr(b, "data-series"))
+		}
+		want, ok := src.Stat(acceptance.MetricTTFT, "serve", "c=8", attr(b, "data-group"))
+		require.True(t, ok)
+		got, err := strconv.ParseFloat(attr(b, "data-value"), 64)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%s %s", attr(b, "data-series"), attr(b, "data-group"))
+	}
+	require.Len(t, findAll(figures["fig-pct-1-0"], func(n *html.Node) bool { return attr(n, "class") == "limit" }), 1)
+
+	// The sweep: one point per level for each run, at (throughput, p99 TTFT).
+	points := findAll(figures["fig-knee-1"], func(n *html.Node) bool { return attr(n, "class") == "point" })
+	require.Len(t, points, 4)
+	for _, p := range points {
+		src := &cand
+		if attr(p, "data-series") == "baseline #41" {
+			src = &base
+		}
+		x, _ := strconv.ParseFloat(attr(p, "data-x"), 64)
+		y, _ := strconv.ParseFloat(attr(p, "data-y"), 64)
+		found := false
+		for _, lv := range []string{"c=1", "c=8"} {
+			tp, _ := src.Stat(acceptance.MetricOutputTokenThroughput, "serve", lv, "rate")
+			lat, _ := src.Stat(acceptance.MetricTTFT, "serve", lv, "p99")
+			found = found || (tp == x && lat == y)
+		}
+		require.True(t, found, "point (%v, %v) of %s is a level of its run", x, y, attr(p, "data-series"))
+	}
+
+	// fio: four percentiles of the read job, the run's and the baseline's.
+	fioBars := findAll(figures["fig-fio"], func(n *html.Node) bool { return attr(n, "class") == "bar" })
+	require.Len(t, fioBars, 8)
+	want, _ := cand.Stat(acceptance.MetricReadCLat, "kv-read", "", "p99.9")
+	require.True(t, slicesContainsValue(fioBars, "kv-read read, run #42", "p99.9", want))
+
+	// Tables: the baseline's figures beside the run's.
+	crit := findAll(doc, func(n *html.Node) bool { return attr(n, "id") == "report-criteria" })
+	require.Len(t, crit, 1)
+	cells := findAll(crit[0], func(n *html.Node) bool { return n.Data == "td" && attr(n, "class") == "num" })
+	require.Len(t, cells, 2)
+	bp99, _ := base.Stat(acceptance.MetricTTFT, "serve", "c=8", "p99")
+	require.Equal(t, Num(p99)+" ms", nodeText(cells[0]))
+	require.Equal(t, Num(bp99)+" ms", nodeText(cells[1]))
+	head := findAll(crit[0], func(n *html.Node) bool { return n.Data == "th" })
+	require.Equal(t, "Baseline #41", nodeText(head[3]))
+	meas := findAll(doc, func(n *html.Node) bool { return attr(n, "id") == "report-measurements" })
+	require.Len(t, meas, 1)
+	rows := findAll(meas[0], func(n *html.Node) bool { return n.Data == "tr" && n.Parent != nil && n.Parent.Data == "tbody" })
+	require.Len(t, rows, 2*len(candMs))
+	for i := 0; i < len(rows); i += 2 {
+		require.NotContains(t, attr(rows[i], "class"), "baseline")
+		require.Equal(t, "baseline", attr(rows[i+1], "class"), "row %d: the baseline's right after the run's", i+1)
+		run, bl := findAll(rows[i], func(n *html.Node) bool { return n.Data == "td" }), findAll(rows[i+1], func(n *html.Node) bool { return n.Data == "td" })
+		require.Equal(t, nodeText(run[0]), nodeText(bl[0]), "the same metric")
+		require.Equal(t, nodeText(run[1]), nodeText(bl[1]), "the same step")
+		require.Equal(t, "baseline #41", nodeText(bl[2]))
+	}
+}
+
+func slicesContainsValue(bars []*html.Node, series, group string, want float64) bool {
+	for _, b := range bars {
+		v, _ := strconv.ParseFloat(attr(b, "data-value"), 64)
+		if attr(b, "data-series") == series && attr(b, "data-group") == group && v == want {
+			return true
+		}
+	}
+	return false
+}
