@@ -25,6 +25,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/egress"
 	"github.com/accordlab/accord/handlers"
 	"github.com/accordlab/accord/handlers/auth"
 	"github.com/accordlab/accord/jobs"
@@ -88,8 +89,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 	if err != nil {
 		return fmt.Errorf("config: signing keys (ACCORD_DATA_DIR, ACCORD_SIGNING_KEY_FILE): %w", err)
 	}
+	outbound := egress.NewPolicy(cfg.WebhookAllow, nil)
 	deps := jobs.Deps{Log: log, Store: st, Runner: runner, Sealer: sealer, Holder: holderName(), Version: version, LeaseTTL: cfg.LeaseTTL, Keyring: keyring,
-		Report: web.RenderReport, BaseURL: cfg.BaseURL}
+		Report: web.RenderReport, BaseURL: cfg.BaseURL, Egress: outbound}
 	if err := os.MkdirAll(runner.Limits.TempDir, 0o700); err != nil {
 		return fmt.Errorf("config: ACCORD_DATA_DIR=%s: %w", cfg.DataDir, err)
 	}
@@ -125,7 +127,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 	handlers.RegisterProcessMetrics(reg, pool)
 	opts := handlers.Options{
 		Log: log, Pool: pool, Store: st, River: riverClient, Dev: cfg.Dev, BaseURL: cfg.BaseURL,
-		RequestTimeout: cfg.RequestTimeout, Registry: reg, Keys: keys, Sealer: sealer, Runner: runner, Keyring: keyring,
+		RequestTimeout: cfg.RequestTimeout, Registry: reg, Keys: keys, Sealer: sealer, Runner: runner, Keyring: keyring, Egress: outbound,
 	}
 	ui, err := newRiverUI(ctx, riverClient, log)
 	if err != nil {

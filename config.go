@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/accordlab/accord/egress"
 )
 
 // Config is everything the process reads from its environment. It is built
@@ -35,7 +38,8 @@ type Config struct {
 	RescueAfter     time.Duration
 	LeaseTTL        time.Duration
 	RemoteDir       string
-	AgentSockets    []string // ssh-agent sockets lab hosts may authenticate with
+	AgentSockets    []string       // ssh-agent sockets lab hosts may authenticate with
+	WebhookAllow    []netip.Prefix // internal networks webhooks may reach nonetheless
 	Demo            bool
 	DemoSSHPort     int
 	DemoPorts       [2]int // the emulators: the NVMe-oF path, the local-NVMe path
@@ -72,6 +76,7 @@ var envVars = []envVar{
 	{"ACCORD_LEASE_TTL", "30s", "a host lease not renewed for this long means its worker is gone: another worker takes the run over about a third of it later (or once River has elected a new leader, about 15s, if the leader died); the heartbeat renews it every third of it; at least 3s"},
 	{"ACCORD_REMOTE_DIR", ".accord/<installation id>", "folder on lab hosts (relative to the login's home) for the probe cache and run folders"},
 	{"ACCORD_SSH_AGENT_SOCKETS", "", "comma-separated absolute paths of ssh-agent sockets lab hosts may authenticate with (empty: agent authentication is off; hosts use the key Accord generates)"},
+	{"ACCORD_WEBHOOK_ALLOW_CIDRS", "", "comma-separated CIDRs webhooks may reach although they are the server's own networks (loopback, private, CGNAT, unique-local, link-local); empty: none"},
 	{"ACCORD_RESCUE_AFTER", "10m", "a job other than a run's (evaluating, signing, notifying) whose worker vanished is handed to another worker after this long, or after the job's own time limit if that is longer; at least 1m, River's time limit of a job that sets none: a shorter delay would hand over jobs still being worked. Runs are taken over sooner, through their host lease (ACCORD_LEASE_TTL)"},
 }
 
@@ -233,6 +238,11 @@ func loadConfig(getenv func(string) string) (Config, error) {
 				return c, &configError{"ACCORD_SSH_AGENT_SOCKETS", v, "must be absolute, clean paths separated by commas"}
 			}
 			c.AgentSockets = append(c.AgentSockets, p)
+		}
+	}
+	if v, ok := get("ACCORD_WEBHOOK_ALLOW_CIDRS"); ok {
+		if c.WebhookAllow, err = egress.ParseCIDRs(v); err != nil {
+			return c, &configError{"ACCORD_WEBHOOK_ALLOW_CIDRS", v, err.Error()}
 		}
 	}
 	return c, nil

@@ -45,18 +45,19 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	require.False(t, noDemo.Demo)
 
 	bad := map[string]string{
-		"ACCORD_LISTEN":          "8080",
-		"DATABASE_URL":           "mysql://x",
-		"ACCORD_DB_MAX_CONNS":    "0",
-		"ACCORD_LOG_LEVEL":       "loud",
-		"ACCORD_LOG_FORMAT":      "xml",
-		"ACCORD_DEV":             "maybe",
-		"ACCORD_QUEUES":          "runs",
-		"ACCORD_REQUEST_TIMEOUT": "-1s",
-		"ACCORD_BASE_URL":        "ftp://x",
-		"ACCORD_DEMO":            "true", // published demo passwords: development mode only
-		"ACCORD_RESCUE_AFTER":    "30s",  // shorter than River's job time limit
-		"ACCORD_LEASE_TTL":       "1s",
+		"ACCORD_LISTEN":              "8080",
+		"DATABASE_URL":               "mysql://x",
+		"ACCORD_DB_MAX_CONNS":        "0",
+		"ACCORD_LOG_LEVEL":           "loud",
+		"ACCORD_LOG_FORMAT":          "xml",
+		"ACCORD_DEV":                 "maybe",
+		"ACCORD_QUEUES":              "runs",
+		"ACCORD_REQUEST_TIMEOUT":     "-1s",
+		"ACCORD_BASE_URL":            "ftp://x",
+		"ACCORD_DEMO":                "true", // published demo passwords: development mode only
+		"ACCORD_RESCUE_AFTER":        "30s",  // shorter than River's job time limit
+		"ACCORD_LEASE_TTL":           "1s",
+		"ACCORD_WEBHOOK_ALLOW_CIDRS": "intranet",
 	}
 	for name, value := range bad {
 		_, err := loadConfig(envMap(map[string]string{name: value}))

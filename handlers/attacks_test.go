@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/egress"
+	"github.com/accordlab/accord/store"
 )
 
 // The attacks of issue 16, each reproduced against the real server and
@@ -121,4 +127,55 @@ func TestDatabaseRefusingBytesAsNotTextIsTheClients400(t *testing.T) {
 	}
 	_, err := b.pool.Exec(context.Background(), "SELECT 1/0")
 	require.False(t, isNotTextError(err), "other database errors stay 500s")
+}
+
+// tableResolver is DNS the test controls.
+type tableResolver map[string][]netip.Addr
+
+func (r tableResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// Webhook registration accepted the cloud metadata address, private,
+// CGNAT and unique-local ranges, decimal and hex IP forms and
+// metadata.google.internal. Each is refused now with the reason and the
+// variable that would allow it; a public name is accepted. (The dial-time
+// check is jobs' TestAttackWebhookDeliveryReachesTheServersOwnNetwork.)
+func TestAttackWebhookRegistrationTargetsTheServersOwnNetwork(t *testing.T) {
+	t.Parallel()
+	resolver := tableResolver{
+		"argo.example.test":     {netip.MustParseAddr("203.0.113.7")},
+		"intranet.example.test": {netip.MustParseAddr("192.168.7.7")},
+	}
+	b := setup(t, setupOpts{egress: egress.NewPolicy(nil, resolver)})
+	ctx := context.Background()
+	vendor := b.createOrg(t, "V", "vendor")
+	customer := b.createOrg(t, "C", "customer")
+	pid, err := b.store.CreateProgram(ctx, "P", "", vendor, customer, nil)
+	require.NoError(t, err)
+	uid := b.createUser(t, "own@v.example", &vendor, false)
+	_, err = b.store.SetMember(ctx, pid, uid, store.RoleOwner)
+	require.NoError(t, err)
+	owner := b.signIn(t, "own@v.example")
+	register := func(target string) (int, string) {
+		res, page := (&rolloutBundle{testBundle: b}).post(t, owner, fmt.Sprintf("/programs/%d/webhooks", pid), url.Values{"url": {target}, "event": {"stop_loss"}})
+		return res.StatusCode, html.UnescapeString(page)
+	}
+	for _, target := range []string{
+		"http://169.254.169.254/latest/meta-data/iam/", "http://10.0.0.5/", "http://192.168.1.1/", "http://100.64.0.1/",
+		"http://[fd00::1]/", "http://127.0.0.1:5432/", "http://2130706433/", "http://0x7f000001/", "http://0xa9fea9fe/",
+		"http://metadata.google.internal/computeMetadata/v1/", "http://intranet.example.test/",
+	} {
+		status, page := register(target)
+		require.Equal(t, http.StatusUnprocessableEntity, status, target)
+		require.Contains(t, page, "ACCORD_WEBHOOK_ALLOW_CIDRS", target)
+	}
+	hooks, err := b.store.ListWebhooks(ctx, pid)
+	require.NoError(t, err)
+	require.Empty(t, hooks, "none was registered")
+	status, _ := register("https://argo.example.test/api/v1/events")
+	require.Equal(t, http.StatusOK, status)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/egress"
 	"github.com/accordlab/accord/handlers/auth"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
@@ -57,6 +59,10 @@ type setupOpts struct {
 	// httpsBase makes the public URL https (a TLS proxy in front), while
 	// the test still talks plain HTTP to the server.
 	httpsBase bool
+	// egress is the webhook policy (default: loopback allowed, as an
+	// operator's ACCORD_WEBHOOK_ALLOW_CIDRS would, for the hook servers
+	// the tests start).
+	egress *egress.Policy
 }
 
 func setup(t *testing.T, opts ...setupOpts) *testBundle {
@@ -95,8 +101,12 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	b.river = rc
 	b.keyring, err = attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{})
 	require.NoError(t, err)
+	if o.egress == nil {
+		o.egress = egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil)
+	}
 	b.server = New(Options{Log: log, Pool: pool, Store: st, Keys: keys, BaseURL: base, Dev: o.dev, Registry: prometheus.NewRegistry(), RiverUI: riverUI,
-		River: rc, Sealer: sealer, Keyring: b.keyring, Runner: runners.Config{Options: sshrun.Options{DialTimeout: 2 * time.Second, HandshakeTimeout: 3 * time.Second}}})
+		River: rc, Sealer: sealer, Keyring: b.keyring, Egress: o.egress,
+		Runner: runners.Config{Options: sshrun.Options{DialTimeout: 2 * time.Second, HandshakeTimeout: 3 * time.Second}}})
 	b.ts.Config.Handler = b.server
 	t.Cleanup(b.server.Close) // runs before the pool closes (registered later)
 	t.Cleanup(b.ts.Close)

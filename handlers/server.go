@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/egress"
 	"github.com/accordlab/accord/handlers/auth"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/store"
@@ -43,6 +44,9 @@ type Options struct {
 	Runner runners.Config
 	// Keyring holds the installation's signing keys (reports, decisions).
 	Keyring *attest.Keyring
+	// Egress says which addresses a webhook URL may point to (nil: none of
+	// the server's own networks).
+	Egress *egress.Policy
 }
 
 // Server is the HTTP handler with its dependencies.
@@ -62,6 +66,7 @@ type Server struct {
 	runner  runners.Config
 	live    *liveHub
 	keyring *attest.Keyring
+	egress  *egress.Policy
 
 	handler http.Handler
 }
@@ -82,6 +87,10 @@ func New(opts Options) *Server {
 		sealer:  opts.Sealer,
 		runner:  opts.Runner,
 		keyring: opts.Keyring,
+		egress:  opts.Egress,
+	}
+	if s.egress == nil {
+		s.egress = egress.NewPolicy(nil, nil)
 	}
 	if s.log == nil {
 		s.log = slog.Default()

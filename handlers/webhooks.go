@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/accordlab/accord/egress"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
@@ -48,8 +49,10 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
 			events = append(events, e)
 		}
 	}
-	if u, err := url.Parse(f.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(f.URL) > 2000 || u.User != nil {
-		f.Errors["url"] = "Give an http:// or https:// URL without a user name or password."
+	if len(f.URL) > 2000 {
+		f.Errors["url"] = "Give a URL of at most 2000 characters."
+	} else if err := s.egress.CheckURL(ctx, f.URL); err != nil {
+		f.Errors["url"] = webhookURLProblem(err)
 	}
 	if len(events) == 0 {
 		f.Errors["events"] = "Choose at least one event."
@@ -84,6 +87,15 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.renderWebhooks(w, r, http.StatusOK, web.WebhookForm{Events: map[string]bool{}}, secret, id)
+}
+
+// webhookURLProblem says why a webhook URL was refused, for the form.
+func webhookURLProblem(err error) string {
+	why := strings.TrimPrefix(err.Error(), egress.ErrRefused.Error()+": ")
+	if strings.HasPrefix(why, "give ") {
+		return "G" + why[1:] + "."
+	}
+	return "Refused: " + why + ". Webhooks may not reach the server's own networks (loopback, private, CGNAT, unique-local, link-local, cloud metadata) unless an operator allows them with ACCORD_WEBHOOK_ALLOW_CIDRS."
 }
 
 // redactedURL drops a URL's query (it may carry a token) for the audit log.

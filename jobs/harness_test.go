@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/egress"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
@@ -95,6 +97,8 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	b.deps = Deps{
 		Log: quietLogger(), Store: b.store, Sealer: sealer, Holder: "test/" + t.Name(), Version: "test",
 		LeaseTTL: o.leaseTTL, AttemptBudget: o.budget, Report: web.RenderReport,
+		// Hook servers listen on loopback, which only an allow-list opens.
+		Egress: egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
 		Runner: runners.Config{
 			Options: sshrun.Options{RemoteBase: b.remote, KeepaliveInterval: keepalive, KeepaliveCountMax: 2, HandshakeTimeout: 5 * time.Second},
 			Backoff: sshrun.Backoff{Initial: 200 * time.Millisecond, Max: time.Second, Attempts: 8},

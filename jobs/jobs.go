@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/egress"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/store"
@@ -50,6 +51,9 @@ type Deps struct {
 	// worker vanished does not wait for it: TakeOverRunsArgs gives it to
 	// another worker once its lease lapses.)
 	AttemptBudget time.Duration
+	// Egress says which addresses webhook deliveries may reach (nil: none
+	// of the server's own networks).
+	Egress *egress.Policy
 }
 
 func (d Deps) attemptBudget() time.Duration {

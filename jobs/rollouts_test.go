@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/attest/dsse"
+	"github.com/accordlab/accord/egress"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
@@ -49,7 +51,10 @@ func setupRollouts(t *testing.T, stages ...string) *rolloutBundle {
 	b := &rolloutBundle{store: store.New(pool)}
 	sealer, err := runners.NewSealer([]byte("0123456789abcdef0123456789abcdef-rollouts"))
 	require.NoError(t, err)
-	b.deps = Deps{Log: quietLogger(), Store: b.store, Sealer: sealer, Holder: "test", Version: "test", Report: web.RenderReport}
+	// The hook servers listen on loopback, which only an operator's
+	// allow-list opens (ACCORD_WEBHOOK_ALLOW_CIDRS).
+	b.deps = Deps{Log: quietLogger(), Store: b.store, Sealer: sealer, Holder: "test", Version: "test", Report: web.RenderReport,
+		Egress: egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil)}
 	// The key is made before the decisions the tests date on a fixed clock.
 	b.deps.Keyring, err = attest.OpenKeyring(t.TempDir(), attest.KeyringOptions{Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
 	require.NoError(t, err)
@@ -89,10 +94,19 @@ func saveSpec(t *testing.T, st *store.Store, programID int64, kind store.SpecKin
 // startRiver works the rollout's jobs; webhook retries wait backoff.
 func (b *rolloutBundle) startRiver(t *testing.T, backoff time.Duration) {
 	t.Helper()
+	b.startRiverWith(t, backoff, func(*Deps) {})
+}
+
+// startRiverWith starts River with the webhook worker's dependencies
+// changed by change.
+func (b *rolloutBundle) startRiverWith(t *testing.T, backoff time.Duration, change func(*Deps)) {
+	t.Helper()
+	hookDeps := b.deps
+	change(&hookDeps)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &WatchTickWorker{deps: b.deps})
 	river.AddWorker(workers, &WatchCheckWorker{deps: b.deps})
-	river.AddWorker(workers, &DeliverWebhookWorker{deps: b.deps, backoff: backoff})
+	river.AddWorker(workers, &DeliverWebhookWorker{deps: hookDeps, backoff: backoff})
 	river.AddWorker(workers, &EvaluateRunWorker{deps: b.deps})
 	river.AddWorker(workers, &SignRunWorker{deps: b.deps}) // inserted after an evaluation, not worked here
 	client, err := river.NewClient(riverpgxv5.New(b.store.Pool), &river.Config{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/accordlab/accord/egress"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 )
@@ -68,10 +69,21 @@ func (w *DeliverWebhookWorker) httpClient() *http.Client {
 	if w.client != nil {
 		return w.client
 	}
-	// Redirects are not followed: a webhook answers where it was registered.
-	return &http.Client{Timeout: webhookTimeout, Transport: outboundTransport(),
+	policy := w.deps.Egress
+	if policy == nil {
+		policy = egress.NewPolicy(nil, nil)
+	}
+	// Every connection goes through the egress policy (the address dialed,
+	// after resolution). Redirects are not followed: a webhook answers
+	// where it was registered.
+	return &http.Client{Timeout: webhookTimeout, Transport: policy.Transport(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
+
+// errCouldNotConnect is all the delivery log says of a failed connection:
+// the socket's own error would tell a program owner what listens where
+// (refused, reset, timed out), which makes a port scanner of the log.
+var errCouldNotConnect = errors.New("could not connect")
 
 // Work sends the delivery once; an answer other than 2xx is an error, so
 // that River tries again, until the last attempt marks it failed.
@@ -141,7 +153,10 @@ func (w *DeliverWebhookWorker) send(ctx context.Context, target string, d store.
 	req.Header.Set(rollout.HeaderWebhookSignature, rollout.WebhookSignature(secret, d.Body))
 	res, err := w.httpClient().Do(req)
 	if err != nil {
-		return nil, errors.New(redactURLError(err))
+		if w.deps.Log != nil {
+			w.deps.Log.Info("webhook delivery could not connect", "delivery_id", d.ID, "err", redactURLError(err))
+		}
+		return nil, errCouldNotConnect
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))

@@ -3,7 +3,12 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/egress"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 )
@@ -99,4 +105,78 @@ func TestWebhookRetryDelayDoubles(t *testing.T) {
 		got := time.Until(w.NextRetry(job))
 		require.InDelta(t, want.Seconds(), got.Seconds(), 1, "attempt %d", attempt)
 	}
+}
+
+// flippingResolver answers first with a public address, then with
+// another: a name re-pointed after registration (DNS rebinding).
+type flippingResolver struct {
+	mu            sync.Mutex
+	first, second netip.Addr
+	calls         int
+}
+
+func (f *flippingResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.calls == 1 {
+		return []netip.Addr{f.first}, nil
+	}
+	return []netip.Addr{f.second}, nil
+}
+
+// Deliveries reached the server's own network (loopback answered, and the
+// log told what: "connection refused", "HTTP 302"). Now a hook whose name
+// passed registration but resolves to loopback at delivery, and one stored
+// with a loopback address (registered before the check), are refused at
+// dial time: the loopback server hears nothing and the log says only
+// "could not connect". A redirect from an allowed address toward a refused
+// one is not followed.
+func TestAttackWebhookDeliveryReachesTheServersOwnNetwork(t *testing.T) {
+	t.Parallel()
+	b := setupRollouts(t, "lab-acceptance", "pilot-5pct")
+	hooks := startHookServer(t)
+	_, port, err := net.SplitHostPort(hooks.Listener.Addr().String())
+	require.NoError(t, err)
+	resolver := &flippingResolver{first: netip.MustParseAddr("203.0.113.7"), second: netip.MustParseAddr("127.0.0.1")}
+	// Only 127.0.0.3 is allowed, for the redirecting hook below; the hook
+	// server's 127.0.0.1 and 127.0.0.2 stay refused.
+	policy := egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.3/32")}, resolver)
+	strict := egress.NewPolicy(nil, resolver)
+	rebound := "http://argo.example.test:" + port + "/hook"
+	require.NoError(t, strict.CheckURL(context.Background(), rebound), "registration saw a public address")
+	reboundID, _ := b.addWebhook(t, rebound, store.EventStageApproved)
+	storedID, _ := b.addWebhook(t, hooks.URL+"/stored", store.EventStageApproved)
+
+	// A redirect toward 127.0.0.2, which nothing allows.
+	var elsewhere atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	require.NoError(t, err)
+	other := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) })}}
+	other.Start()
+	t.Cleanup(other.Close)
+	ln3, err := net.Listen("tcp", "127.0.0.3:0")
+	require.NoError(t, err)
+	redirecting := &httptest.Server{Listener: ln3, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/internal", http.StatusTemporaryRedirect)
+	})}}
+	redirecting.Start()
+	t.Cleanup(redirecting.Close)
+	redirectID, _ := b.addWebhook(t, redirecting.URL+"/hook", store.EventStageApproved)
+
+	b.startRiverWith(t, 5*time.Millisecond, func(d *Deps) { d.Egress = policy })
+	b.judgedRun(t, "PASS")
+	b.decide(t, b.river, acceptance.DecisionApprove, "lab-acceptance", vera, "")
+	b.decide(t, b.river, acceptance.DecisionApprove, "lab-acceptance", chen, "")
+
+	for _, id := range []int64{reboundID, storedID} {
+		ds := b.waitDeliveries(t, id, 1, 60*time.Second)
+		require.Equal(t, store.DeliveryFailed, ds[0].State)
+		require.Equal(t, "could not connect", ds[0].LastError, "never the socket's error")
+		require.Nil(t, ds[0].LastStatus)
+	}
+	require.Empty(t, hooks.requests(), "nothing reached the loopback hook server")
+	ds := b.waitDeliveries(t, redirectID, 1, 60*time.Second)
+	require.Equal(t, http.StatusTemporaryRedirect, *ds[0].LastStatus)
+	require.Zero(t, elsewhere.Load(), "the redirect was not followed")
 }
