@@ -37,9 +37,7 @@ func (f *matrixFixture) addObjects(t *testing.T) {
 		require.NoError(t, err)
 		// A settled run, so that its live stream answers at once.
 		require.NoError(t, f.b.store.SetRunState(ctx, run, store.RunCancelled, "fixture"))
-		digest, err := f.b.store.Artifacts().Put(ctx, []byte("{\"seq\":1}\n"))
-		require.NoError(t, err)
-		require.NoError(t, f.b.store.AddRunArtifact(ctx, store.RunArtifact{RunID: run, Path: "events.jsonl", SHA256: digest, Size: 11}))
+		addRunFile(t, f.b.store, run, "events.jsonl", "{\"seq\":1}\n")
 		side.ids["runID"] = fmt.Sprint(run)
 	}
 	f.addReportObjects(t)

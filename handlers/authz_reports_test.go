@@ -45,10 +45,9 @@ func (f *matrixFixture) addReportObjects(t *testing.T) {
 	for _, ids := range []map[string]string{f.ids, f.idsB} {
 		runID, err := strconv.ParseInt(ids["runID"], 10, 64)
 		require.NoError(t, err)
-		blob := []byte("stand-in bundle of run " + ids["runID"])
-		digest, err := f.b.store.Artifacts().Put(ctx, blob)
+		blob, err := f.b.store.Artifacts().Put(ctx, strings.NewReader("stand-in bundle of run "+ids["runID"]))
 		require.NoError(t, err)
-		_, err = f.b.store.AddRunReport(ctx, store.RunReport{RunID: runID, BundleSHA256: digest, Size: int64(len(blob)), ManifestSHA256: "0", KeyID: "test", Cosigners: []string{}})
+		_, err = f.b.store.AddRunReport(ctx, store.RunReport{RunID: runID, BundleSHA256: blob.SHA256, Size: blob.Size, ManifestSHA256: "0", KeyID: "test", Cosigners: []string{}})
 		require.NoError(t, err)
 	}
 }

@@ -16,8 +16,9 @@ import (
 )
 
 // Budgets of an imported bundle's raw outputs. They are stored one at a
-// time, each read whole (the artifact store and the importers take bytes),
-// so one is at most what a result file import takes; small ones stay in
+// time (streamed into the artifact store) and each is read whole by its
+// importer (the importers take bytes), so one is at most what a result
+// file import takes; small ones stay in
 // memory up to importSpoolMemory, the rest wait in a temporary folder.
 const (
 	maxImportArtifact = maxResultUpload

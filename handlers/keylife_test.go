@@ -27,9 +27,7 @@ func (rb *rolloutBundle) signJudgedRun(t *testing.T) []byte {
 	ctx := context.Background()
 	run := rb.judgedRun(t, "PASS")
 	for path, body := range map[string]string{"events.jsonl": `{"seq":1}` + "\n", "facts.json": `{"schema_version":1}`} {
-		digest, err := rb.store.Artifacts().Put(ctx, []byte(body))
-		require.NoError(t, err)
-		require.NoError(t, rb.store.AddRunArtifact(ctx, store.RunArtifact{RunID: run, Path: path, SHA256: digest, Size: int64(len(body))}))
+		addRunFile(t, rb.store, run, path, body)
 	}
 	require.NoError(t, rb.store.SetRunVerdict(ctx, run, "PASS"))
 	_, err := report.Signer{Store: rb.store, Keyring: rb.keyring, Render: web.RenderReport}.Sign(ctx, run)

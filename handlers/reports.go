@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -52,17 +51,15 @@ func (s *Server) downloadReport(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	body, size, err := s.store.Artifacts().Open(r.Context(), rep.BundleSHA256)
+	body, err := s.store.Artifacts().Open(r.Context(), rep.BundleSHA256)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
 	defer body.Close()
 	w.Header().Set("Content-Type", "application/gzip")
-	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"`, web.ReportFileName(run.ID, rep.Version)))
-	w.Header().Set("X-Content-SHA256", rep.BundleSHA256)
-	_, _ = io.Copy(w, body)
+	serveBlob(w, r, rep.BundleSHA256, body)
 }
 
 // showReport is the run's report page: how to verify, who signed, and the

@@ -50,9 +50,7 @@ func (pb *programBundle) signedRun(t *testing.T) int64 {
 	run, err := pb.store.CreateRun(ctx, store.NewRun{ProgramID: pid, ProfileVersionID: pv.ID, HostID: host, GateSetVersionID: &gv.ID, CreatedBy: requester.ID})
 	require.NoError(t, err)
 	for path, body := range map[string]string{"events.jsonl": `{"seq":1}` + "\n", "facts.json": `{"schema_version":1}`} {
-		digest, err := pb.store.Artifacts().Put(ctx, []byte(body))
-		require.NoError(t, err)
-		require.NoError(t, pb.store.AddRunArtifact(ctx, store.RunArtifact{RunID: run, Path: path, SHA256: digest, Size: int64(len(body))}))
+		addRunFile(t, pb.store, run, path, body)
 	}
 	require.NoError(t, pb.store.SetRunState(ctx, run, store.RunDone, "fixture"))
 	require.NoError(t, pb.store.SetRunVerdict(ctx, run, "PASS"))

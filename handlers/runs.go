@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/riverqueue/river/rivertype"
@@ -405,7 +405,7 @@ func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request) {
 		s.notFoundOr(w, r, err)
 		return
 	}
-	body, size, err := s.store.Artifacts().Open(r.Context(), a.SHA256)
+	body, err := s.store.Artifacts().Open(r.Context(), a.SHA256)
 	if err != nil {
 		s.notFoundOr(w, r, err)
 		return
@@ -416,10 +416,17 @@ func (s *Server) downloadArtifact(w http.ResponseWriter, r *http.Request) {
 		strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".job") || strings.HasSuffix(name, ".sha256") {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	}
-	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`inline; filename="%s"`, fileSafe(path.Base(name))))
-	w.Header().Set("X-Content-SHA256", a.SHA256)
-	_, _ = io.Copy(w, body)
+	serveBlob(w, r, a.SHA256, body)
+}
+
+// serveBlob streams a stored blob, whole or the ranges asked for (Range,
+// If-Range and If-None-Match against its digest as the ETag); the caller
+// has set Content-Type and Content-Disposition.
+func serveBlob(w http.ResponseWriter, r *http.Request, digest string, body store.BlobReader) {
+	w.Header().Set("X-Content-SHA256", digest)
+	w.Header().Set("ETag", `"sha256:`+digest+`"`)
+	http.ServeContent(w, r, "", time.Time{}, body)
 }
 
 // downloadMetricsCSV writes every measurement's exact values.

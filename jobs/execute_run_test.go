@@ -45,7 +45,7 @@ func TestRunCompletesWithArtifactsMeasurementsAndVerdict(t *testing.T) {
 		require.NoError(t, err, a.Path)
 		sum := sha256.Sum256(onHost)
 		require.Equal(t, hex.EncodeToString(sum[:]), a.SHA256, "%s differs from the host's file", a.Path)
-		rc, _, err := b.store.Artifacts().Open(ctx, a.SHA256)
+		rc, err := b.store.Artifacts().Open(ctx, a.SHA256)
 		require.NoError(t, err)
 		var stored bytes.Buffer
 		_, _ = stored.ReadFrom(rc)

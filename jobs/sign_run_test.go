@@ -39,7 +39,7 @@ func TestJudgedRunIsSignedAndItsReportVerifies(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, atts, 2)
 
-	rc, _, err := b.store.Artifacts().Open(ctx, rep.BundleSHA256)
+	rc, err := b.store.Artifacts().Open(ctx, rep.BundleSHA256)
 	require.NoError(t, err)
 	bundle, err := io.ReadAll(rc)
 	require.NoError(t, err)

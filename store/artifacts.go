@@ -1,53 +1,200 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Artifacts is the content-addressed blob store behind run artifacts.
-// PostgreSQL is the default (PGArtifacts); an object store can implement
-// the same interface later.
+// Artifacts is the content-addressed blob store behind run artifacts and
+// report bundles. Content streams in and out, so that memory does not grow
+// with a file's size. PostgreSQL is the implementation (chunked rows); an
+// object store can implement the same two methods.
 type Artifacts interface {
-	// Put stores data under its SHA-256; storing the same bytes again is a
-	// no-op. It returns the digest.
-	Put(ctx context.Context, data []byte) (string, error)
-	// Open returns the blob with that digest.
-	Open(ctx context.Context, sha256hex string) (io.ReadCloser, int64, error)
+	// Put stores what r yields under its SHA-256, computed while writing,
+	// and returns it with the size. Content stored before is kept once.
+	Put(ctx context.Context, r io.Reader) (Blob, error)
+	// Open reads the blob with that digest (ErrNotFound when there is
+	// none). The reader seeks, for ranges; ctx bounds every read.
+	Open(ctx context.Context, sha256hex string) (BlobReader, error)
 }
 
-// PGArtifacts keeps blobs in the artifacts table.
-type PGArtifacts struct{ db DBTX }
+// Blob names stored content.
+type Blob struct {
+	SHA256 string // hex
+	Size   int64
+}
 
-// Artifacts returns the PostgreSQL blob store (inside the Store's
-// transaction when it has one).
-func (s *Store) Artifacts() *PGArtifacts { return &PGArtifacts{db: s.db} }
+// BlobReader reads one stored blob.
+type BlobReader interface {
+	io.ReadSeekCloser
+	Size() int64
+}
 
-// Put stores data once.
-func (a *PGArtifacts) Put(ctx context.Context, data []byte) (string, error) {
-	sum := sha256.Sum256(data)
-	digest := hex.EncodeToString(sum[:])
-	_, err := a.db.Exec(ctx, `INSERT INTO artifacts (sha256, size, content) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING`,
-		digest, len(data), data)
+// ChunkSize is the size of the chunks new content is stored in: small
+// enough to hold one in memory per reader or writer, large enough that a
+// GiB is a thousand queries.
+const ChunkSize = 1 << 20
+
+// pgArtifacts keeps blobs in artifacts (one row per content) and
+// artifact_chunks (its bytes in order).
+type pgArtifacts struct {
+	s         *Store
+	chunkSize int
+}
+
+// Artifacts returns the blob store, inside the Store's transaction when it
+// has one.
+func (s *Store) Artifacts() Artifacts { return &pgArtifacts{s: s, chunkSize: ChunkSize} }
+
+// Put writes the chunks as they are read, then the artifact's row; content
+// already stored has its new chunks removed again. It runs in a
+// transaction of its own, or a savepoint of the caller's, so that a
+// failed write leaves nothing behind.
+func (a *pgArtifacts) Put(ctx context.Context, r io.Reader) (Blob, error) {
+	var blob Blob
+	err := a.s.InTx(ctx, func(tx *Store) error {
+		var id int64
+		if err := tx.db.QueryRow(ctx, `SELECT nextval('artifact_blob_id')`).Scan(&id); err != nil {
+			return fmt.Errorf("store: put artifact: %w", err)
+		}
+		h := sha256.New()
+		buf := make([]byte, a.chunkSize)
+		for seq := 0; ; seq++ {
+			n, rerr := io.ReadFull(r, buf)
+			if n > 0 {
+				h.Write(buf[:n])
+				blob.Size += int64(n)
+				if _, err := tx.db.Exec(ctx, `INSERT INTO artifact_chunks (blob_id, seq, data) VALUES ($1, $2, $3)`, id, seq, buf[:n]); err != nil {
+					return fmt.Errorf("store: put artifact: chunk %d: %w", seq, err)
+				}
+			}
+			if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+				break
+			}
+			if rerr != nil {
+				return fmt.Errorf("store: put artifact: read: %w", rerr)
+			}
+		}
+		blob.SHA256 = hex.EncodeToString(h.Sum(nil))
+		tag, err := tx.db.Exec(ctx, `INSERT INTO artifacts (sha256, size, blob_id, chunk_size) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (sha256) DO NOTHING`, blob.SHA256, blob.Size, id, a.chunkSize)
+		if err != nil {
+			return fmt.Errorf("store: put artifact %s: %w", blob.SHA256[:12], err)
+		}
+		if tag.RowsAffected() == 0 { // stored before: keep the first copy
+			if _, err := tx.db.Exec(ctx, `DELETE FROM artifact_chunks WHERE blob_id = $1`, id); err != nil {
+				return fmt.Errorf("store: put artifact %s: drop the copy: %w", blob.SHA256[:12], err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return "", fmt.Errorf("store: put artifact %s: %w", digest[:12], err)
+		return Blob{}, err
 	}
-	return digest, nil
+	return blob, nil
 }
 
-// Open reads a blob.
-func (a *PGArtifacts) Open(ctx context.Context, digest string) (io.ReadCloser, int64, error) {
-	var content []byte
-	if err := a.db.QueryRow(ctx, `SELECT content FROM artifacts WHERE sha256 = $1`, digest).Scan(&content); err != nil {
-		return nil, 0, notFound(err, "artifact "+digest)
+// Open finds the blob; its chunks are read as the reader reaches them.
+func (a *pgArtifacts) Open(ctx context.Context, digest string) (BlobReader, error) {
+	rd := &chunkReader{ctx: ctx, db: a.s.db, seq: -1}
+	err := a.s.db.QueryRow(ctx, `SELECT blob_id, size, chunk_size FROM artifacts WHERE sha256 = $1`, digest).Scan(&rd.blobID, &rd.size, &rd.chunkSize)
+	if err != nil {
+		return nil, notFound(err, "artifact "+digest)
 	}
-	return io.NopCloser(bytes.NewReader(content)), int64(len(content)), nil
+	return rd, nil
+}
+
+// chunkReader reads a blob chunk by chunk, one query each, holding one
+// chunk at a time.
+type chunkReader struct {
+	ctx       context.Context
+	db        DBTX
+	blobID    int64
+	size      int64
+	chunkSize int64
+	off       int64
+	seq       int64 // the chunk in buf; -1 for none
+	buf       []byte
+	closed    bool
+}
+
+func (r *chunkReader) Size() int64 { return r.size }
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if r.closed {
+		return 0, errors.New("store: read of a closed artifact")
+	}
+	if r.off >= r.size {
+		return 0, io.EOF
+	}
+	seq := r.off / r.chunkSize
+	if seq != r.seq {
+		if err := r.load(seq); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, r.buf[r.off-seq*r.chunkSize:])
+	r.off += int64(n)
+	return n, nil
+}
+
+// load reads chunk seq into buf, reusing its memory.
+func (r *chunkReader) load(seq int64) error {
+	// In binary format the raw value is the chunk's bytes themselves.
+	rows, err := r.db.Query(r.ctx, `SELECT data FROM artifact_chunks WHERE blob_id = $1 AND seq = $2`,
+		pgx.QueryResultFormats{pgx.BinaryFormatCode}, r.blobID, seq)
+	if err != nil {
+		return fmt.Errorf("store: read artifact chunk %d: %w", seq, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: read artifact chunk %d: %w", seq, err)
+		}
+		return fmt.Errorf("store: artifact chunk %d is missing", seq)
+	}
+	// The raw value is pgx's buffer, valid until the next row: copy it
+	// into ours, which keeps its capacity from chunk to chunk.
+	raw := rows.RawValues()[0]
+	r.buf = append(r.buf[:0], raw...)
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: read artifact chunk %d: %w", seq, err)
+	}
+	want := min(r.chunkSize, r.size-seq*r.chunkSize)
+	if int64(len(r.buf)) != want {
+		return fmt.Errorf("store: artifact chunk %d has %d bytes, not %d", seq, len(r.buf), want)
+	}
+	r.seq = seq
+	return nil
+}
+
+func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += r.off
+	case io.SeekEnd:
+		offset += r.size
+	default:
+		return 0, fmt.Errorf("store: seek: whence %d", whence)
+	}
+	if offset < 0 {
+		return 0, errors.New("store: seek before the start of the artifact")
+	}
+	r.off = offset
+	return offset, nil
+}
+
+func (r *chunkReader) Close() error {
+	r.closed, r.buf = true, nil
+	return nil
 }
 
 // RunArtifact is a file of a run, by its path in the run folder.

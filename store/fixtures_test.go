@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -135,7 +136,7 @@ func (f runFixture) run(t *testing.T, st *store.Store) int64 {
 // putArtifact stores data in the artifact store and returns its digest.
 func putArtifact(t *testing.T, st *store.Store, data []byte) string {
 	t.Helper()
-	digest, err := st.Artifacts().Put(context.Background(), data)
+	blob, err := st.Artifacts().Put(context.Background(), bytes.NewReader(data))
 	require.NoError(t, err)
-	return digest
+	return blob.SHA256
 }

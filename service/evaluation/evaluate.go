@@ -152,7 +152,7 @@ func storedFactsJSON(ctx context.Context, st *store.Store, runID int64) (json.Ra
 	if err != nil {
 		return nil, err
 	}
-	rc, _, err := st.Artifacts().Open(ctx, a.SHA256)
+	rc, err := st.Artifacts().Open(ctx, a.SHA256)
 	if err != nil {
 		return nil, err
 	}

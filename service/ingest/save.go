@@ -99,23 +99,33 @@ func Save(ctx context.Context, tx *store.Store, env rollout.Env, run store.Run, 
 	return nil
 }
 
-// storeFiles keeps every file, content-addressed.
+// storeFiles keeps every file, content-addressed, each streamed from
+// where the collection holds it.
 func storeFiles(ctx context.Context, tx *store.Store, runID int64, c *sshrun.Collection) error {
 	for _, f := range c.Files {
-		data, err := readFile(f)
+		blob, err := putFile(ctx, tx, f)
 		if err != nil {
 			return err
 		}
-		digest, err := tx.Artifacts().Put(ctx, data)
-		if err != nil {
-			return err
-		}
-		if digest != f.SHA256 {
+		if blob.SHA256 != f.SHA256 {
 			return fmt.Errorf("artifact %s changed between collection and storage", f.Name)
 		}
-		if err := tx.AddRunArtifact(ctx, store.RunArtifact{RunID: runID, Path: f.Name, SHA256: digest, Size: f.Size}); err != nil {
+		if err := tx.AddRunArtifact(ctx, store.RunArtifact{RunID: runID, Path: f.Name, SHA256: blob.SHA256, Size: blob.Size}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func putFile(ctx context.Context, tx *store.Store, f sshrun.File) (store.Blob, error) {
+	r, err := f.Open()
+	if err != nil {
+		return store.Blob{}, fmt.Errorf("artifact %s: %w", f.Name, err)
+	}
+	defer r.Close()
+	blob, err := tx.Artifacts().Put(ctx, r)
+	if err != nil {
+		return blob, fmt.Errorf("artifact %s: %w", f.Name, err)
+	}
+	return blob, nil
 }

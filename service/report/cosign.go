@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -121,7 +123,7 @@ func CoSign(ctx context.Context, st *store.Store, req CoSignRequest) (store.Repo
 	if err != nil {
 		return out, err
 	}
-	src, _, err := st.Artifacts().Open(ctx, rep.BundleSHA256)
+	src, err := st.Artifacts().Open(ctx, rep.BundleSHA256)
 	if err != nil {
 		return out, err
 	}
@@ -132,8 +134,15 @@ func CoSign(ctx context.Context, st *store.Store, req CoSignRequest) (store.Repo
 	who := fmt.Sprintf("%s <%s>, member of %s (%s); key %q %s, registered in Accord %s; accepted by Accord %s",
 		u.DisplayName, u.Email, other.OrgName, other.OrgKind, key.Name, fingerprint,
 		key.CreatedAt.UTC().Format(time.RFC3339), now.Format(time.RFC3339))
-	var bundle bytes.Buffer
-	err = attest.AddCoSignature(ctx, src, &bundle, attest.CoSignature{Name: name, Signature: req.Signature,
+	// The new bundle goes to a temporary file and streams from there into
+	// the artifact store: a bundle is as large as its run's files.
+	bundle, err := os.CreateTemp("", "accord-cosigned-*.tar.gz")
+	if err != nil {
+		return out, fmt.Errorf("co-sign run %d: %w", run.ID, err)
+	}
+	defer os.Remove(bundle.Name())
+	defer bundle.Close()
+	err = attest.AddCoSignature(ctx, src, bundle, attest.CoSignature{Name: name, Signature: req.Signature,
 		AllowedSigners: attest.CoSignerAllowedSigners(u.Email, who, pub)})
 	if err != nil {
 		if strings.Contains(err.Error(), "is not over this bundle") {
@@ -144,12 +153,15 @@ func CoSign(ctx context.Context, st *store.Store, req CoSignRequest) (store.Repo
 		}
 		return out, fmt.Errorf("co-sign run %d: %w", run.ID, err)
 	}
+	if _, err := bundle.Seek(0, io.SeekStart); err != nil {
+		return out, fmt.Errorf("co-sign run %d: %w", run.ID, err)
+	}
 	err = st.InTx(ctx, func(tx *store.Store) error {
-		digest, err := tx.Artifacts().Put(ctx, bundle.Bytes())
+		blob, err := tx.Artifacts().Put(ctx, bundle)
 		if err != nil {
 			return err
 		}
-		next, err := tx.AddRunReport(ctx, store.RunReport{RunID: run.ID, BundleSHA256: digest, Size: int64(bundle.Len()), ManifestSHA256: rep.ManifestSHA256,
+		next, err := tx.AddRunReport(ctx, store.RunReport{RunID: run.ID, BundleSHA256: blob.SHA256, Size: blob.Size, ManifestSHA256: rep.ManifestSHA256,
 			KeyID: rep.KeyID, Cosigners: append(slices.Clone(rep.Cosigners), name), CreatedBy: &u.ID})
 		if err != nil {
 			return err

@@ -202,8 +202,7 @@ func (d Signer) Sign(ctx context.Context, runID int64) (store.RunReport, error) 
 	for _, a := range in.artifacts {
 		a := a
 		bundle.Artifacts = append(bundle.Artifacts, attest.Artifact{Name: a.Path, Size: a.Size, SHA256: a.SHA256, Open: func(ctx context.Context) (io.ReadCloser, error) {
-			rc, _, err := st.Artifacts().Open(ctx, a.SHA256)
-			return rc, err
+			return st.Artifacts().Open(ctx, a.SHA256)
 		}})
 	}
 	written, err := attest.WriteBundle(ctx, tmp, signer, bundle)
@@ -211,10 +210,6 @@ func (d Signer) Sign(ctx context.Context, runID int64) (store.RunReport, error) 
 		return store.RunReport{}, fmt.Errorf("sign run %d: bundle: %w", runID, err)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return store.RunReport{}, err
-	}
-	blob, err := io.ReadAll(tmp)
-	if err != nil {
 		return store.RunReport{}, err
 	}
 	manifest := sha256.Sum256(written.Manifest)
@@ -233,16 +228,16 @@ func (d Signer) Sign(ctx context.Context, runID int64) (store.RunReport, error) 
 				return err
 			}
 		}
-		digest, err := tx.Artifacts().Put(ctx, blob)
+		blob, err := tx.Artifacts().Put(ctx, tmp) // streamed from the temporary file
 		if err != nil {
 			return err
 		}
-		report, err = tx.AddRunReport(ctx, store.RunReport{RunID: runID, BundleSHA256: digest, Size: int64(len(blob)),
+		report, err = tx.AddRunReport(ctx, store.RunReport{RunID: runID, BundleSHA256: blob.SHA256, Size: blob.Size,
 			ManifestSHA256: hex.EncodeToString(manifest[:]), KeyID: signer.KeyID(), Cosigners: []string{}})
 		if err != nil {
 			return err
 		}
-		return tx.AddRunNote(ctx, runID, "info", fmt.Sprintf("results signed by %s; report bundle %s (%d bytes)", signer.KeyID(), digest[:12], len(blob)))
+		return tx.AddRunNote(ctx, runID, "info", fmt.Sprintf("results signed by %s; report bundle %s (%d bytes)", signer.KeyID(), blob.SHA256[:12], blob.Size))
 	})
 	return report, err
 }
@@ -308,11 +303,11 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 	facts := []byte(`{}`)
 	for _, a := range in.artifacts {
 		if a.Path == wire.FactsFile {
-			rc, _, err := st.Artifacts().Open(ctx, a.SHA256)
+			rc, err := st.Artifacts().Open(ctx, a.SHA256)
 			if err != nil {
 				return in, err
 			}
-			facts, err = io.ReadAll(rc)
+			facts, err = io.ReadAll(rc) // facts.json: a few KiB
 			rc.Close()
 			if err != nil {
 				return in, err

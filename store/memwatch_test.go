@@ -1,0 +1,80 @@
+package store_test
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memWatch measures how far the process's memory rises above where it
+// stood when the watch started: the peak resident set (VmHWM, reset
+// through /proc/self/clear_refs) and the peak Go heap (sampled).
+type memWatch struct {
+	baseRSS, baseHeap int64
+	peakHeap          int64
+	stop              chan struct{}
+	done              sync.WaitGroup
+}
+
+func startMemWatch(tb testing.TB) *memWatch {
+	tb.Helper()
+	runtime.GC()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		tb.Fatalf("reset the peak resident set: %v", err)
+	}
+	w := &memWatch{baseRSS: procStatusKiB(tb, "VmRSS:") << 10, baseHeap: heapInUse(), stop: make(chan struct{})}
+	w.peakHeap = w.baseHeap
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+				w.peakHeap = max(w.peakHeap, heapInUse())
+			}
+		}
+	}()
+	return w
+}
+
+// growth stops the watch and returns the peak rises, in bytes.
+func (w *memWatch) growth(tb testing.TB) (rss, heap int64) {
+	tb.Helper()
+	close(w.stop)
+	w.done.Wait()
+	w.peakHeap = max(w.peakHeap, heapInUse())
+	return procStatusKiB(tb, "VmHWM:")<<10 - w.baseRSS, w.peakHeap - w.baseHeap
+}
+
+func heapInUse() int64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
+}
+
+func procStatusKiB(tb testing.TB, field string) int64 {
+	tb.Helper()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, field) {
+			v, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return v
+		}
+	}
+	tb.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
