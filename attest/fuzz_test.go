@@ -25,6 +25,7 @@ func FuzzParseTrustedKeys(f *testing.F) {
 	f.Add([]byte(`accord-signer namespaces="accord-report@accordlab" ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBJJNUDf2dY/N8mIjpRk0kG+oNfPPeFibyhbUAQt3LHNPeTIrA0JgQXVJC4Y9jJ7eYJBKy6nZUoSgWB3Tv/WNZO0=`))
 	f.Add([]byte("-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEkk1QN/Z1j83yYiOlGTSQb6g18894\nWJvKFtQBC3csc095MisDQmBBdUkLhj2Mnt5gkErLqdlShKBYHdO/9Y1k7Q==\n-----END PUBLIC KEY-----\n"))
 	f.Add([]byte(`{"format":"accord-keys/v1","keys":[]}`))
+	f.Add([]byte(`"a b" namespaces="accord-report@accordlab",valid-after="20260212092653Z",valid-before="20260314" ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBJJNUDf2dY/N8mIjpRk0kG+oNfPPeFibyhbUAQt3LHNPeTIrA0JgQXVJC4Y9jJ7eYJBKy6nZUoSgWB3Tv/WNZO0=`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ks, err := ParseTrustedKeys(data)
 		if err != nil {
@@ -50,6 +51,22 @@ func FuzzParseDecisionLog(f *testing.F) {
 		// No key is trusted: verification must fail, never pass or panic.
 		if _, err := log.Verify(keys); err == nil && len(log.Records) > 0 {
 			t.Fatal("a log verified without trusted keys")
+		}
+	})
+}
+
+func FuzzParseLogHead(f *testing.F) {
+	f.Add([]byte(`{"format":"accord-decision-head/v1","chain":"program:1","seq":3,"head":"ab","time":"2026-01-01T00:00:00Z","checkpoint":null}`))
+	f.Add([]byte(`{"format":"accord-decision-head/v1","chain":"program:1","seq":0,"head":"","time":"2026-01-01T00:00:00Z","checkpoint":{"payloadType":"application/vnd.accord.decision-checkpoint+json","payload":"e30=","signatures":[]}}`))
+	keys := NewKeySet()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := ParseLogHead(data)
+		if err != nil {
+			return
+		}
+		// No key is trusted: a head never compares, and never panics.
+		if _, err := (&ChainReport{Chain: h.Chain, Seq: h.Seq}).CompareHead(h, keys); err == nil {
+			t.Fatal("a head compared without trusted keys")
 		}
 	})
 }
