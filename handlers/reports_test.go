@@ -16,7 +16,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/net/html"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
@@ -24,6 +23,7 @@ import (
 	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
+	"github.com/accordlab/accord/web/htmltest"
 )
 
 // signedRun makes a finished run with two artifacts and signs it.
@@ -163,34 +163,9 @@ func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 // id in an HTML page, as a browser has it in its DOM.
 func elementText(t *testing.T, page, id string) string {
 	t.Helper()
-	doc, err := html.Parse(strings.NewReader(page))
-	require.NoError(t, err)
-	var found *html.Node
-	var find func(*html.Node)
-	find = func(n *html.Node) {
-		for _, a := range n.Attr {
-			if a.Key == "id" && a.Val == id {
-				found = n
-			}
-		}
-		for c := n.FirstChild; c != nil && found == nil; c = c.NextSibling {
-			find(c)
-		}
-	}
-	find(doc)
-	require.NotNil(t, found, "the page has no #%s", id)
-	var b strings.Builder
-	var text func(*html.Node)
-	text = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			text(c)
-		}
-	}
-	text(found)
-	return b.String()
+	n := htmltest.ByID(htmltest.Parse(t, page), id)
+	require.NotNil(t, n, "the page has no #%s", id)
+	return htmltest.RawText(n)
 }
 
 // The report page's "Check it without Accord" box gives one command a line

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,6 +14,7 @@ import (
 	"github.com/accordlab/accord/acceptance/chartdata/chartdatatest"
 	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web/htmltest"
 )
 
 // sampleRun is a run's measurements: an inference sweep at two levels and
@@ -43,27 +43,6 @@ func rowsOf(t *testing.T, ms []acceptance.Measurement) []store.MeasurementRow {
 		sum, err := store.Summarize(m)
 		require.NoError(t, err)
 		out = append(out, store.MeasurementRow{Metric: m.Metric, Step: m.Step, Level: m.Level, Repetition: m.Repetition, N: sum.N, Summary: sum})
-	}
-	return out
-}
-
-// attr reads an attribute of an HTML (or inline SVG) node.
-func attr(n *html.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
-		}
-	}
-	return ""
-}
-
-func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
-	var out []*html.Node
-	if n.Type == html.ElementNode && match(n) {
-		out = append(out, n)
-	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		out = append(out, findAll(c, match)...)
 	}
 	return out
 }
@@ -100,13 +79,12 @@ func TestReportChartsAndBaselineFigures(t *testing.T) {
 	require.NotContains(t, page, "<script")
 	require.Contains(t, page, "@media print")
 	require.Contains(t, page, "@page")
-	doc, err := html.Parse(strings.NewReader(page))
-	require.NoError(t, err)
+	doc := htmltest.Parse(t, page)
 
 	figures := map[string]*html.Node{}
-	for _, f := range findAll(doc, func(n *html.Node) bool { return n.Data == "figure" }) {
-		figures[attr(f, "id")] = f
-		require.Len(t, findAll(f, func(n *html.Node) bool { return n.Data == "svg" }), 1, attr(f, "id"))
+	for _, f := range htmltest.All(doc, func(n *html.Node) bool { return n.Data == "figure" }) {
+		figures[htmltest.Attr(f, "id")] = f
+		require.Len(t, htmltest.All(f, func(n *html.Node) bool { return n.Data == "svg" }), 1, htmltest.Attr(f, "id"))
 	}
 	for _, id := range []string{"fig-cdf-1", "fig-pct-1-0", "fig-pct-1-1", "fig-knee-1", "fig-fio"} {
 		require.Contains(t, figures, id)
@@ -114,86 +92,86 @@ func TestReportChartsAndBaselineFigures(t *testing.T) {
 
 	// Distributions: TTFT and E2E of the run and of the baseline, the gate's limit.
 	var lines []string
-	for _, l := range findAll(figures["fig-cdf-1"], func(n *html.Node) bool { return attr(n, "class") == "series" }) {
-		lines = append(lines, attr(l, "data-series"))
+	for _, l := range htmltest.All(figures["fig-cdf-1"], func(n *html.Node) bool { return htmltest.Attr(n, "class") == "series" }) {
+		lines = append(lines, htmltest.Attr(l, "data-series"))
 	}
 	require.Equal(t, []string{"TTFT run #42", "TTFT baseline #41", "E2E run #42", "E2E baseline #41"}, lines)
-	limits := findAll(figures["fig-cdf-1"], func(n *html.Node) bool { return attr(n, "class") == "limit" })
+	limits := htmltest.All(figures["fig-cdf-1"], func(n *html.Node) bool { return htmltest.Attr(n, "class") == "limit" })
 	require.Len(t, limits, 1)
-	require.Equal(t, "2000", attr(limits[0], "data-value"))
+	require.Equal(t, "2000", htmltest.Attr(limits[0], "data-value"))
 
 	// Percentile bars: each bar is the statistic of its run, at the sweep
 	// level with the highest p99, and the limit is drawn.
-	bars := findAll(figures["fig-pct-1-0"], func(n *html.Node) bool { return attr(n, "class") == "bar" })
+	bars := htmltest.All(figures["fig-pct-1-0"], func(n *html.Node) bool { return htmltest.Attr(n, "class") == "bar" })
 	require.Len(t, bars, 10, "five percentiles, run and baseline")
 	for _, b := range bars {
 		src := &cand
-		if attr(b, "data-series") == "baseline #41" {
+		if htmltest.Attr(b, "data-series") == "baseline #41" {
 			src = &base
 		} else {
-			require.Equal(t, "run #42", attr(b, "data-series"))
+			require.Equal(t, "run #42", htmltest.Attr(b, "data-series"))
 		}
-		want, ok := src.Stat(acceptance.MetricTTFT, "serve", "c=8", attr(b, "data-group"))
+		want, ok := src.Stat(acceptance.MetricTTFT, "serve", "c=8", htmltest.Attr(b, "data-group"))
 		require.True(t, ok)
-		got, err := strconv.ParseFloat(attr(b, "data-value"), 64)
+		got, err := strconv.ParseFloat(htmltest.Attr(b, "data-value"), 64)
 		require.NoError(t, err)
-		require.Equal(t, want, got, "%s %s", attr(b, "data-series"), attr(b, "data-group"))
+		require.Equal(t, want, got, "%s %s", htmltest.Attr(b, "data-series"), htmltest.Attr(b, "data-group"))
 	}
-	require.Len(t, findAll(figures["fig-pct-1-0"], func(n *html.Node) bool { return attr(n, "class") == "limit" }), 1)
+	require.Len(t, htmltest.All(figures["fig-pct-1-0"], func(n *html.Node) bool { return htmltest.Attr(n, "class") == "limit" }), 1)
 
 	// The sweep: one point per level for each run, at (throughput, p99 TTFT).
-	points := findAll(figures["fig-knee-1"], func(n *html.Node) bool { return attr(n, "class") == "point" })
+	points := htmltest.All(figures["fig-knee-1"], func(n *html.Node) bool { return htmltest.Attr(n, "class") == "point" })
 	require.Len(t, points, 4)
 	for _, p := range points {
 		src := &cand
-		if attr(p, "data-series") == "baseline #41" {
+		if htmltest.Attr(p, "data-series") == "baseline #41" {
 			src = &base
 		}
-		x, _ := strconv.ParseFloat(attr(p, "data-x"), 64)
-		y, _ := strconv.ParseFloat(attr(p, "data-y"), 64)
+		x, _ := strconv.ParseFloat(htmltest.Attr(p, "data-x"), 64)
+		y, _ := strconv.ParseFloat(htmltest.Attr(p, "data-y"), 64)
 		found := false
 		for _, lv := range []string{"c=1", "c=8"} {
 			tp, _ := src.Stat(acceptance.MetricOutputTokenThroughput, "serve", lv, "rate")
 			lat, _ := src.Stat(acceptance.MetricTTFT, "serve", lv, "p99")
 			found = found || (tp == x && lat == y)
 		}
-		require.True(t, found, "point (%v, %v) of %s is a level of its run", x, y, attr(p, "data-series"))
+		require.True(t, found, "point (%v, %v) of %s is a level of its run", x, y, htmltest.Attr(p, "data-series"))
 	}
 
 	// fio: four percentiles of the read job, the run's and the baseline's.
-	fioBars := findAll(figures["fig-fio"], func(n *html.Node) bool { return attr(n, "class") == "bar" })
+	fioBars := htmltest.All(figures["fig-fio"], func(n *html.Node) bool { return htmltest.Attr(n, "class") == "bar" })
 	require.Len(t, fioBars, 8)
 	want, _ := cand.Stat(acceptance.MetricReadCLat, "kv-read", "", "p99.9")
 	require.True(t, slicesContainsValue(fioBars, "kv-read read, run #42", "p99.9", want))
 
 	// Tables: the baseline's figures beside the run's.
-	crit := findAll(doc, func(n *html.Node) bool { return attr(n, "id") == "report-criteria" })
+	crit := htmltest.All(doc, func(n *html.Node) bool { return htmltest.Attr(n, "id") == "report-criteria" })
 	require.Len(t, crit, 1)
-	cells := findAll(crit[0], func(n *html.Node) bool { return n.Data == "td" && attr(n, "class") == "num" })
+	cells := htmltest.All(crit[0], func(n *html.Node) bool { return n.Data == "td" && htmltest.Attr(n, "class") == "num" })
 	require.Len(t, cells, 2)
 	bp99, _ := base.Stat(acceptance.MetricTTFT, "serve", "c=8", "p99")
-	require.Equal(t, Num(p99)+" ms", nodeText(cells[0]))
-	require.Equal(t, Num(bp99)+" ms", nodeText(cells[1]))
-	head := findAll(crit[0], func(n *html.Node) bool { return n.Data == "th" })
-	require.Equal(t, "Baseline #41", nodeText(head[3]))
-	meas := findAll(doc, func(n *html.Node) bool { return attr(n, "id") == "report-measurements" })
+	require.Equal(t, Num(p99)+" ms", htmltest.Text(cells[0]))
+	require.Equal(t, Num(bp99)+" ms", htmltest.Text(cells[1]))
+	head := htmltest.All(crit[0], func(n *html.Node) bool { return n.Data == "th" })
+	require.Equal(t, "Baseline #41", htmltest.Text(head[3]))
+	meas := htmltest.All(doc, func(n *html.Node) bool { return htmltest.Attr(n, "id") == "report-measurements" })
 	require.Len(t, meas, 1)
-	rows := findAll(meas[0], func(n *html.Node) bool { return n.Data == "tr" && n.Parent != nil && n.Parent.Data == "tbody" })
+	rows := htmltest.All(meas[0], func(n *html.Node) bool { return n.Data == "tr" && n.Parent != nil && n.Parent.Data == "tbody" })
 	require.Len(t, rows, 2*len(candMs))
 	for i := 0; i < len(rows); i += 2 {
-		require.NotContains(t, attr(rows[i], "class"), "baseline")
-		require.Equal(t, "baseline", attr(rows[i+1], "class"), "row %d: the baseline's right after the run's", i+1)
-		run, bl := findAll(rows[i], func(n *html.Node) bool { return n.Data == "td" }), findAll(rows[i+1], func(n *html.Node) bool { return n.Data == "td" })
-		require.Equal(t, nodeText(run[0]), nodeText(bl[0]), "the same metric")
-		require.Equal(t, nodeText(run[1]), nodeText(bl[1]), "the same step")
-		require.Equal(t, "baseline #41", nodeText(bl[2]))
+		require.NotContains(t, htmltest.Attr(rows[i], "class"), "baseline")
+		require.Equal(t, "baseline", htmltest.Attr(rows[i+1], "class"), "row %d: the baseline's right after the run's", i+1)
+		run, bl := htmltest.All(rows[i], func(n *html.Node) bool { return n.Data == "td" }), htmltest.All(rows[i+1], func(n *html.Node) bool { return n.Data == "td" })
+		require.Equal(t, htmltest.Text(run[0]), htmltest.Text(bl[0]), "the same metric")
+		require.Equal(t, htmltest.Text(run[1]), htmltest.Text(bl[1]), "the same step")
+		require.Equal(t, "baseline #41", htmltest.Text(bl[2]))
 	}
 }
 
 func slicesContainsValue(bars []*html.Node, series, group string, want float64) bool {
 	for _, b := range bars {
-		v, _ := strconv.ParseFloat(attr(b, "data-value"), 64)
-		if attr(b, "data-series") == series && attr(b, "data-group") == group && v == want {
+		v, _ := strconv.ParseFloat(htmltest.Attr(b, "data-value"), 64)
+		if htmltest.Attr(b, "data-series") == series && htmltest.Attr(b, "data-group") == group && v == want {
 			return true
 		}
 	}

@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web/htmltest"
 )
 
 // renderReport renders the standalone report and parses it as a browser would.
@@ -19,53 +19,7 @@ func renderReport(t *testing.T, d ReportData) *html.Node {
 	t.Helper()
 	var b bytes.Buffer
 	require.NoError(t, Report(d).Render(context.Background(), &b))
-	doc, err := html.Parse(&b)
-	require.NoError(t, err)
-	return doc
-}
-
-// textByID is the whitespace-collapsed text of the element with the id
-// ("" and false when there is none).
-func textByID(doc *html.Node, id string) (string, bool) {
-	n := findNode(doc, func(n *html.Node) bool {
-		for _, a := range n.Attr {
-			if a.Key == "id" && a.Val == id {
-				return true
-			}
-		}
-		return false
-	})
-	if n == nil {
-		return "", false
-	}
-	return nodeText(n), true
-}
-
-func findNode(n *html.Node, match func(*html.Node) bool) *html.Node {
-	if n.Type == html.ElementNode && match(n) {
-		return n
-	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if f := findNode(c, match); f != nil {
-			return f
-		}
-	}
-	return nil
-}
-
-func nodeText(n *html.Node) string {
-	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(n)
-	return strings.Join(strings.Fields(b.String()), " ")
+	return htmltest.Parse(t, b.String())
 }
 
 // Every header field of the report shows its own value: each one is given
@@ -107,19 +61,18 @@ func TestReportHeaderFieldsByValue(t *testing.T) {
 		"report-verdict":   "FAIL",
 		"report-emulated":  "Emulated: measured against Accord's inference emulator, not a GPU inference server.",
 	} {
-		got, ok := textByID(doc, id)
-		require.True(t, ok, "the report has no #%s", id)
-		require.Equal(t, want, got, "#%s", id)
+		n := htmltest.ByID(doc, id)
+		require.NotNil(t, n, "the report has no #%s", id)
+		require.Equal(t, want, htmltest.Text(n), "#%s", id)
 	}
-	title := findNode(doc, func(n *html.Node) bool { return n.Data == "title" })
-	require.NotNil(t, title)
-	require.Equal(t, "Accord report: run #4242", nodeText(title))
+	title := htmltest.All(doc, func(n *html.Node) bool { return n.Data == "title" })
+	require.NotEmpty(t, title)
+	require.Equal(t, "Accord report: run #4242", htmltest.Text(title[0]))
 
 	// Without a baseline, start or end, those fields are left out, not blank.
 	d.Run.BaselineRunID, d.Run.StartedAt, d.Run.FinishedAt, d.Run.Emulated = nil, nil, nil, false
 	doc = renderReport(t, d)
 	for _, id := range []string{"report-baseline", "report-started", "report-finished", "report-emulated"} {
-		_, ok := textByID(doc, id)
-		require.False(t, ok, "#%s shown without a value", id)
+		require.Nil(t, htmltest.ByID(doc, id), "#%s shown without a value", id)
 	}
 }

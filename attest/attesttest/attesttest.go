@@ -1,7 +1,9 @@
 // Package attesttest checks report bundles the way a third party does: it
 // unpacks them with the real tar, runs VERIFY.md's standard-tool procedure
 // with bash, and tampers with them file by file. Tests of attest and of the
-// packages that sign real runs share it.
+// packages that sign real runs share it. (attest's in-package tests keep
+// small helpers of their own, extract and flipByte: they cannot import
+// this package, which imports attest.)
 package attesttest
 
 import (
