@@ -94,16 +94,22 @@ const (
 	MetricReadLat   = "read_lat"
 	MetricWriteLat  = "write_lat"
 	// fio with unified_rw_reporting: reads and writes reported as one.
-	MetricMixedIOPS  = "mixed_iops"
-	MetricMixedBW    = "mixed_bw"
-	MetricMixedCLat  = "mixed_clat"
-	MetricMixedSLat  = "mixed_slat"
-	MetricMixedLat   = "mixed_lat"
-	MetricCPUUtil    = "cpu_util"
-	MetricGPUUtil    = "gpu_util"
-	MetricDiskUtil   = "disk_util"
-	MetricNICRxBytes = "nic_rx_bw"
-	MetricNICTxBytes = "nic_tx_bw"
+	MetricMixedIOPS = "mixed_iops"
+	MetricMixedBW   = "mixed_bw"
+	MetricMixedCLat = "mixed_clat"
+	MetricMixedSLat = "mixed_slat"
+	MetricMixedLat  = "mixed_lat"
+	// The load generator's self-check, one per level (see ClientHealth).
+	MetricClientLateness  = "client_send_lateness"
+	MetricClientTickDelay = "client_tick_delay"
+	MetricClientCPU       = "client_cpu"
+	MetricClientRunQueue  = "client_run_queue"
+	MetricHostCPUPressure = "host_cpu_pressure"
+	MetricCPUUtil         = "cpu_util"
+	MetricGPUUtil         = "gpu_util"
+	MetricDiskUtil        = "disk_util"
+	MetricNICRxBytes      = "nic_rx_bw"
+	MetricNICTxBytes      = "nic_tx_bw"
 
 	// Accelerators, from the vendor tools (runners/probe/gpu).
 	MetricGPUMemUsed = "gpu_mem_used"    // memory in use, summed over devices
@@ -183,6 +189,16 @@ var catalog = []Metric{
 		"Submission latency of reads and writes together, as fio's \"mixed\" slat."},
 	{MetricMixedLat, "Mixed total latency", UnitMicrosecond, KindDistribution, LowerIsBetter, GroupIO,
 		"slat + clat of reads and writes together, as fio's \"mixed\" lat."},
+	{MetricClientLateness, "Load generator lateness", UnitMillisecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"How late the probe's open loop dispatched each request against its intended send time, before any max_concurrency wait: the load generator's own lateness (self-check)."},
+	{MetricClientTickDelay, "Load generator scheduling delay", UnitMillisecond, KindDistribution, LowerIsBetter, GroupSystem,
+		"How late a 10 ms ticker in the probe woke during the level: the probe's own scheduling delay (self-check)."},
+	{MetricClientCPU, "Load generator CPU share", UnitPercent, KindRate, LowerIsBetter, GroupSystem,
+		"The probe's CPU time during the level over the wall time and the CPUs it may run on (self-check)."},
+	{MetricClientRunQueue, "Load generator run-queue wait", UnitPercent, KindRate, LowerIsBetter, GroupSystem,
+		"Time the probe's threads waited runnable for a CPU during the level, summed over threads, over the wall time (self-check; 100 % is one thread always waiting)."},
+	{MetricHostCPUPressure, "Host CPU pressure", UnitPercent, KindRate, LowerIsBetter, GroupSystem,
+		"Share of the level during which some task on the host waited for a CPU (Linux PSI, /proc/pressure/cpu): how saturated the host was."},
 	{MetricCPUUtil, "CPU utilisation", UnitPercent, KindDistribution, LowerIsBetter, GroupSystem,
 		"Busy share of all CPUs, sampled every second from /proc/stat."},
 	{MetricGPUUtil, "GPU utilisation", UnitPercent, KindDistribution, HigherIsBetter, GroupSystem,

@@ -64,6 +64,12 @@ type Evaluation struct {
 	// Criteria in the gate set's order; blocking ones decide Verdict,
 	// advisory ones are reported beside.
 	Criteria []CriterionResult `json:"criteria"`
+	// ClientFlags are the candidate's load levels where the probe's load
+	// generator was late or starved, BaselineClientFlags the baseline's;
+	// AcceptClientLimited says the gate set judges them anyway.
+	ClientFlags         []ClientFlag `json:"client_flags,omitempty"`
+	BaselineClientFlags []ClientFlag `json:"baseline_client_flags,omitempty"`
+	AcceptClientLimited bool         `json:"accept_client_limited,omitempty"`
 }
 
 // EvaluationInputs are the digests of everything the evaluation read.
@@ -148,6 +154,7 @@ const (
 	reasonBaselineZero      = "baseline-zero"
 	reasonUnknownSampleSize = "sample-size-unknown"
 	reasonPointEstimate     = "point-estimate-only"
+	reasonClientLimited     = "client-limited"
 	reasonDefinitionsDiffer = "percentile-definitions-differ"
 )
 
@@ -163,7 +170,8 @@ type SeriesResult struct {
 	// sample-size-unknown, point-estimate-only (a tool's summary on a side
 	// and the criterion not opted into point estimates),
 	// percentile-definitions-differ (two tools' summaries made by different
-	// percentile definitions).
+	// percentile definitions), client-limited (the load generator was late
+	// or starved on the level, and the gate set does not accept that).
 	Reason string `json:"reason"`
 	// Estimate is the statistic (absolute) or the relative difference in %
 	// (relative); Lower and Upper are one-sided bounds at the criterion's
@@ -278,9 +286,15 @@ func Evaluate(in EvaluationInput) (Evaluation, error) {
 	}
 	ev.Inputs.Digest = inputsDigest(ev.Inputs)
 
+	ev.ClientFlags = ClientFlags(in.Candidate)
+	if in.Baseline != nil {
+		ev.BaselineClientFlags = ClientFlags(in.Baseline)
+	}
+	ev.AcceptClientLimited = gates.AcceptClientLimited
 	e := &evaluator{
 		cand: cand, base: base, hasBaseline: in.Baseline != nil,
 		comparability: ev.Comparability, resamples: resamples, inputsDigest: ev.Inputs.Digest,
+		candFlags: flagsByKey(ev.ClientFlags), baseFlags: flagsByKey(ev.BaselineClientFlags), acceptClient: gates.AcceptClientLimited,
 	}
 	// Criteria are worked through metric by metric so that only one
 	// metric's prepared samples are held at a time; results keep the gate

@@ -23,6 +23,18 @@ type evaluator struct {
 
 	cache       map[sideKey]*preparedSide
 	cacheMetric string
+
+	// The load levels where the load generator was late or starved.
+	candFlags, baseFlags map[SeriesKey][]ClientFlag
+	acceptClient         bool
+}
+
+func flagsByKey(flags []ClientFlag) map[SeriesKey][]ClientFlag {
+	m := map[SeriesKey][]ClientFlag{}
+	for _, f := range flags {
+		m[f.Key()] = append(m[f.Key()], f)
+	}
+	return m
 }
 
 // preparedSide is one side's data for one metric in one series.
@@ -258,7 +270,47 @@ func (e *evaluator) evaluateCriterion(index int, c Criterion) (CriterionResult, 
 	return cr, nil
 }
 
+// evaluateSeries judges one series, and holds it back when the load
+// generator was late or starved on it (unless the gate set accepts that):
+// then the client, not the server, may have set the tail.
 func (e *evaluator) evaluateSeries(cc *critCtx, key SeriesKey) (SeriesResult, error) {
+	sr, err := e.evaluateSeriesData(cc, key)
+	if err != nil || IsClientMetric(cc.m.ID) {
+		return sr, err
+	}
+	flags := prefixedFlags("the candidate", e.candFlags[key])
+	if cc.c.Mode == Relative && e.hasBaseline {
+		flags = append(flags, prefixedFlags("the baseline", e.baseFlags[key])...)
+	}
+	if len(flags) == 0 {
+		return sr, nil
+	}
+	what := fmt.Sprintf("The load generator was late or starved on %s (%s)", seriesLabel(key), strings.Join(flags, "; "))
+	if e.acceptClient {
+		sr.Notes = append(sr.Notes, "client-limited level judged: the gate set accepts it (accept_client_limited: true)")
+		sr.Explanation += " " + what + "; the gate set accepts such levels (accept_client_limited: true), so the verdict stands, but the client may have set part of the tail."
+		return sr, nil
+	}
+	if sr.Verdict == Incomparable {
+		sr.Explanation += " " + what + "."
+		return sr, nil
+	}
+	sr.Verdict, sr.Reason = Inconclusive, reasonClientLimited
+	sr.PValue, sr.PValueFail = nil, nil
+	sr.Needed = &Needed{Basis: "the same level again with a load generator that keeps up (a probe with CPU to spare), or accept_client_limited: true in the gate set"}
+	sr.Explanation = what + ": the client, not the server, may have set the tail, so this is not judged. Run the level again on a host with CPU to spare for the probe (or keep other work off its cores), or let the gate set accept such levels (accept_client_limited: true). For information: " + sr.Explanation
+	return sr, nil
+}
+
+func prefixedFlags(who string, flags []ClientFlag) []string {
+	var out []string
+	for _, f := range flags {
+		out = append(out, fmt.Sprintf("%s's repetition %d: %s", who, f.Repetition, strings.Join(f.Reasons, ", ")))
+	}
+	return out
+}
+
+func (e *evaluator) evaluateSeriesData(cc *critCtx, key SeriesKey) (SeriesResult, error) {
 	cs, err := e.prepared(false, cc.m, key)
 	if err != nil {
 		return SeriesResult{}, err

@@ -13,7 +13,12 @@ type GateSetSpec struct {
 	Correction string `json:"correction,omitempty" yaml:"correction,omitempty"`
 	// StopLossConsecutive is k: that many consecutive interim breaches of a
 	// stop-loss line abort the run (default 3).
-	StopLossConsecutive int         `json:"stop_loss_consecutive,omitempty" yaml:"stop_loss_consecutive,omitempty"`
+	StopLossConsecutive int `json:"stop_loss_consecutive,omitempty" yaml:"stop_loss_consecutive,omitempty"`
+	// AcceptClientLimited lets criteria be judged on load levels where the
+	// probe's load generator was late or starved (ClientFlags); without it
+	// a criterion on such a level is INCONCLUSIVE. Every verdict, page and
+	// signed report shows both the flag and the acceptance.
+	AcceptClientLimited bool        `json:"accept_client_limited,omitempty" yaml:"accept_client_limited,omitempty"`
 	Criteria            []Criterion `json:"criteria" yaml:"criteria"`
 }
 

@@ -146,6 +146,7 @@ var fieldHelp = func() map[string]string {
 		// Gate sets.
 		"correction":                 "How the confidence of many criteria is kept together: holm adjusts for testing several at once, none judges each alone.",
 		"stop_loss_consecutive":      "How many interim checks in a row must cross a stop-loss line before the run is stopped (default 3).",
+		"accept_client_limited":      "Judge criteria on load levels where the probe's load generator was late or starved (its self-check flags them). Off by default: such a level's criteria are INCONCLUSIVE, since the client rather than the server may have set the tail. Every verdict and report shows the flag either way.",
 		"criteria":                   "The gates a run must pass.",
 		"criteria[*]":                "One gate: a statistic of a metric compared with a threshold.",
 		"criteria[*].name":           "A unique name for the criterion, shown in verdicts (letters, digits, - and _).",

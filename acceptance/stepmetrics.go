@@ -11,6 +11,7 @@ var (
 		MetricTTFTIntended, MetricE2ELIntended, MetricSendDelay,
 		MetricRequestThroughput, MetricOutputTokenThroughput, MetricTotalTokenThroughput,
 		MetricGoodput, MetricErrorRate,
+		MetricClientLateness, MetricClientTickDelay, MetricClientCPU, MetricClientRunQueue, MetricHostCPUPressure,
 	}
 	// vllmBenchMetrics are what vLLM's benchmark JSON carries (per-request
 	// arrays and totals).

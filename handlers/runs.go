@@ -318,6 +318,7 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 		return d, err
 	}
 	d.Metrics, d.Telemetry = web.SplitTelemetry(web.MetricRowsFrom(rows))
+	d.ClientFlags = web.ClientFlagsFrom(rows)
 	if d.Artifacts, err = s.store.RunArtifacts(ctx, run.ID); err != nil {
 		return d, err
 	}

@@ -156,3 +156,14 @@ func SplitTelemetry(rows []MetricRow) (measured, telemetry []MetricRow) {
 	}
 	return measured, telemetry
 }
+
+// ClientFlagsFrom judges the load generator's self-check from a run's
+// stored summaries, as the gate engine does from its samples: the levels
+// where the probe was late or starved.
+func ClientFlagsFrom(ms []store.MeasurementRow) []acceptance.ClientFlag {
+	var r acceptance.ClientReadings
+	for _, m := range ms {
+		r.Add(m.Metric, m.Step, m.Level, m.Repetition, m.Summary.P99, m.Summary.N, m.Summary.Mean)
+	}
+	return r.Flags()
+}

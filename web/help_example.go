@@ -34,3 +34,6 @@ func percentileExample() []PercentileExampleRow {
 	}
 	return rows
 }
+
+// limitText writes one of the self-check's limits for the help page.
+func limitText(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

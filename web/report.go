@@ -14,7 +14,7 @@ import (
 func RenderReport(ctx context.Context, w io.Writer, c report.Contents) error {
 	d := ReportData{Run: c.Run, Program: c.Program, Vendor: c.Vendor, Customer: c.Customer, Evaluation: c.Evaluation,
 		Metrics: withBaselineRows(MetricRowsFrom(c.Measurements), nil), ProfileYAML: c.ProfileYAML, GateYAML: c.GateYAML, Artifacts: c.Artifacts,
-		KeyID: c.KeyID, SignedAt: c.SignedAt, StopLoss: c.StopLoss}
+		KeyID: c.KeyID, SignedAt: c.SignedAt, StopLoss: c.StopLoss, ClientFlags: ClientFlagsFrom(c.Measurements)}
 	if c.HostFacts != nil {
 		d.Facts = SummarizeFacts(*c.HostFacts)
 	}

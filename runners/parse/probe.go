@@ -363,6 +363,17 @@ func (a *probeAcc) measurements(res *wire.StepResult, in, resName string, hasSLO
 		warnings = append(warnings, fmt.Sprintf("%s says %d succeeded, %s holds %d: Accord's figures come from the records", resName, sum.Succeeded, in, a.succeeded))
 	}
 
+	if sc := sum.SelfCheck; sc != nil {
+		ms, w, err := selfCheckMeasurements(sc, resName, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, ms...)
+		warnings = append(warnings, w...)
+	} else {
+		warnings = append(warnings, "the step result has no self-check of the load generator (a probe older than this server): whether the client kept up is unknown")
+	}
+
 	if len(res.PromDelta) > 0 {
 		ratio, field, ok, warn := CacheHitRatio(res.PromDelta)
 		if warn != "" {
@@ -489,4 +500,54 @@ func CacheHitRatio(delta map[string]float64) (ratio float64, field string, ok bo
 		}
 	}
 	return 0, "", false, ""
+}
+
+// selfCheckMeasurements turns the load generator's self-check into
+// measurements, so that the evaluation, the pages and the signed report
+// judge the client from the same stored numbers (acceptance.ClientFlags).
+func selfCheckMeasurements(sc *wire.SelfCheck, resName string, opts Options) ([]acceptance.Measurement, []string, error) {
+	var out []acceptance.Measurement
+	var warnings []string
+	src := func(field, method string) acceptance.Source {
+		return acceptance.Source{Tool: ToolProbe, ToolVersion: opts.ToolVersion, Field: resName + ": inference.self_check." + field, PercentileMethod: method}
+	}
+	for _, h := range []struct {
+		metric, field string
+		buckets       []wire.HistogramBucket
+	}{{acceptance.MetricClientLateness, "lateness", sc.Lateness}, {acceptance.MetricClientTickDelay, "tick_delay", sc.TickDelay}} {
+		if len(h.buckets) == 0 {
+			continue
+		}
+		values, counts, err := histogram(h.buckets)
+		if err != nil {
+			return nil, nil, &Error{Input: resName, Field: "inference.self_check." + h.field, Err: err}
+		}
+		if len(values) > 0 {
+			m := opts.measurement(h.metric, src(h.field, MethodHistogram))
+			m.Values, m.Counts = values, counts
+			out = append(out, m)
+		}
+	}
+	for _, r := range []struct {
+		metric, field string
+		v             *float64
+	}{{acceptance.MetricClientCPU, "probe_cpu_pct", &sc.ProbeCPUPct}, {acceptance.MetricClientRunQueue, "probe_run_queue_pct", sc.ProbeRunQueuePct},
+		{acceptance.MetricHostCPUPressure, "host_cpu_pressure_pct", sc.HostCPUPressurePct}} {
+		if r.v == nil {
+			continue
+		}
+		if err := checkRate(*r.v, 1e4); err != nil {
+			return nil, nil, errf(resName, 0, "inference.self_check."+r.field, "%v", err)
+		}
+		m := opts.measurement(r.metric, src(r.field, ""))
+		m.Values = []float64{*r.v}
+		out = append(out, m)
+	}
+	if len(sc.Missing) > 0 {
+		warnings = append(warnings, "the load generator's self-check could not read "+strings.Join(sc.Missing, ", "))
+	}
+	if sc.Flagged {
+		warnings = append(warnings, "the load generator flagged this level: "+strings.Join(sc.Reasons, "; "))
+	}
+	return out, warnings, nil
 }

@@ -422,6 +422,9 @@ func (r *runner) inferenceLevel(ctx context.Context, s acceptance.StepSpec, rep 
 		runErr = fmt.Errorf("write %s: %w", wire.RequestsFile, err)
 	}
 	res.Inference = summary
+	if summary != nil && summary.SelfCheck != nil && summary.SelfCheck.Flagged {
+		r.ev.log("warn", "step %s level %s: the load generator did not keep up: %s", s.Name, lv.Label, strings.Join(summary.SelfCheck.Reasons, "; "))
+	}
 	if inf.MetricsURL != "" && before != "" {
 		// Scraped after the load even when it failed: the counters still tell
 		// what the server did.

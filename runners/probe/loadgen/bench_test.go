@@ -36,6 +36,9 @@ import (
 const emulatorArgsEnv = "ACCORD_LOADGEN_TEST_EMULATOR_ARGS"
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(helperLevelEnv); spec != "" {
+		os.Exit(runHelperLevel(spec)) // selfcheck_test.go: the load generator in a child process
+	}
 	if args := os.Getenv(emulatorArgsEnv); args != "" {
 		var a []string
 		if err := json.Unmarshal([]byte(args), &a); err != nil {
@@ -383,15 +386,6 @@ func envDuration(name string, def time.Duration) time.Duration {
 		}
 	}
 	return def
-}
-
-// processCPU is the user and system CPU time this process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // otherProcessCPU reads a process's user and system CPU time from

@@ -144,6 +144,7 @@ type generator struct {
 	hints atomic.Bool
 
 	stats *stats
+	check *selfCheck
 
 	recMu sync.Mutex
 	recW  *bufio.Writer
@@ -225,6 +226,7 @@ func (g *generator) run(parent context.Context) (*wire.InferenceSummary, error) 
 	stopInterrupt := context.AfterFunc(g.ctx, g.conns.interrupt)
 	defer stopInterrupt()
 	g.clock = clock{t0: time.Now()}
+	g.check = startSelfCheck()
 	g.warmupEnd = int64(g.cfg.Warmup)
 	g.endCh = make(chan struct{})
 	if d := g.step.Duration.D(); d > 0 {
@@ -246,6 +248,7 @@ func (g *generator) run(parent context.Context) (*wire.InferenceSummary, error) 
 	}
 	close(interimDone)
 	interimWG.Wait()
+	selfCheck := g.check.finish(g.cfg.Level.Concurrency <= 0)
 
 	var werr error
 	if g.recW != nil {
@@ -254,6 +257,7 @@ func (g *generator) run(parent context.Context) (*wire.InferenceSummary, error) 
 		}
 	}
 	sum := g.summary()
+	sum.SelfCheck = selfCheck
 	if cause := context.Cause(g.ctx); cause != nil && parent.Err() == nil {
 		return sum, fmt.Errorf("loadgen: %w", cause) // fatal
 	}
@@ -360,6 +364,9 @@ func (g *generator) openLoop(rate float64) {
 		}
 		if !g.sleepUntil(timer, intended) {
 			break
+		}
+		if !warm {
+			g.check.late(g.clock.now() - intended)
 		}
 		if sem != nil {
 			select {

@@ -176,6 +176,54 @@ type InferenceSummary struct {
 	ITL         []HistogramBucket `json:"itl,omitempty"`
 	OfferedRate float64           `json:"offered_rate,omitempty"` // rate mode: intended requests per second
 	Concurrency int               `json:"concurrency,omitempty"`
+	// SelfCheck is the load generator's account of itself during the level:
+	// whether the client, rather than the server, may have set the tail.
+	SelfCheck *SelfCheck `json:"self_check,omitempty"`
+}
+
+// SelfCheck is what the probe measured of its own load generator during
+// one level (see loadgen's selfCheck), and its judgement.
+type SelfCheck struct {
+	WallSec     float64 `json:"wall_sec"`
+	AllowedCPUs int     `json:"allowed_cpus"`
+	// Dispatch lateness of the open loop against the intended send times
+	// (absent in a closed loop, which has no schedule).
+	Sends         int64             `json:"sends,omitempty"`
+	LatenessP50Ms float64           `json:"lateness_p50_ms,omitempty"`
+	LatenessP99Ms float64           `json:"lateness_p99_ms,omitempty"`
+	LatenessMaxMs float64           `json:"lateness_max_ms,omitempty"`
+	Lateness      []HistogramBucket `json:"lateness,omitempty"`
+	// Wake-up delay of a ticker goroutine.
+	TickEveryMs    float64           `json:"tick_every_ms"`
+	Ticks          int64             `json:"ticks"`
+	TickDelayP50Ms float64           `json:"tick_delay_p50_ms"`
+	TickDelayP99Ms float64           `json:"tick_delay_p99_ms"`
+	TickDelayMaxMs float64           `json:"tick_delay_max_ms"`
+	TickDelay      []HistogramBucket `json:"tick_delay,omitempty"`
+	// The probe's CPU time, and as a share of the CPUs it may run on.
+	ProbeCPUSec float64 `json:"probe_cpu_sec"`
+	ProbeCPUPct float64 `json:"probe_cpu_pct"`
+	// ProbeRunQueuePct is the time the probe's threads waited runnable,
+	// summed over threads, over the wall time (100 = one thread always
+	// waiting).
+	ProbeRunQueuePct *float64 `json:"probe_run_queue_pct,omitempty"`
+	// The host's CPU busy share and CPU pressure (PSI some) over the level.
+	HostCPUBusyPct     *float64 `json:"host_cpu_busy_pct,omitempty"`
+	HostCPUPressurePct *float64 `json:"host_cpu_pressure_pct,omitempty"`
+	// Missing names the readings this host does not offer.
+	Missing []string `json:"missing,omitempty"`
+	// Flagged says the client was late or starved; Reasons say how.
+	Flagged bool     `json:"flagged,omitempty"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// Health is the part of the self-check the judgement reads.
+func (s *SelfCheck) Health() acceptance.ClientHealth {
+	return acceptance.ClientHealth{
+		OpenLoop: s.Sends > 0, LatenessP99Ms: s.LatenessP99Ms, TickDelayP99Ms: s.TickDelayP99Ms, Ticks: s.Ticks,
+		ProbeCPUPct: s.ProbeCPUPct, ProbeRunQueuePct: s.ProbeRunQueuePct,
+		HostCPUBusyPct: s.HostCPUBusyPct, HostCPUPressurePct: s.HostCPUPressurePct,
+	}
 }
 
 // HistogramBucket is one bucket of a recorded distribution.

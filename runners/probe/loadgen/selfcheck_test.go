@@ -1,0 +1,162 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/wire"
+)
+
+// The self-check tests run the load generator in a child process (this
+// test binary again, in helperLevelEnv mode) so that it can be pinned to
+// one core with taskset, as a probe on a lab host would be beside another
+// workload.
+const helperLevelEnv = "ACCORD_TEST_LOADGEN_LEVEL"
+
+// helperLevel is what the child runs (TestMain in bench_test.go starts it): one open-loop level against url.
+type helperLevel struct {
+	URL      string        `json:"url"`
+	Rate     float64       `json:"rate"`
+	Duration time.Duration `json:"duration"`
+}
+
+func runHelperLevel(spec string) int {
+	var h helperLevel
+	if err := json.Unmarshal([]byte(spec), &h); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	step := acceptance.InferenceStep{Endpoint: h.URL, Model: "m", API: "chat", Duration: acceptance.Duration(h.Duration),
+		PromptTokens: acceptance.TokenDist{Dist: "fixed", Mean: 32}, OutputTokens: acceptance.TokenDist{Dist: "fixed", Mean: 8}, Seed: 3,
+		RequestTimeout: acceptance.Duration(10 * time.Second),
+		Load:           acceptance.Load{Mode: "rate", Arrival: "constant"}}
+	sum, err := Run(context.Background(), Config{Step: step, Level: Level{Rate: h.Rate, Label: "r=" + strconv.FormatFloat(h.Rate, 'f', -1, 64)}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(sum); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// runLevelInChild runs one level in a child process started by argv (which
+// ends with the test binary).
+func runLevelInChild(t *testing.T, h helperLevel, argv ...string) *wire.InferenceSummary {
+	t.Helper()
+	spec, err := json.Marshal(h)
+	require.NoError(t, err)
+	argv = append(argv, os.Args[0], "-test.run=^$")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), helperLevelEnv+"="+string(spec))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Run(), "child: %s", errb.String())
+	var sum wire.InferenceSummary
+	require.NoError(t, json.Unmarshal(out.Bytes(), &sum))
+	require.NotNil(t, sum.SelfCheck)
+	return &sum
+}
+
+// startHogs keeps n busy processes on cpu until the test ends.
+func startHogs(t *testing.T, cpu string, n int) {
+	t.Helper()
+	for range n {
+		cmd := exec.Command("taskset", "-c", cpu, "sh", "-c", "while :; do :; done")
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+}
+
+// A probe pinned to one core beside CPU hogs is flagged. A hog at normal
+// priority still leaves a mostly idle load generator its fair share (the
+// kernel favours waking tasks), so the probe also runs at the lowest
+// priority (nice 19), which starves it for certain: it is then seconds
+// late, far beyond the limits (acceptance.JudgeClient).
+func TestSelfCheckFlagsAStarvedClient(t *testing.T) {
+	for _, tool := range []string{"taskset", "nice"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is required: %v", tool, err)
+		}
+	}
+	e := startEmulator(t, emuConfig(t))
+	startHogs(t, "0", starveHogs)
+	sum := runLevelInChild(t, helperLevel{URL: e.url, Rate: starveRate, Duration: time.Second}, "nice", "-n", "19", "taskset", "-c", "0")
+	sc := sum.SelfCheck
+	t.Logf("starved: lateness p99 %.0f ms, tick delay p99 %.0f ms, run queue %.0f %%, host CPU pressure %s, reasons %q",
+		sc.LatenessP99Ms, sc.TickDelayP99Ms, deref(sc.ProbeRunQueuePct), pct(sc.HostCPUPressurePct), sc.Reasons)
+	require.Equal(t, 1, sc.AllowedCPUs, "pinned to one core")
+	require.True(t, sc.Flagged)
+	require.NotEmpty(t, sc.Reasons)
+	require.Greater(t, sc.Sends, int64(0))
+	require.NotEmpty(t, sc.Lateness, "the lateness histogram is kept")
+	require.NotEmpty(t, sc.TickDelay)
+}
+
+// An unloaded probe, at a modest rate, is not flagged, on a shared 2-core
+// machine too: the limits sit well above what other processes cause.
+func TestSelfCheckUnloadedIsNotFlagged(t *testing.T) {
+	t.Parallel()
+	e := startEmulator(t, emuConfig(t))
+	step := baseStep(e)
+	step.Requests = 0
+	step.Duration = acceptance.Duration(2 * time.Second)
+	step.Load = acceptance.Load{Mode: "rate", Arrival: "constant"}
+	sum, _ := run(t, Config{Step: step, Level: Level{Rate: 20, Label: "r=20"}})
+	sc := sum.SelfCheck
+	require.NotNil(t, sc)
+	t.Logf("unloaded: lateness p99 %.1f ms, tick delay p99 %.1f ms, run queue %.0f %%, probe CPU %.1f %%, host busy %s, pressure %s",
+		sc.LatenessP99Ms, sc.TickDelayP99Ms, deref(sc.ProbeRunQueuePct), sc.ProbeCPUPct, pct(sc.HostCPUBusyPct), pct(sc.HostCPUPressurePct))
+	require.False(t, sc.Flagged, "reasons: %q", sc.Reasons)
+	require.Equal(t, int64(40), sc.Sends, "every measured send is timed against its intended time")
+	require.Greater(t, sc.Ticks, int64(100), "the ticker ran through the level")
+	require.Greater(t, sc.ProbeCPUSec, 0.0)
+	require.Greater(t, sc.WallSec, 1.9)
+
+	// A closed loop has no schedule to be late against: only the ticker and CPU readings.
+	step.Duration = acceptance.Duration(time.Second)
+	step.Load = acceptance.Load{}
+	sum, _ = run(t, Config{Step: step, Level: Level{Concurrency: 2, Label: "c=2"}})
+	require.Zero(t, sum.SelfCheck.Sends)
+	require.Greater(t, sum.SelfCheck.Ticks, int64(10), "the ticker ran (a busy machine drops ticks the goroutine was too late for)")
+}
+
+var (
+	starveHogs = envInt("ACCORD_STARVE_HOGS", 3)
+	starveRate = float64(envInt("ACCORD_STARVE_RATE", 100))
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+func pct(p *float64) string {
+	if p == nil {
+		return "unknown"
+	}
+	return strconv.FormatFloat(*p, 'f', 0, 64) + " %"
+}
