@@ -65,8 +65,7 @@ func TestDecisionLog(t *testing.T) {
 		t.Helper()
 		st := txStore(t)
 		p := newProgram(t, st)
-		other, err := st.CreateProgram(ctx, "other", "", p.Vendor, p.Customer, nil)
-		require.NoError(t, err)
+		other := p.another(t, st)
 		kr, signer := signingKey(t)
 		return &testBundle{st: st, program: p.ID, other: other, keyring: kr, signer: signer}
 	}

@@ -70,6 +70,15 @@ func newProgram(t *testing.T, st *store.Store) programFixture {
 	return p
 }
 
+// another is a second program of the same two organisations, whose
+// objects the first program's reads must not see.
+func (p programFixture) another(t *testing.T, st *store.Store) int64 {
+	t.Helper()
+	id, err := st.CreateProgram(context.Background(), "another", "", p.Vendor, p.Customer, nil)
+	require.NoError(t, err)
+	return id
+}
+
 // newUser creates an account in org (nil: no organisation).
 func newUser(t *testing.T, st *store.Store, name string, org *int64) int64 {
 	t.Helper()

@@ -23,8 +23,7 @@ func TestHosts(t *testing.T) {
 		t.Helper()
 		st := txStore(t)
 		p := newProgram(t, st)
-		other, err := st.CreateProgram(ctx, "other", "", p.Vendor, p.Customer, nil)
-		require.NoError(t, err)
+		other := p.another(t, st)
 		return &testBundle{st: st, program: p.ID, other: other}
 	}
 

@@ -26,8 +26,7 @@ func TestSpecs(t *testing.T) {
 		t.Helper()
 		st := txStore(t)
 		p := newProgram(t, st)
-		other, err := st.CreateProgram(ctx, "other", "", p.Vendor, p.Customer, nil)
-		require.NoError(t, err)
+		other := p.another(t, st)
 		return &testBundle{st: st, program: p.ID, other: other, author: p.member(t, st, "Author", store.RoleEngineer)}
 	}
 	version := func(name, digest string, author int64) store.NewSpecVersion {
