@@ -30,7 +30,8 @@ type DeployGate struct {
 	Stage string
 	State DeployState
 	// StageState is Accord's own state of the stage (pending,
-	// awaiting-approval, approved, rejected, halted).
+	// awaiting-approval, approved, rejected, halted); empty when the log
+	// does not replay.
 	StageState StageState
 	// Current: decisions apply to this stage now.
 	Current bool
@@ -43,25 +44,28 @@ type DeployGate struct {
 	LogBroken bool
 }
 
-// DeployGateOf reads a stage of a replayed rollout; false when the plan has
-// no such stage. replayErr is the error of replaying the decision log on
-// the plan (nil when it replays): a log that does not replay tells a
-// deployer to wait, since no decision read from it can be trusted.
+// DeployGateOf reads a stage of a replayed rollout; false when it has no
+// such stage. replayErr is the error of replaying the decision log on the
+// plan (nil when it replays): a log that does not replay tells a deployer
+// to wait, whatever the state says, since no decision read from it can be
+// trusted (the caller checks that the plan has the stage).
 func DeployGateOf(s RolloutState, stage string, replayErr error) (DeployGate, bool) {
+	if replayErr != nil {
+		return DeployGate{Stage: stage, State: DeployWaiting, LogBroken: true,
+			Reason: "Accord's decision log does not replay on the rollout plan, so no decision is read from it; ask the program's owners."}, true
+	}
 	i := s.stageIndex(stage)
 	if i < 0 {
 		return DeployGate{}, false
 	}
 	st := s.Stages[i]
-	g := DeployGate{Stage: st.Name, StageState: st.State, Current: i == s.Current, LogBroken: replayErr != nil}
+	g := DeployGate{Stage: st.Name, StageState: st.State, Current: i == s.Current}
 	for _, side := range []OrgKind{OrgVendor, OrgCustomer} {
 		if signoffBySide(st.Approvals, side) != nil {
 			g.ApprovedBy = append(g.ApprovedBy, side)
 		}
 	}
 	switch {
-	case replayErr != nil:
-		g.State, g.Reason = DeployWaiting, "Accord's decision log does not replay on the rollout plan, so no decision is read from it; ask the program's owners."
 	case s.Rollback != nil:
 		g.State, g.Reason = DeployHalted, fmt.Sprintf("A rollback was requested by %s: %s", s.Rollback.Actor.label(), s.Rollback.Reason)
 	case st.State == StageHalted && st.Halt != nil:

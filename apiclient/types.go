@@ -102,3 +102,33 @@ type Run struct {
 	// HasReport: the signed report bundle can be downloaded (report.tar.gz).
 	HasReport bool `json:"has_report"`
 }
+
+// StageGate is what Accord tells a deployer (an Argo Rollouts analysis, a
+// Flagger webhook) of a rollout stage. State is approved (both sides
+// signed it off: proceed), halted (a stop-loss, a halt, a rejection or a
+// rollback request: roll back) or waiting (hold).
+type StageGate struct {
+	Program int64  `json:"program_id"`
+	Stage   string `json:"stage"`
+	State   string `json:"state"`
+	// Approved and Halted are State as booleans, for conditions such as
+	// Argo Rollouts' `result.approved`.
+	Approved bool `json:"approved"`
+	Halted   bool `json:"halted"`
+	// StageState is Accord's own state of the stage: pending,
+	// awaiting-approval, approved, rejected or halted.
+	StageState string `json:"stage_state"`
+	Current    bool   `json:"current"`
+	// ApprovedBy lists the sides (vendor, customer) that signed the stage off.
+	ApprovedBy []string  `json:"approved_by"`
+	Reason     string    `json:"reason"`
+	CheckedAt  time.Time `json:"checked_at"`
+}
+
+// FlaggerAnswer is the body of Accord's answer to a Flagger webhook; the
+// status carries the answer (200 yes, 409 no), as Flagger reads it.
+type FlaggerAnswer struct {
+	Hook string    `json:"hook"`
+	Yes  bool      `json:"yes"`
+	Gate StageGate `json:"gate"`
+}

@@ -67,7 +67,7 @@ func rc(method, pattern string, guard protection, allowed ...int) routeCase {
 
 // routeTable lists every route: the base routes here, and each area's in
 // its own file (authz_*_test.go).
-var routeTable = slices.Concat(baseRoutes, reportRouteCases, chartRouteCases, readinessRouteCases, rolloutRouteCases)
+var routeTable = slices.Concat(baseRoutes, reportRouteCases, chartRouteCases, readinessRouteCases, rolloutRouteCases, deployRouteCases)
 
 // baseRoutes lists the routes of accounts, programs, specs, hosts and runs.
 var baseRoutes = []routeCase{
@@ -165,6 +165,7 @@ type matrixFixture struct {
 	b        *testBundle
 	clients  map[caller]*http.Client
 	tokens   map[caller]string
+	deploy   map[caller]string // tokens with the deploy scope alone
 	programA int64
 	programB int64
 	ids      map[string]string // URL parameter → value in program A
@@ -174,7 +175,7 @@ type matrixFixture struct {
 func newMatrixFixture(t *testing.T) *matrixFixture {
 	b := setup(t)
 	ctx := context.Background()
-	f := &matrixFixture{b: b, clients: map[caller]*http.Client{}, tokens: map[caller]string{}, ids: map[string]string{}, idsB: map[string]string{}}
+	f := &matrixFixture{b: b, clients: map[caller]*http.Client{}, tokens: map[caller]string{}, deploy: map[caller]string{}, ids: map[string]string{}, idsB: map[string]string{}}
 	vendor := b.createOrg(t, "Vendor", "vendor")
 	customer := b.createOrg(t, "Customer", "customer")
 	var err error
@@ -203,6 +204,7 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 		}
 		f.clients[c] = b.signIn(t, email)
 		f.tokens[c] = b.createTokenViaUI(t, f.clients[c], "read", "run", "approve")
+		f.deploy[c] = b.createTokenViaUI(t, f.clients[c], "deploy")
 	}
 	f.clients[anon] = b.client(t)
 	// A spare member of A that member-removal cells can remove, and a user id for admin cells.
@@ -213,6 +215,7 @@ func newMatrixFixture(t *testing.T) *matrixFixture {
 	f.ids["programID"] = fmt.Sprint(f.programA)
 	f.ids["tokenID"] = "0000"
 	f.ids["version"] = "1"
+	f.ids["stage"] = "pilot" // the stage addRolloutObjects creates
 	f.addObjects(t)
 	return f
 }
@@ -280,7 +283,7 @@ func expected(r routeCase, c caller) []int {
 			return deny(http.StatusUnauthorized)
 		}
 		return r.allowed
-	case "apiprogram":
+	case "deploy", "apiprogram":
 		switch c {
 		case anon:
 			return deny(http.StatusUnauthorized)
@@ -318,8 +321,12 @@ func (f *matrixFixture) do(t *testing.T, c caller, method, path string) int {
 		if method != http.MethodGet {
 			req.Header.Set("Content-Type", "application/json")
 		}
+		token := f.tokens[c]
+		if strings.HasPrefix(path, "/api/v1/deploy/") {
+			token = f.deploy[c]
+		}
 		if c != anon {
-			req.Header.Set("Authorization", "Bearer "+f.tokens[c])
+			req.Header.Set("Authorization", "Bearer "+token)
 		}
 	}
 	res, err := client.Do(req)

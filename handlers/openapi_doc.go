@@ -51,6 +51,10 @@ var apiOperations = []apiOperation{
 	{Method: "POST", Path: "/api/v1/programs/{programID}/rollout/decisions", Summary: "Take a decision on the current stage (approve, waive, reject, halt, resume, rollback-requested) for the token user's side; 422 with the reason when the rules refuse it", Scope: "approve", Request: "DecisionRequest", Response: "DecisionCreated", Status: 201},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions", Summary: "The decision log with its verification (verified, or the first bad record)", Scope: "read", Response: "DecisionList"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions/export", Summary: "The whole decision log as `accord verify` checks it (accord-decision-log/v1)", Scope: "read", Response: "DecisionLog"},
+	{Method: "GET", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}", Summary: "A rollout stage as a deployer reads it (Argo Rollouts' web metric provider): state approved (both sides signed it off), halted (stop-loss, halt, rejection or rollback request) or waiting; always 200 for a stage of the plan", Scope: "deploy", Response: "StageGate"},
+	{Method: "POST", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/confirm-rollout", Summary: "Flagger's confirm-rollout webhook: 200 once the rollout reached the stage (it is current or approved) and it is not halted, else 409", Scope: "deploy", Request: "FlaggerPayload", Response: "FlaggerAnswer"},
+	{Method: "POST", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/confirm-promotion", Summary: "Flagger's confirm-promotion webhook: 200 once both sides approved the stage, else 409", Scope: "deploy", Request: "FlaggerPayload", Response: "FlaggerAnswer"},
+	{Method: "POST", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/rollback", Summary: "Flagger's rollback webhook: 200 when Accord halted the stage (stop-loss, halt, rejection or rollback request), else 409", Scope: "deploy", Request: "FlaggerPayload", Response: "FlaggerAnswer"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions/head", Summary: "The decision log's signed head (seq, hash, time): `accord verify FILE --head` tells whether an export is behind", Scope: "read", Response: "LogHead"},
 }
 
@@ -98,6 +102,13 @@ var apiSchemas = map[string]any{
 	"DecisionList":    obj(map[string]any{"chain": str(), "verified": boolean(), "problem": str(), "head_seq": integer(), "head": str(), "decisions": arr(ref("DecisionRecord"))}),
 	"DecisionLog":     map[string]any{"type": "object", "description": "format accord-decision-log/v1: chain, records[] {record, hash, envelope (DSSE)}, checkpoint (DSSE over the head), earlier_checkpoints[] (the ones it superseded); verify with `accord verify FILE --keys keys.json`"},
 	"LogHead":         map[string]any{"type": "object", "description": "format accord-decision-head/v1: chain, seq, head, time, checkpoint (DSSE over the head); `accord verify FILE --keys keys.json --head head.json`"},
+	"StageGate": obj(map[string]any{"program_id": integer(), "stage": str(), "state": map[string]any{"type": "string", "enum": []any{"approved", "halted", "waiting"}},
+		"approved": boolean(), "halted": boolean(), "stage_state": str(), "current": boolean(), "approved_by": arr(str()), "reason": str(),
+		"checked_at": map[string]any{"type": "string", "format": "date-time"}}),
+	"FlaggerPayload": map[string]any{"type": "object", "description": "The payload Flagger posts to a webhook. Flagger's webhooks send no headers: put the deploy token in metadata.token (or send Authorization: Bearer).",
+		"properties": map[string]any{"name": str(), "namespace": str(), "phase": str(), "checksum": str(),
+			"metadata": map[string]any{"type": "object", "additionalProperties": str()}}},
+	"FlaggerAnswer": obj(map[string]any{"hook": str(), "yes": boolean(), "gate": ref("StageGate")}),
 	"GateSetSpec": map[string]any{"type": "object", "description": "A gate set: schema_version, name, correction, stop_loss_consecutive, criteria (metric, statistic, mode, comparator, threshold, unit, confidence, min_samples, severity, stop_loss).",
 		"required": []any{"name", "criteria"}},
 }

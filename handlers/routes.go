@@ -168,6 +168,8 @@ func (s *Server) routes() http.Handler {
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(withTimeout(s.timeout))
 		r.Get("/openapi.json", s.showOpenAPI)
+		// Deployers (Argo Rollouts, Flagger): deploy-scope tokens only.
+		s.deployRoutes(r)
 		r.Group(func(r chi.Router) {
 			r.Use(s.withAPIToken)
 			r.Get("/programs", s.apiListPrograms)

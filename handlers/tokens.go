@@ -57,8 +57,12 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !slices.Contains(scopes, auth.ScopeRead) {
-		scopes = append([]string{auth.ScopeRead}, scopes...) // every API call reads
+	if slices.Contains(scopes, auth.ScopeDeploy) && len(scopes) > 1 {
+		s.renderTokens(w, r, http.StatusUnprocessableEntity, "", "A deploy token has the deploy scope alone: a deployer needs nothing else. Create another token for the rest.")
+		return
+	}
+	if !slices.Contains(scopes, auth.ScopeRead) && !slices.Contains(scopes, auth.ScopeDeploy) {
+		scopes = append([]string{auth.ScopeRead}, scopes...) // every other API call reads
 	}
 	now := time.Now()
 	t := store.APIToken{ID: auth.NewID(), UserID: v.ID, Name: name, Scopes: scopes, ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour)}

@@ -667,6 +667,8 @@ func scopeHelp(scope string) string {
 		return "submit and cancel runs (needs the engineer role)"
 	case "approve":
 		return "approve rollout stages (needs the approver role)"
+	case "deploy":
+		return "alone, for Argo Rollouts or Flagger: read whether a rollout stage is approved, halted or waiting, nothing else"
 	}
 	return ""
 }

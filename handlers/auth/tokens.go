@@ -27,10 +27,14 @@ const (
 	ScopeRead    = "read"
 	ScopeRun     = "run"
 	ScopeApprove = "approve"
+	// ScopeDeploy is a deployer's token (Argo Rollouts, Flagger): it reads
+	// the state of rollout stages through the deploy endpoints and nothing
+	// else, so it is given alone.
+	ScopeDeploy = "deploy"
 )
 
 // AllScopes lists the scopes in display order.
-var AllScopes = []string{ScopeRead, ScopeRun, ScopeApprove}
+var AllScopes = []string{ScopeRead, ScopeRun, ScopeApprove, ScopeDeploy}
 
 // Keys signs and verifies Accord's JWTs. Each audience has its own HMAC key
 // derived from the server's secret, so that the secret itself never signs.
