@@ -65,6 +65,15 @@ const (
 	FaultPathDown  = "path-down"
 )
 
+// Prometheus exporter kinds (ExporterSpec.Kind): the built-in mappings of
+// vendors' exporters, or a mapping written in the profile.
+const (
+	ExporterDCGM      = "dcgm"               // NVIDIA DCGM exporter
+	ExporterAscendNPU = "ascend-npu"         // Huawei Ascend NPU exporter
+	ExporterAMD       = "amd-device-metrics" // AMD device metrics exporter
+	ExporterCustom    = "custom"
+)
+
 // Multiple-testing corrections (GateSetSpec.Correction).
 const (
 	CorrectionHolm = "holm"
@@ -78,6 +87,7 @@ var (
 	rwPatterns     = []string{RWRead, RWWrite, RWRandRead, RWRandWrite, RWMixed, RWRandMixed}
 	ioEngines      = []string{IOEngineLibaio, IOEngineIOURing, IOEnginePsync, IOEngineSync, IOEnginePosixAIO}
 	apis           = []string{APIChat, APICompletions}
+	exporterKinds  = []string{ExporterDCGM, ExporterAscendNPU, ExporterAMD, ExporterCustom}
 	loadModes      = []string{LoadConcurrency, LoadRate}
 	arrivals       = []string{ArrivalConstant, ArrivalPoisson}
 	dists          = []string{DistFixed, DistUniform, DistNormal}

@@ -41,6 +41,7 @@ var fieldChoices = map[string][]string{
 	"steps[*].inference.output_tokens.dist": dists,
 	"steps[*].command.format":               commandFormats,
 	"steps[*].fault.action":                 faultActions,
+	"telemetry.exporters[*].kind":           exporterKinds,
 	"correction":                            corrections,
 	"criteria[*].statistic":                 statisticNames(),
 	"criteria[*].mode":                      modes,
@@ -129,6 +130,19 @@ var fieldHelp = func() map[string]string {
 		"steps[*].gpu_path.size":       "How much each path reads, like 4GiB; a file must be at least this big.",
 		"steps[*].gpu_path.gpu":        "The accelerator gdsio reads into (its index, 0 by default).",
 
+		"telemetry":                                   "Further sources of the per-second telemetry every measuring step takes.",
+		"telemetry.exporters":                         "Prometheus exporters the lab host reaches, scraped every second for accelerator utilisation, memory, memory bandwidth and power: the path for any accelerator, known to Accord or not.",
+		"telemetry.exporters[*]":                      "One exporter.",
+		"telemetry.exporters[*].url":                  "The exporter's metrics endpoint as the lab host reaches it, like http://127.0.0.1:9400/metrics.",
+		"telemetry.exporters[*].kind":                 "dcgm (NVIDIA's DCGM exporter), ascend-npu (Huawei's NPU exporter) and amd-device-metrics (AMD's device metrics exporter) are read with built-in mappings; custom reads the mapping below.",
+		"telemetry.exporters[*].name":                 "A name for this exporter's readings (default: its kind).",
+		"telemetry.exporters[*].mapping":              "For kind custom: which series give each device's readings.",
+		"telemetry.exporters[*].mapping.device_label": "The label that tells devices apart, like gpu or id; empty when the exporter reports one device.",
+		"telemetry.exporters[*].mapping.util":         "Series of the busy share in percent; the first the exporter has is read.",
+		"telemetry.exporters[*].mapping.mem_used":     "Series of the memory in use, in bytes after scaling (scale 1048576 for a MiB gauge).",
+		"telemetry.exporters[*].mapping.mem_bw":       "Series of the memory's busy share in percent (scale 100 for a 0 to 1 ratio).",
+		"telemetry.exporters[*].mapping.power":        "Series of the power draw in watts.",
+
 		"steps[*].pause":          "Wait, to let caches, queues and temperatures settle.",
 		"steps[*].pause.duration": "How long to wait.",
 
@@ -174,6 +188,13 @@ var fieldHelp = func() map[string]string {
 		m[p+".min"] = "The shortest " + what + " length drawn (uniform), or a lower clip (normal)."
 		m[p+".max"] = "The longest " + what + " length drawn (uniform), or an upper clip (normal)."
 		m[p+".stddev"] = "Standard deviation in tokens (normal)."
+	}
+	// The readings of an exporter mapping share the help of their series.
+	for _, reading := range []string{"util", "mem_used", "mem_bw", "power"} {
+		p := "telemetry.exporters[*].mapping." + reading + "[*]"
+		m[p] = "One candidate series of this reading."
+		m[p+".metric"] = "The metric name, as the exporter prints it."
+		m[p+".scale"] = "The factor to Accord's unit (1 when empty)."
 	}
 	return m
 }()

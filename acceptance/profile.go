@@ -42,6 +42,53 @@ type ProfileSpec struct {
 	// steps' own limits plus a margin.
 	RunTimeout Duration   `json:"run_timeout,omitempty" yaml:"run_timeout,omitempty"`
 	Steps      []StepSpec `json:"steps" yaml:"steps"`
+	// Telemetry adds sources to the per-second telemetry the probe takes
+	// during every measuring step.
+	Telemetry *TelemetrySpec `json:"telemetry,omitempty" yaml:"telemetry,omitempty"`
+}
+
+// TelemetrySpec lists further telemetry sources.
+type TelemetrySpec struct {
+	// Exporters are Prometheus exporters the lab host reaches, scraped
+	// every second for accelerator readings: the vendor-neutral path for
+	// any accelerator, whether or not its tool is known.
+	Exporters []ExporterSpec `json:"exporters,omitempty" yaml:"exporters,omitempty"`
+}
+
+// ExporterSpec is one Prometheus exporter and how to read it.
+type ExporterSpec struct {
+	// URL is the exporter's metrics endpoint as the lab host reaches it,
+	// like http://127.0.0.1:9400/metrics.
+	URL string `json:"url" yaml:"url"`
+	// Kind names a built-in mapping (dcgm, ascend-npu, amd-device-metrics)
+	// or custom, whose Mapping says which series to read.
+	Kind string `json:"kind" yaml:"kind"`
+	// Name labels the exporter's readings (default: the kind).
+	Name    string           `json:"name,omitempty" yaml:"name,omitempty"`
+	Mapping *ExporterMapping `json:"mapping,omitempty" yaml:"mapping,omitempty"`
+}
+
+// ExporterMapping says which series of an exporter give a device's
+// readings. Each reading lists candidate series, the first the exporter
+// has wins; a reading with none is absent.
+type ExporterMapping struct {
+	// DeviceLabel is the label that tells devices apart (gpu, id,
+	// gpu_id); empty when the exporter reports one device.
+	DeviceLabel string `json:"device_label,omitempty" yaml:"device_label,omitempty"`
+	// Util is the busy share in percent, MemUsed the memory in use in
+	// bytes, MemBW the memory's busy share in percent, Power in watts,
+	// each after multiplying by its series' scale.
+	Util    []ExporterSeries `json:"util,omitempty" yaml:"util,omitempty"`
+	MemUsed []ExporterSeries `json:"mem_used,omitempty" yaml:"mem_used,omitempty"`
+	MemBW   []ExporterSeries `json:"mem_bw,omitempty" yaml:"mem_bw,omitempty"`
+	Power   []ExporterSeries `json:"power,omitempty" yaml:"power,omitempty"`
+}
+
+// ExporterSeries is one metric name and the factor to Accord's unit (1
+// when zero): 1048576 for a MiB gauge, 100 for a 0..1 ratio.
+type ExporterSeries struct {
+	Metric string  `json:"metric" yaml:"metric"`
+	Scale  float64 `json:"scale,omitempty" yaml:"scale,omitempty"`
 }
 
 // Storage describes the storage under test. It is descriptive: it labels

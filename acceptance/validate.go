@@ -343,7 +343,75 @@ func ValidateProfile(spec ProfileSpec) ValidationErrors {
 	for i, s := range p.Steps {
 		validateStep(c, p, i, s, first)
 	}
+	if p.Telemetry != nil {
+		validateTelemetry(c, "telemetry", p.Telemetry)
+	}
 	return c.result()
+}
+
+// MaxExporters bounds the exporters a profile scrapes every second.
+const MaxExporters = 8
+
+// promName matches a Prometheus metric or label name.
+var promName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+
+func validateTelemetry(c *specChecker, tp string, t *TelemetrySpec) {
+	ep := specField(tp, "exporters")
+	if len(t.Exporters) > MaxExporters {
+		c.add(ep, "must list at most %d exporters", MaxExporters)
+	}
+	names := map[string]int{}
+	for i, e := range t.Exporters {
+		p := specIndex(ep, i)
+		c.httpURL(specField(p, "url"), e.URL)
+		c.enum(specField(p, "kind"), e.Kind, exporterKinds)
+		name := e.Name
+		if name == "" {
+			name = e.Kind
+		} else {
+			c.safeName(specField(p, "name"), e.Name, "exporter")
+		}
+		if j, dup := names[name]; dup {
+			c.add(p, "is named %q like exporters[%d]; give one of them a name", name, j)
+		}
+		names[name] = i
+		switch {
+		case e.Kind == ExporterCustom && e.Mapping == nil:
+			c.add(specField(p, "mapping"), "is required for kind custom: say which series give the readings")
+		case e.Kind != ExporterCustom && e.Mapping != nil:
+			c.add(specField(p, "mapping"), "is only for kind custom; %s has a built-in mapping", e.Kind)
+		case e.Mapping != nil:
+			validateMapping(c, specField(p, "mapping"), e.Mapping)
+		}
+	}
+}
+
+func validateMapping(c *specChecker, mp string, m *ExporterMapping) {
+	if m.DeviceLabel != "" && !promName.MatchString(m.DeviceLabel) {
+		c.add(specField(mp, "device_label"), "must be a Prometheus label name, like gpu")
+	}
+	total := 0
+	for _, r := range []struct {
+		field  string
+		series []ExporterSeries
+	}{{"util", m.Util}, {"mem_used", m.MemUsed}, {"mem_bw", m.MemBW}, {"power", m.Power}} {
+		total += len(r.series)
+		if len(r.series) > 4 {
+			c.add(specField(mp, r.field), "must list at most 4 series")
+		}
+		for i, s := range r.series {
+			sp := specIndex(specField(mp, r.field), i)
+			if !promName.MatchString(s.Metric) || len(s.Metric) > 200 {
+				c.add(specField(sp, "metric"), "must be a Prometheus metric name, like DCGM_FI_DEV_GPU_UTIL")
+			}
+			if c.finite(specField(sp, "scale"), s.Scale) && s.Scale < 0 {
+				c.add(specField(sp, "scale"), "must not be negative")
+			}
+		}
+	}
+	if total == 0 {
+		c.add(mp, "must map at least one of util, mem_used, mem_bw and power")
+	}
 }
 
 // Validate reports the profile's problems as ValidationErrors, or nil.

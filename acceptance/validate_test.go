@@ -121,6 +121,22 @@ func TestValidateProfileGood(t *testing.T) {
 	}
 }
 
+func exporters(es ...ExporterSpec) *TelemetrySpec { return &TelemetrySpec{Exporters: es} }
+
+// A profile with the three built-in exporters and a custom one is valid.
+func TestValidateProfileExporters(t *testing.T) {
+	t.Parallel()
+	p := validProfile()
+	p.Telemetry = exporters(
+		ExporterSpec{URL: "http://127.0.0.1:9400/metrics", Kind: ExporterDCGM},
+		ExporterSpec{URL: "http://127.0.0.1:8082/metrics", Kind: ExporterAscendNPU},
+		ExporterSpec{URL: "http://127.0.0.1:5000/metrics", Kind: ExporterAMD},
+		ExporterSpec{URL: "http://127.0.0.1:9445/metrics", Kind: ExporterCustom, Name: "rbln", Mapping: &ExporterMapping{DeviceLabel: "uuid",
+			Util: []ExporterSeries{{Metric: "RBLN_DEVICE_STATUS:UTILIZATION"}}, MemUsed: []ExporterSeries{{Metric: "RBLN_DEVICE_STATUS:DRAM_USED", Scale: 1 << 30}}}},
+	)
+	require.Nil(t, ValidateProfile(p))
+}
+
 func TestValidateProfileBad(t *testing.T) {
 	t.Parallel()
 	fio := func(p *ProfileSpec) *FioStep { return p.Steps[2].Fio }
@@ -134,6 +150,33 @@ func TestValidateProfileBad(t *testing.T) {
 		message string
 	}{
 		{"schema too new", func(p *ProfileSpec) { p.SchemaVersion = 2 }, "schema_version", "must be between 1 and 1"},
+		{"exporter url", func(p *ProfileSpec) {
+			p.Telemetry = exporters(ExporterSpec{URL: "file:///etc/passwd", Kind: ExporterDCGM})
+		}, "telemetry.exporters[0].url", "must be an http:// or https:// URL, like http://10.0.0.5:8000/v1"},
+		{"exporter kind", func(p *ProfileSpec) {
+			p.Telemetry = exporters(ExporterSpec{URL: "http://127.0.0.1:9400/metrics", Kind: "nvml"})
+		}, "telemetry.exporters[0].kind", `"nvml" is not allowed: use one of dcgm, ascend-npu, amd-device-metrics, custom`},
+		{"custom without mapping", func(p *ProfileSpec) {
+			p.Telemetry = exporters(ExporterSpec{URL: "http://127.0.0.1:9400/metrics", Kind: ExporterCustom})
+		}, "telemetry.exporters[0].mapping", "is required for kind custom: say which series give the readings"},
+		{"mapping on a built-in", func(p *ProfileSpec) {
+			p.Telemetry = exporters(ExporterSpec{URL: "http://127.0.0.1:9400/metrics", Kind: ExporterDCGM, Mapping: &ExporterMapping{Util: []ExporterSeries{{Metric: "x"}}}})
+		}, "telemetry.exporters[0].mapping", "is only for kind custom; dcgm has a built-in mapping"},
+		{"empty mapping", func(p *ProfileSpec) {
+			p.Telemetry = exporters(ExporterSpec{URL: "http://127.0.0.1:9400/metrics", Kind: ExporterCustom, Mapping: &ExporterMapping{DeviceLabel: "gpu"}})
+		}, "telemetry.exporters[0].mapping", "must map at least one of util, mem_used, mem_bw and power"},
+		{"bad metric name", func(p *ProfileSpec) {
+			p.Telemetry = exporters(ExporterSpec{URL: "http://127.0.0.1:9400/metrics", Kind: ExporterCustom, Mapping: &ExporterMapping{Power: []ExporterSeries{{Metric: "power draw"}}}})
+		}, "telemetry.exporters[0].mapping.power[0].metric", "must be a Prometheus metric name, like DCGM_FI_DEV_GPU_UTIL"},
+		{"bad device label", func(p *ProfileSpec) {
+			p.Telemetry = exporters(ExporterSpec{URL: "http://127.0.0.1:9400/metrics", Kind: ExporterCustom, Mapping: &ExporterMapping{DeviceLabel: "1gpu", Power: []ExporterSeries{{Metric: "p"}}}})
+		}, "telemetry.exporters[0].mapping.device_label", "must be a Prometheus label name, like gpu"},
+		{"negative scale", func(p *ProfileSpec) {
+			p.Telemetry = exporters(ExporterSpec{URL: "http://127.0.0.1:9400/metrics", Kind: ExporterCustom, Mapping: &ExporterMapping{Power: []ExporterSeries{{Metric: "p", Scale: -1}}}})
+		}, "telemetry.exporters[0].mapping.power[0].scale", "must not be negative"},
+		{"two exporters one name", func(p *ProfileSpec) {
+			p.Telemetry = exporters(ExporterSpec{URL: "http://127.0.0.1:9400/metrics", Kind: ExporterDCGM}, ExporterSpec{URL: "http://127.0.0.1:9401/metrics", Kind: ExporterDCGM})
+		}, "telemetry.exporters[1]", `is named "dcgm" like exporters[0]; give one of them a name`},
 		{"no name", func(p *ProfileSpec) { p.Name = "" }, "name", "is required"},
 		{"blank name", func(p *ProfileSpec) { p.Name = "   " }, "name", "is required"},
 		{"padded name", func(p *ProfileSpec) { p.Name = " x" }, "name", "must not start or end with spaces"},

@@ -87,7 +87,7 @@ var apiSchemas = map[string]any{
 	"SpecList": map[string]any{"type": "object", "description": "{\"profiles\": [...]} or {\"gatesets\": [...]}", "additionalProperties": arr(ref("SpecSummary"))},
 	"SpecVersion": obj(map[string]any{"spec_id": integer(), "version_id": integer(), "version": integer(), "digest": str(), "note": str(),
 		"created_at": map[string]any{"type": "string", "format": "date-time"}, "spec": map[string]any{"type": "object"}}),
-	"ProfileSpec": map[string]any{"type": "object", "description": "A workload profile: schema_version, name, purpose, storage, repetitions, warmup, steps (fio, inference, command, drop-caches, pause, fault, gpu-path). See the help page and the YAML export of any profile.",
+	"ProfileSpec": map[string]any{"type": "object", "description": "A workload profile: schema_version, name, purpose, storage, repetitions, warmup, steps (fio, inference, command, drop-caches, pause, fault, gpu-path), telemetry (Prometheus exporters scraped every second). See the help page and the YAML export of any profile.",
 		"required": []any{"name", "purpose", "steps"}},
 	"Rollout": map[string]any{"type": "object", "description": "status (in-progress, halted, complete, rejected, rollback-requested), broken (the log does not replay), current_stage, decisions (count), rollback, stages[]: position, name, description, state (pending, awaiting-approval, approved, rejected, halted), attempt, current, gates {gate_set, gate_set_version_id, pass, profiles[] {profile_id, profile, run_id, verdict, pinned, problem}}, approvals[] and resumes[] {kind, actor, side, reason, at}, awaiting (sides), waived, halt, rejection, watch"},
 	"DecisionRequest": map[string]any{"type": "object", "required": []any{"kind"}, "properties": map[string]any{

@@ -79,7 +79,7 @@ func ImportTelemetry(r io.Reader, opts Options) ([]acceptance.Measurement, []str
 			} else {
 				gpuMissing++
 			}
-			if err := addGPUSamples(s.GPUs, &gpuMem, &gpuBW, &gpuPower); err != nil {
+			if err := addGPUSamples(wire.HostGPUs(s.GPUs), &gpuMem, &gpuBW, &gpuPower); err != nil {
 				return nil, nil, &Error{Input: in, Line: lineNo, Field: "gpus", Err: err}
 			}
 			for id, v := range s.Counters {
@@ -132,7 +132,8 @@ func ImportTelemetry(r io.Reader, opts Options) ([]acceptance.Measurement, []str
 	return out, warnings, nil
 }
 
-// addGPUSamples folds one second's device readings into the host's:
+// addGPUSamples folds one second's device readings (wire.HostGPUs: the
+// vendor tools', else the exporters') into the host's:
 // memory used and power summed over the devices that report them, memory
 // busy averaged. A second where no device reports a reading adds nothing.
 func addGPUSamples(gs []wire.GPUSample, mem, bw, power *[]float64) error {

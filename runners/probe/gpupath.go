@@ -38,7 +38,7 @@ func (r *runner) runGPUPath(ctx context.Context, i int, s acceptance.StepSpec, r
 	res.Format = "gpu-path-json"
 	dir := filepath.Join(r.dir, rel)
 	err := stepError(ctx, s.Name, func() error {
-		tel, err := startTelemetry(ctx, dir, targetDevices(s.GPUPath.Target))
+		tel, err := r.startTelemetry(ctx, dir, targetDevices(s.GPUPath.Target))
 		if err != nil {
 			return err
 		}

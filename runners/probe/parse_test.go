@@ -2,7 +2,6 @@ package probe
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"strings"
 	"testing"
@@ -57,49 +56,6 @@ func TestPromDelta(t *testing.T) {
 		`restarted_total{path="a\\b \"q\"\n"}`:                       5, // reset: counted from zero
 		`new_total`:                                                  2,
 	}, d)
-}
-
-func TestPromParseErrors(t *testing.T) {
-	t.Parallel()
-	for _, bad := range []string{
-		`{a="b"} 1`,
-		`m{a="b} 1`,
-		`m{a=b} 1`,
-		`m one`,
-		`m 1 2 3`,
-		`m{a="b",} x`,
-	} {
-		_, err := parsePromText(bad)
-		require.Error(t, err, bad)
-	}
-	d, err := parsePromText("m{a=\"b\",} 1\nm NaN\nm +Inf\n")
-	require.NoError(t, err)
-	require.Len(t, d.Samples, 3)
-	require.True(t, math.IsNaN(d.Samples[1].Value))
-}
-
-func FuzzPromText(f *testing.F) {
-	f.Add(promBefore)
-	f.Add(promAfter)
-	f.Add("m{a=\"\\\\\\n\\\"\"} -1e9 123\n# TYPE m counter\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		d, err := parsePromText(s)
-		if err != nil {
-			return
-		}
-		// Keys of what parses must parse back to the same series.
-		for _, smp := range d.Samples {
-			k := smp.key()
-			back, err := parsePromSample(k + " 1")
-			if err != nil {
-				t.Fatalf("key %q of %q does not parse back: %v", k, s, err)
-			}
-			if back.key() != k {
-				t.Fatalf("key %q reparsed as %q", k, back.key())
-			}
-		}
-		_ = promDelta(d, d)
-	})
 }
 
 func TestParseProcStat(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/loadgen"
+	"github.com/accordlab/accord/runners/probe/promtext"
 	"github.com/accordlab/accord/runners/probe/wire"
 )
 
@@ -53,7 +54,7 @@ func (r *runner) fio(ctx context.Context, s acceptance.StepSpec, rep int, dir st
 	if err := os.WriteFile(filepath.Join(dir, wire.FioJobFile), []byte(fioJobFile(s.Name, f, r.plan.Profile.Warmup.D())), 0o644); err != nil {
 		return err
 	}
-	tel, err := startTelemetry(ctx, dir, targetDevices(f.Target))
+	tel, err := r.startTelemetry(ctx, dir, targetDevices(f.Target))
 	if err != nil {
 		return err
 	}
@@ -244,7 +245,7 @@ func (r *runner) command(ctx context.Context, step string, rep int, c *acceptanc
 		return err
 	}
 	defer stderr.Close()
-	tel, err := startTelemetry(ctx, dir, nvmeNamespaces())
+	tel, err := r.startTelemetry(ctx, dir, nvmeNamespaces())
 	if err != nil {
 		return err
 	}
@@ -399,7 +400,7 @@ func (r *runner) inferenceLevel(ctx context.Context, s acceptance.StepSpec, rep 
 	}
 	defer f.Close()
 	records := &lockedWriter{w: bufio.NewWriterSize(f, 64<<10)}
-	tel, err := startTelemetry(ctx, dir, nvmeNamespaces())
+	tel, err := r.startTelemetry(ctx, dir, nvmeNamespaces())
 	if err != nil {
 		return err
 	}
@@ -450,7 +451,7 @@ func (r *runner) inferenceLevel(ctx context.Context, s acceptance.StepSpec, rep 
 // scrapeTo saves a scrape of url into path and returns its text; a failed
 // scrape is a warning (the measurement itself does not depend on it).
 func (r *runner) scrapeTo(ctx context.Context, url, path string) string {
-	text, err := scrape(ctx, url)
+	text, err := promtext.Scrape(ctx, url, 10*time.Second)
 	if err != nil {
 		r.ev.log("warn", "%v", err)
 		return ""
@@ -462,15 +463,15 @@ func (r *runner) scrapeTo(ctx context.Context, url, path string) string {
 }
 
 func promDeltaText(before, after string) (map[string]float64, error) {
-	b, err := parsePromText(before)
+	b, err := promtext.Parse(before)
 	if err != nil {
 		return nil, fmt.Errorf("before: %w", err)
 	}
-	a, err := parsePromText(after)
+	a, err := promtext.Parse(after)
 	if err != nil {
 		return nil, fmt.Errorf("after: %w", err)
 	}
-	return promDelta(b, a), nil
+	return promtext.Delta(b, a), nil
 }
 
 // faultLogFile records what a fault applied and removed.
@@ -572,4 +573,12 @@ func (r *runner) duringFault(stepCtx, faultCtx context.Context, failStep context
 	}
 	r.emitResult(res, faultLogFile, nil)
 	return nil
+}
+
+// truncate shortens s to n bytes for a message, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

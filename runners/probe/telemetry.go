@@ -162,27 +162,36 @@ func nvmeNamespaces() []string {
 // telemetry samples the host every second into telemetry.jsonl and keeps
 // the samples of the current interim window.
 type telemetry struct {
-	f       *os.File
-	start   time.Time
-	devices []string
-	gpus    []presentTool // the vendor tools on this host
-	counter *counters.Reader
-	cancel  context.CancelFunc
-	done    chan struct{}
+	f         *os.File
+	dir       string
+	start     time.Time
+	devices   []string
+	gpus      []presentTool     // the vendor tools on this host
+	exporters []*exporterSource // the profile's Prometheus exporters
+	counter   *counters.Reader
+	warn      func(format string, args ...any)
+	cancel    context.CancelFunc
+	done      chan struct{}
 
 	mu     sync.Mutex
 	window []wire.TelemetrySample
 	err    error
 }
 
-func startTelemetry(ctx context.Context, dir string, devices []string) (*telemetry, error) {
+// startTelemetry samples the host every second into dir's telemetry.jsonl
+// until stop: the block devices' and NICs' rates, the fabric's and
+// drives' counters, every vendor tool installed and the profile's
+// exporters.
+func (r *runner) startTelemetry(ctx context.Context, dir string, devices []string) (*telemetry, error) {
 	f, err := os.OpenFile(filepath.Join(dir, wire.TelemetryFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
+	warn := func(format string, args ...any) { r.ev.log("warn", format, args...) }
 	ctx, cancel := context.WithCancel(ctx)
-	t := &telemetry{f: f, start: time.Now(), devices: devices, cancel: cancel, done: make(chan struct{}),
-		gpus: presentTools(exec.LookPath), counter: counters.NewReader()}
+	t := &telemetry{f: f, dir: dir, start: time.Now(), devices: devices, cancel: cancel, done: make(chan struct{}),
+		gpus: presentTools(exec.LookPath), exporters: exporterSources(r.plan.Profile.Telemetry, warn),
+		counter: counters.NewReader(), warn: warn}
 	go t.loop(ctx)
 	return t, nil
 }
@@ -271,9 +280,14 @@ func (t *telemetry) sample(ctx context.Context, prev, cur telemetryState) wire.T
 		s.NICTxBps += float64(c.Tx-p.Tx) / sec
 	}
 	s.Counters, s.CounterDetail = counters.Rates(prev.counters, cur.counters)
-	if len(t.gpus) > 0 {
+	if len(t.gpus) > 0 || len(t.exporters) > 0 {
+		var fromExporters []wire.GPUSample
+		var wg sync.WaitGroup
+		wg.Go(func() { fromExporters = t.scrapeExporters(ctx) })
 		s.GPUs = sampleGPUs(ctx, t.gpus)
-		s.GPUUtilPct = meanUtil(s.GPUs)
+		wg.Wait()
+		s.GPUs = append(s.GPUs, fromExporters...)
+		s.GPUUtilPct = meanUtil(wire.HostGPUs(s.GPUs))
 	}
 	return s
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/counters"
+	"github.com/accordlab/accord/runners/probe/exporter"
 	"github.com/accordlab/accord/runners/probe/gpu/gputest"
 )
 
@@ -62,22 +64,35 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkTelemetryOverhead is the probe's cost of one second of
-// telemetry with all eleven vendor adapters probed (fake tools printing
-// recorded outputs, one process per telemetry command) plus this host's
-// own counters (/proc, /sys/class/net, /sys/block, and RDMA where there
-// is any). It prints the wall time and the CPU time (probe and children)
-// per sample: the share of one CPU the sampling takes is cpu-ms/1000.
+// telemetry: this host's own counters (/proc, /sys/class/net, /sys/block,
+// and RDMA where there is any); plus every vendor adapter probed (fake
+// tools printing recorded outputs, one process per telemetry command,
+// npu-smi's per-NPU usages included); plus the three built-in exporters
+// scraped from real HTTP servers on loopback. It prints the wall time and
+// the CPU time (probe and children) per sample: the share of one CPU the
+// sampling takes is cpu-ms/1000.
 func BenchmarkTelemetryOverhead(b *testing.B) {
 	lookPath := fakeGPUTools(b)
-	for _, withGPU := range []bool{false, true} {
-		name := "counters-only"
-		if withGPU {
-			name = "all-11-gpu-adapters"
-		}
-		b.Run(name, func(b *testing.B) {
-			t := &telemetry{start: time.Now(), counter: counters.NewReader()}
-			if withGPU {
+	var exporters []*exporterSource
+	for _, e := range []struct{ file, kind string }{
+		{"dcgm-exporter-tesla-t4.prom", acceptance.ExporterDCGM},
+		{"amd-device-metrics-exporter-mi300x.prom", acceptance.ExporterAMD},
+		{"ascend-npu-exporter-910.prom", acceptance.ExporterAscendNPU},
+	} {
+		m, _ := exporter.Builtin(e.kind)
+		exporters = append(exporters, &exporterSource{name: e.kind, url: serveExposition(b, e.file), mapping: m})
+	}
+	for _, c := range []struct {
+		name            string
+		tools, scrapers bool
+	}{{"counters-only", false, false}, {"all-gpu-adapters", true, false}, {"all-gpu-adapters-and-3-exporters", true, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			t := &telemetry{start: time.Now(), counter: counters.NewReader(), warn: func(string, ...any) {}}
+			if c.tools {
 				t.gpus = presentTools(lookPath)
+			}
+			if c.scrapers {
+				t.exporters = exporters
 			}
 			ctx := context.Background()
 			prev := t.readState(ctx)

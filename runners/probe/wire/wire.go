@@ -297,6 +297,29 @@ type TelemetrySample struct {
 	CounterDetail map[string]float64 `json:"counter_detail,omitempty"`
 }
 
+// ExporterToolPrefix starts the Tool of readings taken from a Prometheus
+// exporter ("exporter:dcgm") rather than from a vendor tool.
+const ExporterToolPrefix = "exporter:"
+
+// HostGPUs returns the readings a host's GPU figures are made of: the
+// vendor tools' where any tool reported, else the exporters'. An exporter
+// often watches the same devices as a tool on the host (DCGM beside
+// nvidia-smi); counting both would count those devices twice.
+func HostGPUs(gs []GPUSample) []GPUSample {
+	var tools, exporters []GPUSample
+	for _, g := range gs {
+		if len(g.Tool) >= len(ExporterToolPrefix) && g.Tool[:len(ExporterToolPrefix)] == ExporterToolPrefix {
+			exporters = append(exporters, g)
+		} else {
+			tools = append(tools, g)
+		}
+	}
+	if len(tools) > 0 {
+		return tools
+	}
+	return exporters
+}
+
 // GPUSample is one accelerator's reading; a nil field is one the tool
 // does not give.
 type GPUSample struct {

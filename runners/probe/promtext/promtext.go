@@ -1,4 +1,9 @@
-package probe
+// Package promtext reads the Prometheus text exposition format (0.0.4):
+// # TYPE comments and samples with optional labels and timestamps, the
+// part of the format that scrapes of inference servers and accelerator
+// exporters need. Our own small parser: the probe runs on lab hosts and
+// keeps its dependencies to the standard library.
+package promtext
 
 import (
 	"context"
@@ -13,25 +18,23 @@ import (
 	"time"
 )
 
-// promSample is one sample of the Prometheus text exposition format.
-type promSample struct {
+// Sample is one sample of the Prometheus text exposition format.
+type Sample struct {
 	Name   string
 	Labels map[string]string
 	Value  float64
 }
 
-// promFamily types by metric family name, from # TYPE lines.
-type promDoc struct {
+// Doc is a parsed exposition: metric types by family name (from # TYPE
+// lines) and the samples.
+type Doc struct {
 	Types   map[string]string
-	Samples []promSample
+	Samples []Sample
 }
 
-// parsePromText parses the Prometheus text exposition format (version
-// 0.0.4): # TYPE comments, samples with optional labels and timestamps.
-// Our own small parser: the probe keeps its dependencies to the standard
-// library, and the counters it needs are the simple part of the format.
-func parsePromText(text string) (*promDoc, error) {
-	doc := &promDoc{Types: map[string]string{}}
+// Parse parses an exposition.
+func Parse(text string) (*Doc, error) {
+	doc := &Doc{Types: map[string]string{}}
 	for n, line := range strings.Split(text, "\n") {
 		line = strings.TrimRight(line, "\r")
 		trimmed := strings.TrimSpace(line)
@@ -45,7 +48,7 @@ func parsePromText(text string) (*promDoc, error) {
 			}
 			continue
 		}
-		s, err := parsePromSample(trimmed)
+		s, err := ParseSample(trimmed)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n+1, err)
 		}
@@ -64,8 +67,8 @@ func isNameChar(c byte, first bool) bool {
 	return false
 }
 
-func parsePromSample(line string) (promSample, error) {
-	var s promSample
+func ParseSample(line string) (Sample, error) {
+	var s Sample
 	i := 0
 	for i < len(line) && isNameChar(line[i], i == 0) {
 		i++
@@ -75,7 +78,7 @@ func parsePromSample(line string) (promSample, error) {
 	}
 	s.Name = line[:i]
 	if i < len(line) && line[i] == '{' {
-		labels, rest, err := parsePromLabels(line[i+1:])
+		labels, rest, err := parseLabels(line[i+1:])
 		if err != nil {
 			return s, fmt.Errorf("metric %s: %w", s.Name, err)
 		}
@@ -88,7 +91,7 @@ func parsePromSample(line string) (promSample, error) {
 	if len(f) < 1 || len(f) > 2 {
 		return s, fmt.Errorf("metric %s: want a value and an optional timestamp", s.Name)
 	}
-	v, err := parsePromValue(f[0])
+	v, err := parseValue(f[0])
 	if err != nil {
 		return s, fmt.Errorf("metric %s: %w", s.Name, err)
 	}
@@ -101,8 +104,8 @@ func parsePromSample(line string) (promSample, error) {
 	return s, nil
 }
 
-// parsePromLabels parses `a="x",b="y"}` and returns what follows the brace.
-func parsePromLabels(s string) (map[string]string, string, error) {
+// parseLabels parses `a="x",b="y"}` and returns what follows the brace.
+func parseLabels(s string) (map[string]string, string, error) {
 	labels := map[string]string{}
 	i := 0
 	for {
@@ -172,7 +175,7 @@ func parsePromLabels(s string) (map[string]string, string, error) {
 	}
 }
 
-func parsePromValue(s string) (float64, error) {
+func parseValue(s string) (float64, error) {
 	switch s {
 	case "+Inf", "Inf":
 		return math.Inf(1), nil
@@ -188,8 +191,8 @@ func parsePromValue(s string) (float64, error) {
 	return v, nil
 }
 
-// key is the sample's series identity: name{labels sorted}.
-func (s promSample) key() string {
+// Key is the sample's series identity: name{labels sorted}.
+func (s Sample) Key() string {
 	if len(s.Labels) == 0 {
 		return s.Name
 	}
@@ -214,23 +217,23 @@ func (s promSample) key() string {
 	return b.String()
 }
 
-// counters returns the monotonic series of a document: counters, and the
+// Counters returns the monotonic series of a document: counters, and the
 // _sum and _count of histograms and summaries; untyped series ending in
 // _total count too.
-func (d *promDoc) counters() map[string]float64 {
+func (d *Doc) Counters() map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range d.Samples {
 		if math.IsNaN(s.Value) || math.IsInf(s.Value, 0) {
 			continue
 		}
 		if d.isCounter(s.Name) {
-			out[s.key()] = s.Value
+			out[s.Key()] = s.Value
 		}
 	}
 	return out
 }
 
-func (d *promDoc) isCounter(name string) bool {
+func (d *Doc) isCounter(name string) bool {
 	if t, ok := d.Types[name]; ok {
 		return t == "counter"
 	}
@@ -251,11 +254,11 @@ func (d *promDoc) isCounter(name string) bool {
 	return false
 }
 
-// promDelta is the increase of every counter between two scrapes. A counter
+// Delta is the increase of every counter between two scrapes. A counter
 // that went down was reset (the server restarted), so its increase is its
 // new value; a series missing after is left out.
-func promDelta(before, after *promDoc) map[string]float64 {
-	b, a := before.counters(), after.counters()
+func Delta(before, after *Doc) map[string]float64 {
+	b, a := before.Counters(), after.Counters()
 	out := make(map[string]float64, len(a))
 	for k, v := range a {
 		prev, ok := b[k]
@@ -271,9 +274,12 @@ func promDelta(before, after *promDoc) map[string]float64 {
 	return out
 }
 
-// scrape fetches a Prometheus endpoint's text.
-func scrape(ctx context.Context, url string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// MaxScrape bounds the text read from one scrape.
+const MaxScrape = 32 << 20
+
+// Scrape fetches a Prometheus endpoint's text within timeout.
+func Scrape(ctx context.Context, url string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -285,7 +291,7 @@ func scrape(ctx context.Context, url string) (string, error) {
 		return "", fmt.Errorf("scrape %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxScrape))
 	if err != nil {
 		return "", fmt.Errorf("scrape %s: %w", url, err)
 	}
