@@ -26,6 +26,23 @@ func (p ProfileSpec) Clone() ProfileSpec {
 			out.Steps[i] = s.Clone()
 		}
 	}
+	if p.Telemetry != nil {
+		t := *p.Telemetry
+		t.Exporters = nil
+		for _, e := range p.Telemetry.Exporters {
+			if e.Mapping != nil {
+				m := *e.Mapping
+				for _, list := range []*[]ExporterSeries{&m.Util, &m.MemUsed, &m.MemBW, &m.Power} {
+					if *list != nil {
+						*list = append([]ExporterSeries(nil), *list...)
+					}
+				}
+				e.Mapping = &m
+			}
+			t.Exporters = append(t.Exporters, e)
+		}
+		out.Telemetry = &t
+	}
 	return out
 }
 
@@ -97,6 +114,10 @@ func (p ProfileSpec) Normalized() ProfileSpec {
 	}
 	for i := range out.Steps {
 		normalizeStep(&out.Steps[i])
+	}
+	// A telemetry block without exporters says nothing (a form posts one).
+	if out.Telemetry != nil && len(out.Telemetry.Exporters) == 0 {
+		out.Telemetry = nil
 	}
 	return out
 }

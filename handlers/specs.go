@@ -85,7 +85,7 @@ var profileOps = specOps[acceptance.ProfileSpec]{
 		return lines
 	},
 	edit:    editProfile,
-	addKind: []string{"fio", "inference", "command", "drop-caches", "pause", "fault"},
+	addKind: []string{"fio", "inference", "command", "drop-caches", "pause", "fault", "gpu-path"},
 }
 
 var gateSetOps = specOps[acceptance.GateSetSpec]{

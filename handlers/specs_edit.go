@@ -71,6 +71,8 @@ func newStep(kind acceptance.StepKind, n int) acceptance.StepSpec {
 		s.Pause = &acceptance.PauseStep{Duration: acceptance.Duration(10e9)}
 	case acceptance.StepFault:
 		s.Fault = &acceptance.FaultStep{Action: "netem", Interface: "eth0", Delay: acceptance.Duration(5e6), Duration: acceptance.Duration(30e9)}
+	case acceptance.StepGPUPath:
+		s.GPUPath = &acceptance.GPUPathStep{Target: "/var/tmp/accord-fio.dat", BlockSize: 1 << 20, Size: 1 << 30}
 	}
 	return s
 }

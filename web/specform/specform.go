@@ -6,6 +6,7 @@
 package specform
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -58,6 +59,7 @@ var (
 var stepBlocks = map[string]string{
 	string(acceptance.StepFio): "fio", string(acceptance.StepInference): "inference",
 	string(acceptance.StepCommand): "command", string(acceptance.StepPause): "pause", string(acceptance.StepFault): "fault",
+	string(acceptance.StepGPUPath): "gpu_path",
 }
 
 // Hidden lists paths a form never shows (fixed by the server).
@@ -223,6 +225,14 @@ func leafField(v reflect.Value, path string) Field {
 		f.Value = v.String()
 		if len(f.Value) > 120 || path == "description" {
 			f.Input = InputTextarea
+		}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		// A list inside a block (telemetry.exporters) is edited as JSON;
+		// the YAML tab edits it more comfortably.
+		f.Input = InputTextarea
+		if v.Len() > 0 {
+			b, _ := json.MarshalIndent(v.Interface(), "", "  ")
+			f.Value = string(b)
 		}
 	default:
 		f.Value = fmt.Sprint(v.Interface())
@@ -402,6 +412,14 @@ func setLeaf(f reflect.Value, raw string) error {
 		f.Set(reflect.ValueOf(items))
 	case t.Kind() == reflect.String:
 		f.SetString(raw)
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		list := reflect.New(t)
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(list.Interface()); err != nil {
+			return fmt.Errorf("must be a JSON list, like the YAML tab shows as a list: %v", err)
+		}
+		f.Set(list.Elem())
 	default:
 		return fmt.Errorf("this field cannot be set from a form")
 	}

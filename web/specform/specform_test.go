@@ -52,6 +52,40 @@ func TestFormRoundTripKeepsEveryTemplate(t *testing.T) {
 	}
 }
 
+// A profile's exporters and a gpu-path step survive the form: the
+// exporters as one JSON list, the step's own block.
+func TestFormRoundTripKeepsExportersAndGPUPath(t *testing.T) {
+	t.Parallel()
+	spec := acceptance.ProfileTemplates()[0].Spec.Clone()
+	spec.Steps = append(spec.Steps, acceptance.StepSpec{Name: "path", Kind: acceptance.StepGPUPath,
+		GPUPath: &acceptance.GPUPathStep{Target: "/dev/nvme1n1", BlockSize: 1 << 20, Size: 4 << 30, GPU: 1}})
+	spec.Telemetry = &acceptance.TelemetrySpec{Exporters: []acceptance.ExporterSpec{
+		{URL: "http://127.0.0.1:9400/metrics", Kind: acceptance.ExporterDCGM},
+		{URL: "http://127.0.0.1:9445/metrics", Kind: acceptance.ExporterCustom, Name: "x", Mapping: &acceptance.ExporterMapping{
+			DeviceLabel: "card", Power: []acceptance.ExporterSeries{{Metric: "card_watts", Scale: 1}}}},
+	}}
+	sections, general := Sections(spec, nil)
+	require.Empty(t, general)
+	values := formValues(sections)
+	require.Contains(t, values.Get("telemetry.exporters"), `"kind": "dcgm"`)
+	require.Equal(t, "/dev/nvme1n1", values.Get("steps[1].gpu_path.target"))
+	var got acceptance.ProfileSpec
+	require.Empty(t, Bind(values, &got))
+	got.SchemaVersion = spec.SchemaVersion
+	want, err := acceptance.ProfileDigest(spec)
+	require.NoError(t, err)
+	have, err := acceptance.ProfileDigest(got)
+	require.NoError(t, err)
+	require.Equal(t, want, have)
+
+	// Not JSON: an error at the field, nothing guessed.
+	values.Set("telemetry.exporters", "dcgm")
+	errs := Bind(values, &acceptance.ProfileSpec{})
+	require.Len(t, errs, 1)
+	require.Equal(t, "telemetry.exporters", errs[0].Path)
+	require.Contains(t, errs[0].Message, "must be a JSON list")
+}
+
 func TestSectionsShowOnlyTheStepsOwnBlockAndPlaceErrors(t *testing.T) {
 	t.Parallel()
 	spec := acceptance.ProfileSpec{Name: "x", Steps: []acceptance.StepSpec{
