@@ -128,35 +128,56 @@ func (s *Server) importResultFile(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	format := parse.Format(r.FormValue("format"))
-	if format == "" {
-		if format, err = parse.Detect(data); err != nil {
-			s.renderImport(w, r, http.StatusUnprocessableEntity, "result", "The file's format was not recognised: "+err.Error()+". Choose it in the list.")
-			return
-		}
-	}
-	step := strings.TrimSpace(r.FormValue("step"))
-	if step == "" {
-		step = "imported"
-	}
-	name := path.Base(strings.ReplaceAll(header.Filename, "\\", "/"))
-	if name == "." || name == "/" || name == "" {
-		name = "result.json"
-	}
-	ms, warnings, err := parse.Import(format, data, parse.Options{Step: step, Repetition: 1, Name: name})
-	if err != nil {
-		s.renderImport(w, r, http.StatusUnprocessableEntity, "result", "The file could not be imported as "+string(format)+": "+err.Error())
-		return
-	}
-	files := collectionOf(map[string][]byte{"imported/" + fileSafeName(name): data})
-	runID, err := s.saveImportedRun(r, t, files, ms, warnings, fmt.Sprintf("imported from %s (%s)", name, format))
+	runID, rep, problem, err := s.importResult(r, t, data, parse.Format(r.FormValue("format")), r.FormValue("step"), header.Filename)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	s.setFlash(w, "ok", fmt.Sprintf("Imported %d measurements from %s.", len(ms), name))
+	if problem != "" {
+		s.renderImport(w, r, http.StatusUnprocessableEntity, "result", problem)
+		return
+	}
+	s.setFlash(w, "ok", fmt.Sprintf("Imported %d measurements from %s: %d fields read, %d ignored (each listed with its reason on the run page).",
+		rep.Measurements, rep.Input, len(rep.Read), len(rep.Ignored)))
 	redirect(w, r, web.ProgramLink(programFrom(r.Context()).ID, fmt.Sprintf("/runs/%d", runID)))
 }
+
+// importResult imports one tool output as a run: the file and the
+// import's report (what it read, what it ignored and why) as artifacts,
+// the measurements, judged when a gate set is chosen. problem is a message
+// for the user (nothing is kept then); err a failure of the server.
+func (s *Server) importResult(r *http.Request, t importTarget, data []byte, format parse.Format, step, filename string) (int64, parse.Report, string, error) {
+	var err error
+	if format == "" {
+		if format, err = parse.Detect(data); err != nil {
+			return 0, parse.Report{}, "The file's format was not recognised: " + err.Error() + ". Choose it in the list.", nil
+		}
+	}
+	step = strings.TrimSpace(step)
+	if step == "" {
+		step = "imported"
+	}
+	name := path.Base(strings.ReplaceAll(filename, "\\", "/"))
+	if name == "." || name == "/" || name == "" {
+		name = "result.json"
+	}
+	res, err := parse.ImportWithReport(format, data, parse.Options{Step: step, Repetition: 1, Name: name})
+	if err != nil {
+		return 0, parse.Report{}, "The file could not be imported as " + string(format) + ": " + err.Error(), nil
+	}
+	rep := res.Report
+	reportJSON, err := rep.JSON()
+	if err != nil {
+		return 0, rep, "", err
+	}
+	files := collectionOf(map[string][]byte{"imported/" + fileSafeName(name): data, ImportReportArtifact: reportJSON})
+	notes := append([]string{fmt.Sprintf("the import read %d fields of %s and ignored %d, each with its reason (%s)", len(rep.Read), name, len(rep.Ignored), ImportReportArtifact)}, rep.Warnings...)
+	runID, err := s.saveImportedRun(r, t, files, res.Measurements, notes, fmt.Sprintf("imported from %s (%s)", name, format))
+	return runID, rep, "", err
+}
+
+// ImportReportArtifact is where an imported run keeps its import's report.
+const ImportReportArtifact = "imported/" + parse.ReportFile
 
 // importSignedReport verifies another installation's bundle against the
 // key the user pins, then keeps its artifacts as an imported run whose

@@ -62,7 +62,7 @@ func TestImportResultFile(t *testing.T) {
 	require.True(t, metrics["ttft"], "per-request TTFTs imported")
 	arts, err := pb.store.RunArtifacts(context.Background(), runID)
 	require.NoError(t, err)
-	require.Len(t, arts, 1)
+	require.Len(t, arts, 2, "the file and the import's report")
 	_, page = pb.get(t, pb.viewer, pb.url("/runs/")+strconv.FormatInt(runID, 10))
 	require.Contains(t, page, "imported from")
 	require.Contains(t, page, "from vllm-bench", "the tool the values came from is named")

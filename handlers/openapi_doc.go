@@ -12,6 +12,7 @@ import (
 type apiOperation struct {
 	Method, Path, Summary, Scope string
 	Request                      string // schema name of the JSON body, if any
+	Form                         string // schema name of a multipart/form-data body, if any
 	Response                     string // schema name of the 2xx body
 	Status                       int    // 2xx status (200 when zero)
 	Binary                       string // media type for a non-JSON response
@@ -35,6 +36,7 @@ var apiOperations = []apiOperation{
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs", Summary: "List the program's runs, newest first (?state= filters)", Scope: "read", Response: "RunList"},
 	{Method: "POST", Path: "/api/v1/programs/{programID}/runs", Summary: "Submit a run: profile version × host × gate set version × optional baseline run", Scope: "run", Request: "RunRequest", Response: "Run", Status: 201,
 		Headers: []apiHeader{{"Idempotency-Key", "Optional; up to 200 printable ASCII characters. The same request sent again with the same key (its answer was lost) gets the run it started, with status 200 and the header Idempotent-Replayed: true, instead of starting another; the key used again for a different request is refused with 422."}}},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/runs/import", Summary: "Import a tool's result file (fio, vLLM, GenAI-Perf, AIPerf) as a run, as the import page does: the run and the import's report (every field read, every field ignored with its reason, the tool's figures beside Accord's under the tool's own percentile definition, fio's per-job view)", Scope: "run", Form: "ImportForm", Response: "ImportResult", Status: 201},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}", Summary: "Show a run: state, progress, verdict", Scope: "read", Response: "Run"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}/evaluation", Summary: "The run's latest evaluation: every criterion's verdict with its numbers and explanation", Scope: "read", Response: "Evaluation"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}/measurements", Summary: "The run's canonical measurements (summaries; raw values in the report bundle and the CSV)", Scope: "read", Response: "MeasurementList"},
@@ -75,7 +77,13 @@ var apiSchemas = map[string]any{
 		"host_id": integer(), "host": str(), "baseline_run_id": integer(), "progress": number(), "progress_text": str(),
 		"created_at": map[string]any{"type": "string", "format": "date-time"}, "started_at": map[string]any{"type": "string", "format": "date-time"},
 		"finished_at": map[string]any{"type": "string", "format": "date-time"}, "url": str(), "has_report": boolean()}),
-	"RunList":    obj(map[string]any{"runs": arr(ref("Run"))}),
+	"RunList": obj(map[string]any{"runs": arr(ref("Run"))}),
+	"ImportForm": obj(map[string]any{"file": map[string]any{"type": "string", "contentEncoding": "binary", "description": "the tool's output file"},
+		"profile_version": integer(), "format": str(), "step": str(), "gate_set_version": integer(), "baseline": integer(), "label": str()}),
+	"ImportResult": obj(map[string]any{"run": ref("Run"), "report": obj(map[string]any{"input": str(), "format": str(), "tool": str(), "tool_version": str(), "measurements": integer(),
+		"read":     arr(obj(map[string]any{"field": str(), "metric": str(), "note": str()})),
+		"ignored":  arr(obj(map[string]any{"field": str(), "reason": str()})),
+		"warnings": arr(str()), "figures": arr(map[string]any{"type": "object"}), "jobs": arr(map[string]any{"type": "object"})})}),
 	"Evaluation": map[string]any{"type": "object", "description": "engine_version, inputs (digests), gate_set, correction, verdict, explanation, comparability, criteria[] (name, metric, statistic, mode, comparator, threshold, limit, unit, severity, confidence, verdict, p_value, holm, series[] with estimate, lower, upper, interval, method, candidate/baseline summaries, needed, explanation)"},
 	"Measurement": obj(map[string]any{"metric": str(), "unit": str(), "step": str(), "level": str(), "repetition": integer(),
 		"summary": obj(map[string]any{"n": integer(), "min": number(), "p50": number(), "p90": number(), "p95": number(), "p99": number(), "p999": number(), "max": number(), "mean": number(),
@@ -166,6 +174,9 @@ func openAPIDocument(base *url.URL) map[string]any {
 		}
 		if op.Request != "" {
 			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref(op.Request)}}}
+		}
+		if op.Form != "" {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"multipart/form-data": map[string]any{"schema": ref(op.Form)}}}
 		}
 		item[strings.ToLower(op.Method)] = o
 	}

@@ -182,6 +182,7 @@ func (s *Server) routes() http.Handler {
 				r.With(s.need(capView)).Get("/hosts", s.apiListHosts)
 				r.With(s.need(capView)).Get("/runs", s.apiListRuns)
 				r.With(s.need(capEngineer)).Post("/runs", s.apiCreateRun)
+				r.With(s.need(capEngineer)).Post("/runs/import", s.apiImportResult)
 				r.With(s.need(capView)).Get("/runs/{runID}", s.apiShowRun)
 				r.With(s.need(capView)).Get("/runs/{runID}/evaluation", s.apiShowEvaluation)
 				r.With(s.need(capView)).Get("/runs/{runID}/measurements", s.apiListMeasurements)

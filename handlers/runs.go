@@ -1,12 +1,14 @@
 package handlers
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"path"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/apiclient"
 	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/runners/parse"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -322,6 +325,11 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	if d.Artifacts, err = s.store.RunArtifacts(ctx, run.ID); err != nil {
 		return d, err
 	}
+	if rep, ok, err := s.importReport(ctx, run, d.Artifacts); err != nil {
+		return d, err
+	} else if ok {
+		d.ImportReport = &rep
+	}
 	if sl, err := s.store.RunStopLoss(ctx, run.ID); err == nil && len(sl) > 0 {
 		var b acceptance.StopLossBreach
 		if json.Unmarshal(sl, &b) == nil {
@@ -459,4 +467,30 @@ func (s *Server) downloadMetricsCSV(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	cw.Flush()
+}
+
+// maxImportReportBytes bounds an import report read back for the run page.
+const maxImportReportBytes = 4 << 20
+
+// importReport reads an imported run's import report (ImportReportArtifact)
+// for the run page; ok is false for runs without one.
+func (s *Server) importReport(ctx context.Context, run store.Run, arts []store.RunArtifact) (rep parse.Report, ok bool, err error) {
+	if run.Kind != "imported" {
+		return rep, false, nil
+	}
+	for _, a := range arts {
+		if a.Path != ImportReportArtifact || a.Size > maxImportReportBytes {
+			continue // a larger one is shown as an artifact only
+		}
+		f, err := s.store.Artifacts().Open(ctx, a.SHA256)
+		if err != nil {
+			return rep, false, fmt.Errorf("open the import report of run %d: %w", run.ID, err)
+		}
+		defer f.Close()
+		if err := json.NewDecoder(io.LimitReader(f, maxImportReportBytes)).Decode(&rep); err != nil {
+			return rep, false, fmt.Errorf("decode the import report of run %d: %w", run.ID, err)
+		}
+		return rep, true, nil
+	}
+	return rep, false, nil
 }

@@ -20,6 +20,8 @@ type Report struct {
 	Format      Format `json:"format"`
 	Tool        string `json:"tool"`
 	ToolVersion string `json:"tool_version,omitempty"`
+	// Measurements is how many measurements the import made.
+	Measurements int `json:"measurements"`
 	// Read lists the fields measurements were taken from.
 	Read []ReadField `json:"read"`
 	// Ignored lists every field present in the file that no measurement
@@ -92,6 +94,7 @@ func (r *Report) warn(format string, args ...any) {
 // figures and sorts everything so that the same file gives the same
 // report.
 func (r *Report) finish(ms []acceptance.Measurement) error {
+	r.Measurements = len(ms)
 	r.Read = dedupe(r.Read, func(a ReadField) string { return a.Field + "\x00" + a.Metric })
 	r.Ignored = dedupe(r.Ignored, func(a IgnoredField) string { return a.Field })
 	sort.SliceStable(r.Ignored, func(i, j int) bool { return r.Ignored[i].Field < r.Ignored[j].Field })

@@ -1,0 +1,60 @@
+package handlers
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/accordlab/accord/runners/parse"
+)
+
+// apiImportResult imports a tool's result file as a run (multipart form:
+// file, profile_version, and optionally format, step, gate_set_version,
+// baseline, label), as the import page does: 201 with the run and the
+// import's report (what was read, what was ignored and why, the tool's
+// figures beside Accord's); 422 when the file or the form cannot be used,
+// and then nothing is kept.
+func (s *Server) apiImportResult(w http.ResponseWriter, r *http.Request) {
+	fail := func(status int, msg string) {
+		writeJSON(w, status, apiError{Error: msg, RequestID: requestID(r.Context())})
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxResultUpload+1<<20)
+	if err := r.ParseMultipartForm(1 << 20); err != nil {
+		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body must be a multipart form of at most %d MiB with the result file", maxResultUpload>>20))
+		return
+	}
+	t, problem, err := s.importTargetFrom(r)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	f, header, ferr := r.FormFile("file")
+	if problem == "" && ferr != nil {
+		problem = "the form has no file"
+	}
+	if problem != "" {
+		fail(http.StatusUnprocessableEntity, problem)
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxResultUpload+1))
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	runID, rep, problem, err := s.importResult(r, t, data, parse.Format(r.FormValue("format")), r.FormValue("step"), header.Filename)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	if problem != "" {
+		fail(http.StatusUnprocessableEntity, problem)
+		return
+	}
+	run, err := s.store.GetRun(r.Context(), programFrom(r.Context()).ID, runID)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"run": s.toAPIRun(run), "report": rep})
+}
