@@ -48,9 +48,9 @@ func waitForCharts(t *testing.T, br *browsertest.Browser, min int) {
 func TestBrowserRunAndComparePagesDrawTheirCharts(t *testing.T) {
 	t.Parallel()
 	cb := setupCharts(t)
-	base := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local NVMe"})
-	cand := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, gates: true, baseline: &base, label: "NVMe-oF"})
-	third := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local NVMe, again"})
+	base := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local NVMe", recorded: "local-1"})
+	cand := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, gates: true, baseline: &base, label: "NVMe-oF", recorded: "fabric-1"})
+	third := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local NVMe, again", recorded: "local-2"})
 
 	br := browsertest.New(t)
 	signInBrowser(br, cb.ts.URL, "view@customer.example")

@@ -167,7 +167,19 @@ type labRunOpts struct {
 	// editFacts changes the host facts the probe took, as a firmware or
 	// kernel update between runs would.
 	editFacts func(map[string]any)
+	// recorded names a run folder the probe wrote earlier
+	// (testdata/labruns/NAME, see its README) to ingest instead of running
+	// the probe now: tests that assert which run is faster read recorded
+	// timings, never the speed of a shared machine.
+	recorded string
 }
+
+// recordedLabRuns are the folders of testdata/labruns: two runs against
+// the fast emulator and one against the slow one.
+var recordedLabRuns = []struct {
+	name string
+	slow bool
+}{{"local-1", false}, {"fabric-1", true}, {"local-2", false}}
 
 // labRun executes a run for real and ingests it; it returns the run id.
 func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
@@ -184,14 +196,12 @@ func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
 	var profile acceptance.ProfileSpec
 	require.NoError(t, json.Unmarshal(pv.Spec, &profile))
 
-	// The probe, as the runner launches it on a lab host.
 	dir := t.TempDir()
-	plan, err := json.Marshal(wire.Plan{SchemaVersion: wire.PlanSchemaVersion, RunID: runID, Attempt: 1, Profile: profile, Interim: acceptance.Duration(time.Second)})
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, wire.PlanFile), plan, 0o644))
-	var stdout, stderr bytes.Buffer
-	code := probe.Main(ctx, []string{"run", "--dir", dir}, &stdout, &stderr)
-	require.Equal(t, 0, code, "probe run: %s", stderr.String())
+	if o.recorded != "" {
+		require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "labruns", o.recorded))))
+	} else {
+		cb.runProbe(t, dir, runID, profile)
+	}
 	if o.editFacts != nil {
 		path := filepath.Join(dir, wire.FactsFile)
 		raw, err := os.ReadFile(path)
@@ -225,6 +235,65 @@ func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
 		cb.evaluate(t, runID)
 	}
 	return runID
+}
+
+// runProbe runs the probe on a run folder as the runner launches it on a
+// lab host.
+func (cb *chartsBundle) runProbe(t *testing.T, dir string, runID int64, profile acceptance.ProfileSpec) {
+	t.Helper()
+	plan, err := json.Marshal(wire.Plan{SchemaVersion: wire.PlanSchemaVersion, RunID: runID, Attempt: 1, Profile: profile, Interim: acceptance.Duration(time.Second)})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, wire.PlanFile), plan, 0o644))
+	var stdout, stderr bytes.Buffer
+	code := probe.Main(context.Background(), []string{"run", "--dir", dir}, &stdout, &stderr)
+	require.Equal(t, 0, code, "probe run: %s", stderr.String())
+}
+
+// TestRecordLabRuns is not a test but the recorder of testdata/labruns:
+// ACCORD_RECORD_LABRUNS=1 go test ./handlers -run TestRecordLabRuns runs
+// the probe against the fast and the slow emulator and keeps the folders,
+// after checking that the slow runs are slower beyond doubt at every
+// level (re-record on a quieter machine if they are not).
+func TestRecordLabRuns(t *testing.T) {
+	if os.Getenv("ACCORD_RECORD_LABRUNS") == "" {
+		t.Skip("set ACCORD_RECORD_LABRUNS=1 to record testdata/labruns again")
+	}
+	cb := setupCharts(t)
+	ctx := context.Background()
+	p50 := map[string]map[string]float64{}
+	for _, rr := range recordedLabRuns {
+		version := cb.fastVersion
+		if rr.slow {
+			version = cb.slowVersion
+		}
+		runID, err := cb.store.CreateRun(ctx, store.NewRun{ProgramID: cb.programID, ProfileVersionID: version, HostID: cb.hostID, Emulated: true})
+		require.NoError(t, err)
+		pv, err := cb.store.GetSpecVersionByID(ctx, store.KindProfile, cb.programID, version)
+		require.NoError(t, err)
+		var profile acceptance.ProfileSpec
+		require.NoError(t, json.Unmarshal(pv.Spec, &profile))
+		dir := t.TempDir()
+		cb.runProbe(t, dir, runID, profile)
+		ms, _, err := ingest.ReadFolder(collectDir(t, dir), profile, "record")
+		require.NoError(t, err)
+		p50[rr.name] = map[string]float64{}
+		for _, m := range ms {
+			if m.Metric == acceptance.MetricTTFT {
+				s, err := stats.NewSample(m.Values, m.Counts)
+				require.NoError(t, err)
+				p50[rr.name][m.Level] = s.Quantile(0.5)
+			}
+		}
+		out := filepath.Join("testdata", "labruns", rr.name)
+		require.NoError(t, os.RemoveAll(out))
+		require.NoError(t, os.CopyFS(out, os.DirFS(dir)))
+	}
+	for _, level := range []string{"c=1", "c=4"} {
+		for _, local := range []string{"local-1", "local-2"} {
+			require.Greater(t, p50["fabric-1"][level], 2*p50[local][level], "the slow emulator's p50 TTFT at %s is not clearly above %s's: record again on a quieter machine", level, local)
+		}
+	}
+	t.Logf("p50 TTFT (ms): %v", p50)
 }
 
 // evaluate works the evaluate_run job the ingest enqueued for a run, with
@@ -373,8 +442,8 @@ func num4(v float64) string {
 func TestRunPageChartsFromIngest(t *testing.T) {
 	t.Parallel()
 	cb := setupCharts(t)
-	base := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local NVMe"})
-	cand := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, gates: true, baseline: &base, label: "NVMe-oF"})
+	base := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local NVMe", recorded: "local-1"})
+	cand := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, gates: true, baseline: &base, label: "NVMe-oF", recorded: "fabric-1"})
 
 	res, body := cb.get(t, cb.viewer, cb.url(fmt.Sprintf("/runs/%d", cand)))
 	require.Equal(t, http.StatusOK, res.StatusCode)
@@ -496,9 +565,11 @@ func TestRunPageWithoutAggregates(t *testing.T) {
 func TestComparePageThreeRuns(t *testing.T) {
 	t.Parallel()
 	cb := setupCharts(t)
-	a := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local"})
-	b := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, label: "fabric", baseline: &a, gates: true})
-	c := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local again", editFacts: func(f map[string]any) {
+	// Recorded runs: which is slower is a fact of the data, not of how busy
+	// the machine is while the test runs.
+	a := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local", recorded: "local-1"})
+	b := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, label: "fabric", baseline: &a, gates: true, recorded: "fabric-1"})
+	c := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local again", recorded: "local-2", editFacts: func(f map[string]any) {
 		f["kernel"].(map[string]any)["release"].(map[string]any)["value"] = "6.99.0-upgraded"
 	}})
 
