@@ -22,6 +22,8 @@ var rolloutRouteCases = []routeCase{
 	rc("POST", "/programs/{programID}/rollout/stages", inProgramNeeds(capOwner), http.StatusUnprocessableEntity),
 	rc("POST", "/programs/{programID}/rollout/stages/{stageID}/edit", inProgramNeeds(capOwner), http.StatusUnprocessableEntity),
 	rc("POST", "/programs/{programID}/rollout/stages/{stageID}/delete", inProgramNeeds(capOwner), http.StatusUnprocessableEntity),
+	rc("GET", "/programs/{programID}/rollout/stages/{stageID}/watch", inProgramNeeds(capView)),
+	rc("GET", "/programs/{programID}/rollout/stages/{stageID}/watch/checks.csv", inProgramNeeds(capView)),
 	rc("POST", "/programs/{programID}/rollout/stages/{stageID}/watch", inProgramNeeds(capOwner), http.StatusUnprocessableEntity),
 	rc("POST", "/programs/{programID}/rollout/stages/{stageID}/watch/delete", inProgramNeeds(capOwner), http.StatusSeeOther),
 	rc("POST", "/programs/{programID}/rollout/stages/{stageID}/approve", inProgramNeeds(capApprove), http.StatusUnprocessableEntity),
@@ -64,6 +66,9 @@ func (f *matrixFixture) addRolloutObjects(t *testing.T) {
 			Profiles: []store.StageProfile{{ProfileID: profile}}}, 0)
 		require.NoError(t, err)
 		side.ids["rollout/stages/{stageID}"] = fmt.Sprintf("rollout/stages/%d", stage)
+		_, err = f.b.store.SetWatch(ctx, side.program, stage, store.NewWatch{Name: "p99 TTFT", Endpoint: "http://127.0.0.1:9/prom", Query: "up",
+			Comparator: "<=", Line: 2, Unit: "s", Consecutive: 3, IntervalSeconds: 30})
+		require.NoError(t, err)
 		hook, err := f.b.store.CreateWebhook(ctx, side.program, "http://127.0.0.1:9/hook", []string{store.EventStageHalted}, 0)
 		require.NoError(t, err)
 		side.ids["webhooks/{webhookID}"] = "webhooks/" + strconv.FormatInt(hook, 10)

@@ -26,18 +26,6 @@ import (
 // token with the deploy scope alone: Argo Rollouts in a header, Flagger,
 // whose webhooks send no headers, in the payload's metadata.
 
-// deployRoutes declares the deployers' endpoints (under /api/v1, outside
-// the read-scope API: a deploy token reads nothing else).
-func (s *Server) deployRoutes(r chi.Router) {
-	r.Route("/deploy/programs/{programID}/stages/{stage}", func(r chi.Router) {
-		r.Use(s.withDeployToken, s.inProgram, s.need(capView))
-		r.Get("/", s.showStageGate)
-		r.Post("/flagger/confirm-rollout", s.answerFlagger(acceptance.FlaggerConfirmRollout))
-		r.Post("/flagger/confirm-promotion", s.answerFlagger(acceptance.FlaggerConfirmPromotion))
-		r.Post("/flagger/rollback", s.answerFlagger(acceptance.FlaggerRollback))
-	})
-}
-
 // flaggerPayload is the body of a Flagger webhook call.
 type flaggerPayload struct {
 	Name      string            `json:"name"`

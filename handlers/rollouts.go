@@ -226,7 +226,8 @@ func watchRule(wt store.Watch) string {
 
 func watchView(wt store.Watch) web.WatchView {
 	v := web.WatchView{Name: wt.Name, Endpoint: rollout.RedactEndpoint(wt.Endpoint), Query: wt.Query, Rule: watchRule(wt), Consecutive: wt.Consecutive,
-		Interval: wt.IntervalSeconds, Breaches: wt.Breaches, LastChecked: wt.LastCheckedAt, LastError: wt.LastError}
+		Interval: wt.IntervalSeconds, Breaches: wt.Breaches, LastChecked: wt.LastCheckedAt, LastError: wt.LastError,
+		Href: web.ProgramLink(wt.ProgramID, fmt.Sprintf("/rollout/stages/%d/watch", wt.StageID))}
 	if wt.LastValue != nil {
 		v.LastValue = rollout.FormatWatchValue(*wt.LastValue, wt.Unit)
 	}

@@ -122,6 +122,8 @@ func (s *Server) routes() http.Handler {
 					r.With(s.need(capOwner)).Post("/rollout/stages", s.addStage)
 					r.With(s.need(capOwner)).Post("/rollout/stages/{stageID}/edit", s.editStage)
 					r.With(s.need(capOwner)).Post("/rollout/stages/{stageID}/delete", s.deleteStage)
+					r.With(s.need(capView)).Get("/rollout/stages/{stageID}/watch", s.showWatch)
+					r.With(s.need(capView)).Get("/rollout/stages/{stageID}/watch/checks.csv", s.downloadWatchChecks)
 					r.With(s.need(capOwner)).Post("/rollout/stages/{stageID}/watch", s.setWatch)
 					r.With(s.need(capOwner)).Post("/rollout/stages/{stageID}/watch/delete", s.deleteWatch)
 					r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/approve", s.decideOnStage(acceptance.DecisionApprove))
@@ -168,8 +170,15 @@ func (s *Server) routes() http.Handler {
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(withTimeout(s.timeout))
 		r.Get("/openapi.json", s.showOpenAPI)
-		// Deployers (Argo Rollouts, Flagger): deploy-scope tokens only.
-		s.deployRoutes(r)
+		// Deployers (Argo Rollouts, Flagger): tokens with the deploy scope
+		// alone, which read nothing else (deployers.go).
+		r.Route("/deploy/programs/{programID}/stages/{stage}", func(r chi.Router) {
+			r.Use(s.withDeployToken, s.inProgram, s.need(capView))
+			r.Get("/", s.showStageGate)
+			r.Post("/flagger/confirm-rollout", s.answerFlagger(acceptance.FlaggerConfirmRollout))
+			r.Post("/flagger/confirm-promotion", s.answerFlagger(acceptance.FlaggerConfirmPromotion))
+			r.Post("/flagger/rollback", s.answerFlagger(acceptance.FlaggerRollback))
+		})
 		r.Group(func(r chi.Router) {
 			r.Use(s.withAPIToken)
 			r.Get("/programs", s.apiListPrograms)

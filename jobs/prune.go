@@ -8,9 +8,14 @@ import (
 	"github.com/riverqueue/river"
 )
 
-// PruneArgs removes what only served a while: expired sessions and old
-// sign-in attempts. Audit entries are never pruned.
+// PruneArgs removes what only served a while: expired sessions, old
+// sign-in attempts and production-watch checks past their retention. Audit
+// entries and decisions are never pruned.
 type PruneArgs struct{}
+
+// WatchCheckRetention is how long a production watch's checks are kept for
+// its chart (its halts stay in the decision log for good).
+const WatchCheckRetention = 90 * 24 * time.Hour
 
 func (PruneArgs) Kind() string { return "prune" }
 
@@ -25,6 +30,10 @@ func (w *PruneWorker) Work(ctx context.Context, job *river.Job[PruneArgs]) error
 	if err != nil {
 		return fmt.Errorf("prune: %w", err)
 	}
-	w.deps.Log.Debug("pruned", "sessions", sessions, "signin_attempts", attempts)
+	checks, err := w.deps.Store.PruneWatchChecks(ctx, time.Now().Add(-WatchCheckRetention))
+	if err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	w.deps.Log.Debug("pruned", "sessions", sessions, "signin_attempts", attempts, "watch_checks", checks)
 	return nil
 }

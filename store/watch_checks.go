@@ -58,6 +58,30 @@ func (s *Store) ListWatchChecks(ctx context.Context, watchID int64, since time.T
 	return list, nil
 }
 
+// EachWatchCheck calls fn with every kept check of the watch, oldest
+// first, one row at a time (a CSV of months of checks is not held whole).
+func (s *Store) EachWatchCheck(ctx context.Context, watchID int64, fn func(WatchCheck) error) error {
+	rows, err := s.db.Query(ctx, `SELECT watch_id, checked_at, value, line, past_line, breaches, triggered, error
+		FROM rollout_watch_checks WHERE watch_id = $1 ORDER BY checked_at, id`, watchID)
+	if err != nil {
+		return fmt.Errorf("store: checks of watch %d: %w", watchID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c WatchCheck
+		if err := rows.Scan(&c.WatchID, &c.At, &c.Value, &c.Line, &c.PastLine, &c.Breaches, &c.Triggered, &c.Error); err != nil {
+			return fmt.Errorf("store: checks of watch %d: %w", watchID, err)
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: checks of watch %d: %w", watchID, err)
+	}
+	return nil
+}
+
 // LastWatchCheckWithinLine is when the watch last had a value within its
 // line before before: the latest moment its value is known to have been
 // fine. ErrNotFound when no check before then had one.
