@@ -129,3 +129,23 @@ var compressibleTypes = []string{
 	"text/html", "text/css", "text/plain", "text/javascript", "text/csv",
 	"application/javascript", "application/json", "image/svg+xml", "application/yaml",
 }
+
+// withCompression gzips (or deflates) answers of the compressible types for
+// clients that accept it, except answers to a Range request: a 206's
+// Content-Range and Content-Length count bytes of the file as stored, and
+// compressing the part would send other bytes under those numbers (chi's
+// compressor does not know about ranges). Such a request is answered
+// uncompressed, whole or in part.
+func withCompression(level int, types ...string) func(http.Handler) http.Handler {
+	compress := middleware.Compress(level, types...)
+	return func(next http.Handler) http.Handler {
+		compressed := compress(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Range") != "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			compressed.ServeHTTP(w, r)
+		})
+	}
+}
