@@ -2,10 +2,7 @@ package handlers
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-
-	"github.com/accordlab/accord/runners/parse"
 )
 
 // apiImportResult imports a tool's result file as a run (multipart form:
@@ -28,21 +25,11 @@ func (s *Server) apiImportResult(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	f, header, ferr := r.FormFile("file")
-	if problem == "" && ferr != nil {
-		problem = "the form has no file"
-	}
 	if problem != "" {
 		fail(http.StatusUnprocessableEntity, problem)
 		return
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxResultUpload+1))
-	if err != nil {
-		s.serverError(w, r, err)
-		return
-	}
-	runID, rep, problem, err := s.importResult(r, t, data, parse.Format(r.FormValue("format")), r.FormValue("step"), header.Filename)
+	runID, rep, problem, err := s.importResult(r, t)
 	if err != nil {
 		s.serverError(w, r, err)
 		return

@@ -114,21 +114,11 @@ func (s *Server) importResultFile(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	f, header, ferr := r.FormFile("file")
-	if problem == "" && ferr != nil {
-		problem = "Choose the result file to import."
-	}
 	if problem != "" {
 		s.renderImport(w, r, http.StatusUnprocessableEntity, "result", problem)
 		return
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxResultUpload+1))
-	if err != nil {
-		s.serverError(w, r, err)
-		return
-	}
-	runID, rep, problem, err := s.importResult(r, t, data, parse.Format(r.FormValue("format")), r.FormValue("step"), header.Filename)
+	runID, rep, problem, err := s.importResult(r, t)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -142,12 +132,22 @@ func (s *Server) importResultFile(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, web.ProgramLink(programFrom(r.Context()).ID, fmt.Sprintf("/runs/%d", runID)))
 }
 
-// importResult imports one tool output as a run: the file and the
-// import's report (what it read, what it ignored and why) as artifacts,
-// the measurements, judged when a gate set is chosen. problem is a message
-// for the user (nothing is kept then); err a failure of the server.
-func (s *Server) importResult(r *http.Request, t importTarget, data []byte, format parse.Format, step, filename string) (int64, parse.Report, string, error) {
-	var err error
+// importResult imports the form's file (a tool output; its format named or
+// detected) as a run: the file and the import's report (what it read, what
+// it ignored and why) as artifacts, the measurements, judged when a gate
+// set is chosen. problem is a message for the user (nothing is kept then);
+// err a failure of the server.
+func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Report, string, error) {
+	f, header, err := r.FormFile("file")
+	if err != nil {
+		return 0, parse.Report{}, "Choose the result file to import.", nil
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxResultUpload+1))
+	if err != nil {
+		return 0, parse.Report{}, "", err
+	}
+	format, step, filename := parse.Format(r.FormValue("format")), r.FormValue("step"), header.Filename
 	if format == "" {
 		if format, err = parse.Detect(data); err != nil {
 			return 0, parse.Report{}, "The file's format was not recognised: " + err.Error() + ". Choose it in the list.", nil

@@ -3,9 +3,7 @@ package parse
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -294,33 +292,6 @@ func fioJSONStart(data []byte) ([]byte, int) {
 		return data[i+1:], i + 1
 	}
 	return t, 0
-}
-
-// decodeFirst decodes the first JSON document of data and returns how many
-// bytes of text follow it. Text after it is allowed (fio's normal output);
-// a second JSON document is not.
-func decodeFirst(data []byte, v any) (int, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return 0, jsonErr(err)
-	}
-	rest := bytes.TrimSpace(data[dec.InputOffset():])
-	if len(rest) > 0 && (rest[0] == '{' || rest[0] == '[') {
-		n := 1
-		for {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return 0, fmt.Errorf("unexpected data after the JSON document")
-			}
-			n++
-		}
-		return 0, fmt.Errorf("the file holds %d JSON documents (results appended to one file?): import one at a time", n)
-	}
-	return len(rest), nil
 }
 
 func parseFioEntry(raw json.RawMessage, i int, where, in string, rep *Report) (*fioEntry, error) {

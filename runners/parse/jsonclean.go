@@ -84,16 +84,28 @@ func isTokenChar(c byte) bool {
 // one document (vLLM's --append-result, fio run twice into one file) is an
 // error, and so is anything after it but whitespace.
 func decodeOne(data []byte, v any) error {
+	after, err := decodeFirst(data, v)
+	if err != nil {
+		return err
+	}
+	if after > 0 {
+		return fmt.Errorf("unexpected data after the JSON document at byte %d", len(data)-after+1)
+	}
+	return nil
+}
+
+// decodeFirst decodes the first JSON document of data and returns how many
+// bytes of text (whitespace trimmed) follow it: text after it is the
+// caller's to allow (fio's normal output); a second JSON document is an
+// error.
+func decodeFirst(data []byte, v any) (int, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return jsonErr(err)
+		return 0, jsonErr(err)
 	}
 	rest := bytes.TrimSpace(data[dec.InputOffset():])
-	if len(rest) == 0 {
-		return nil
-	}
-	if rest[0] == '{' {
+	if len(rest) > 0 && rest[0] == '{' {
 		n := 1
 		for {
 			var skip json.RawMessage
@@ -101,11 +113,11 @@ func decodeOne(data []byte, v any) error {
 				if errors.Is(err, io.EOF) {
 					break
 				}
-				return fmt.Errorf("unexpected data after the JSON document")
+				return 0, fmt.Errorf("unexpected data after the JSON document")
 			}
 			n++
 		}
-		return fmt.Errorf("the file holds %d JSON documents (results appended to one file?): import one at a time", n)
+		return 0, fmt.Errorf("the file holds %d JSON documents (results appended to one file?): import one at a time", n)
 	}
-	return fmt.Errorf("unexpected data after the JSON document at byte %d", len(data)-len(rest)+1)
+	return len(rest), nil
 }
