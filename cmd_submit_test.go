@@ -140,7 +140,8 @@ func setupSubmit(t *testing.T) *submitBundle {
 	// The lab host: a real sshd on loopback, its key sealed under the
 	// server's secret and its host key pinned.
 	sshd := sshtest.StartSSHD(t, sshtest.Options{})
-	hostID, err := b.store.CreateHost(ctx, b.programID, store.NewHost{Name: "lab-1", Address: sshd.Addr, Port: sshd.Port, Username: sshd.User, AuthMethod: "key", PublicKey: "test"})
+	hostID, err := b.store.CreateHost(ctx, b.programID, store.NewHost{Name: "lab-1", Address: sshd.Addr, Port: sshd.Port, Username: sshd.User, AuthMethod: "key", PublicKey: "test",
+		WritePlaces: []string{b.work}}) // fio's files are in b.work
 	require.NoError(t, err)
 	sealer, err := runners.NewSealer(secret)
 	require.NoError(t, err)

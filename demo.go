@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -220,6 +221,11 @@ func ensureDemoHost(ctx context.Context, tx *store.Store, sealer *runners.Sealer
 		return 0, err
 	}
 	if err := tx.SetHostSealedKey(ctx, id, sealed); err != nil {
+		return 0, err
+	}
+	// Tests write only in the demo lab's own fio folder (its data
+	// directory), every start again (the lab folder may have moved).
+	if err := tx.SetHostWritePlaces(ctx, programID, id, []string{filepath.Dir(lab.fioTarget)}, false); err != nil {
 		return 0, err
 	}
 	return id, tx.PinHostKeys(ctx, programID, id, sshrun.AuthorizedKey(lab.hostKey), sshrun.Fingerprint(lab.hostKey), nil)

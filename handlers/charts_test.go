@@ -241,7 +241,10 @@ func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
 // lab host.
 func (cb *chartsBundle) runProbe(t *testing.T, dir string, runID int64, profile acceptance.ProfileSpec) {
 	t.Helper()
-	plan, err := json.Marshal(wire.Plan{SchemaVersion: wire.PlanSchemaVersion, RunID: runID, Attempt: 1, Profile: profile, Interim: acceptance.Duration(time.Second)})
+	// The profile's fio files are under the temporary folder, which this
+	// "host" declares as scratch space.
+	plan, err := json.Marshal(wire.Plan{SchemaVersion: wire.PlanSchemaVersion, RunID: runID, Attempt: 1, Profile: profile, Interim: acceptance.Duration(time.Second),
+		WritePlaces: []string{os.TempDir()}})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, wire.PlanFile), plan, 0o644))
 	var stdout, stderr bytes.Buffer

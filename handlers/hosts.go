@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/probe/facts"
 	"github.com/accordlab/accord/runners/sshrun"
@@ -80,10 +81,15 @@ func (s *Server) parseHostForm(r *http.Request) (web.HostForm, store.NewHost) {
 		Port: strings.TrimSpace(r.PostFormValue("port")), Username: strings.TrimSpace(r.PostFormValue("username")),
 		Labels: r.PostFormValue("labels"), Jumps: r.PostFormValue("jumps"), AuthMethod: r.PostFormValue("auth_method"),
 		AgentSocket: strings.TrimSpace(r.PostFormValue("agent_socket")), AllowDestructive: r.PostFormValue("allow_destructive") == "1",
-		Errors: map[string]string{},
+		WritePlaces: r.PostFormValue("write_places"), Errors: map[string]string{},
 	}
 	h := store.NewHost{Name: f.Name, Address: f.Address, Username: f.Username, AuthMethod: f.AuthMethod, AgentSocket: f.AgentSocket,
 		AllowDestructive: f.AllowDestructive, Labels: map[string]string{}}
+	if places, problem := parseWritePlaces(f.WritePlaces, f.AllowDestructive); problem != "" {
+		f.Errors["write_places"] = problem
+	} else {
+		h.WritePlaces = places
+	}
 	if !hostNameRE.MatchString(f.Name) {
 		f.Errors["name"] = "Use letters, digits, dot, dash and underscore (at most 100)."
 	}
@@ -136,6 +142,55 @@ func (s *Server) parseHostForm(r *http.Request) (web.HostForm, store.NewHost) {
 		f.Errors["auth_method"] = "Choose how Accord authenticates."
 	}
 	return f, h
+}
+
+// parseWritePlaces reads the where-tests-may-write field; a device listed
+// needs destructive steps allowed (only they write devices).
+func parseWritePlaces(text string, allowDestructive bool) ([]string, string) {
+	places, err := acceptance.ParseWritePlaces(text)
+	if err != nil {
+		return nil, "One absolute path a line: " + err.Error() + "."
+	}
+	for _, p := range places {
+		if acceptance.IsDevicePath(p) && !allowDestructive {
+			return nil, fmt.Sprintf("%s is a device: only destructive steps write devices, so allow them too (or remove it).", p)
+		}
+	}
+	return places, ""
+}
+
+// setHostWritePlaces changes where tests may write on the host.
+func (s *Server) setHostWritePlaces(w http.ResponseWriter, r *http.Request) {
+	pr := programFrom(r.Context())
+	v := viewerFrom(r.Context())
+	h, ok := s.loadHost(w, r)
+	if !ok {
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		s.renderError(w, r, http.StatusBadRequest)
+		return
+	}
+	f := web.HostForm{WritePlaces: r.PostFormValue("write_places"), AllowDestructive: r.PostFormValue("allow_destructive") == "1", Errors: map[string]string{}}
+	places, problem := parseWritePlaces(f.WritePlaces, f.AllowDestructive)
+	if problem != "" {
+		f.Errors["write_places"] = problem
+		s.renderHostWith(w, r, http.StatusUnprocessableEntity, h, nil, &f)
+		return
+	}
+	err := s.store.InTx(r.Context(), func(tx *store.Store) error {
+		if err := tx.SetHostWritePlaces(r.Context(), pr.ID, h.ID, places, f.AllowDestructive); err != nil {
+			return err
+		}
+		return tx.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "host_write_places_set", ProgramID: &pr.ID,
+			Target: h.Name, ClientAddr: clientAddr(r), Details: map[string]any{"write_places": places, "allow_destructive": f.AllowDestructive}})
+	})
+	if err != nil {
+		s.notFoundOr(w, r, err)
+		return
+	}
+	s.setFlash(w, "ok", "Saved where tests may write on "+h.Name+".")
+	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/hosts/%d", h.ID)))
 }
 
 func parseJump(s string) (store.JumpHop, error) {
@@ -235,8 +290,13 @@ func (s *Server) showHost(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) renderHost(w http.ResponseWriter, r *http.Request, status int, h store.Host, scans []web.HostScan) {
+	s.renderHostWith(w, r, status, h, scans, nil)
+}
+
+// renderHostWith shows the host page with the write-places form's state.
+func (s *Server) renderHostWith(w http.ResponseWriter, r *http.Request, status int, h store.Host, scans []web.HostScan, places *web.HostForm) {
 	pr := programFrom(r.Context())
-	d := web.HostPageData{Host: h, Scans: scans, CanEdit: pr.can(capEngineer), CheckQueue: r.URL.Query().Get("checking") == "1"}
+	d := web.HostPageData{Host: h, Scans: scans, CanEdit: pr.can(capEngineer), CheckQueue: r.URL.Query().Get("checking") == "1", PlacesForm: places}
 	history, err := s.store.HostFactsHistory(r.Context(), h.ID, 50)
 	if err != nil {
 		s.serverError(w, r, err)

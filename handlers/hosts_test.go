@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -111,4 +112,50 @@ func TestAgentSocketsOnlyFromTheOperatorsList(t *testing.T) {
 	var n int
 	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT count(*) FROM hosts WHERE name = 'borrowed'`).Scan(&n))
 	require.Zero(t, n)
+}
+
+// An engineer declares where tests may write when registering a host and
+// later on its page; a device needs destructive steps allowed, and
+// relative or too broad places are refused with the reason.
+func TestHostWritePlacesAreDeclaredAndChecked(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	ctx := context.Background()
+	form := func(places string, destructive bool) url.Values {
+		v := url.Values{"name": {"lab-9"}, "address": {"127.0.0.1"}, "port": {"22"}, "username": {"root"}, "auth_method": {"key"}, "write_places": {places}}
+		if destructive {
+			v.Set("allow_destructive", "1")
+		}
+		return v
+	}
+	for places, want := range map[string]string{
+		"mnt/scratch":       "must be an absolute path",
+		"/":                 "too broad",
+		"/mnt/scratch/../x": "must be a clean path",
+		"/dev/nvme1n1":      "is a device: only destructive steps write devices",
+	} {
+		res, page := pb.postPage(t, pb.engineer, pb.url("/hosts"), form(places, false))
+		require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode, places)
+		require.Contains(t, html.UnescapeString(page), want, places)
+	}
+	res := pb.postForm(t, pb.engineer, pb.url("/hosts"), form("/mnt/nvme/accord\n\n  /dev/nvme1n1  \n", true))
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	hostURL := res.Header.Get("Location")
+	var places []string
+	require.NoError(t, pb.pool.QueryRow(ctx, `SELECT write_places FROM hosts WHERE name = 'lab-9'`).Scan(&places))
+	require.Equal(t, []string{"/mnt/nvme/accord", "/dev/nvme1n1"}, places)
+	_, page := pb.get(t, pb.engineer, hostURL)
+	require.Contains(t, page, "<code>/mnt/nvme/accord</code>")
+
+	res = pb.postForm(t, pb.engineer, hostURL+"/write-places", url.Values{"write_places": {"/srv/scratch"}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	var destructive bool
+	require.NoError(t, pb.pool.QueryRow(ctx, `SELECT write_places, allow_destructive FROM hosts WHERE name = 'lab-9'`).Scan(&places, &destructive))
+	require.Equal(t, []string{"/srv/scratch"}, places)
+	require.False(t, destructive)
+	res2, page := pb.postPage(t, pb.engineer, hostURL+"/write-places", url.Values{"write_places": {"relative"}})
+	require.Equal(t, http.StatusUnprocessableEntity, res2.StatusCode)
+	require.Contains(t, page, "must be an absolute path")
+	res = pb.postForm(t, pb.viewer, hostURL+"/write-places", url.Values{"write_places": {"/"}})
+	require.Equal(t, http.StatusForbidden, res.StatusCode)
 }

@@ -150,6 +150,10 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 		return 0, nil, nil, err
 	case !host.Pinned():
 		errs["host"] = "Confirm this host's key first (scan it on the host's page)."
+	case pv.Spec != nil:
+		if problem := writeProblem(pv.Spec, host); problem != "" {
+			errs["host"] = problem
+		}
 	}
 	var gateID *int64
 	if req.GateSetVersionID != 0 {
@@ -236,6 +240,26 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 			Target: fmt.Sprintf("run %d", runID), ClientAddr: clientAddr(r), Details: details})
 	})
 	return runID, nil, nil, err
+}
+
+// writeProblem says why the profile's steps may not write where they
+// would on the host (the probe checks again on the host, where it also
+// sees which files exist).
+func writeProblem(spec json.RawMessage, host store.Host) string {
+	var profile acceptance.ProfileSpec
+	if err := json.Unmarshal(spec, &profile); err != nil {
+		return ""
+	}
+	outside := acceptance.WriteOutside(profile, host.WritePlaces, host.Name)
+	for _, s := range profile.Steps {
+		if s.Kind == acceptance.StepFio && s.Fio != nil && s.Fio.Destructive && !host.AllowDestructive {
+			outside = append(outside, fmt.Sprintf("step %s is destructive, and %s does not allow destructive steps", s.Name, host.Name))
+		}
+	}
+	if len(outside) == 0 {
+		return ""
+	}
+	return "Refused: " + strings.Join(outside, "; ") + ". Declare the places on the host's page."
 }
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {

@@ -38,7 +38,8 @@ func benchFiftyRuns(b *testing.B, n int) {
 	hosts := make([]int64, n)
 	for i := range hosts {
 		sshd := sshtest.StartSSHD(b, sshtest.Options{})
-		id, err := tb.store.CreateHost(ctx, tb.programID, store.NewHost{Name: "lab-" + strconv.Itoa(i), Address: sshd.Addr, Port: sshd.Port, Username: sshd.User, AuthMethod: "key"})
+		id, err := tb.store.CreateHost(ctx, tb.programID, store.NewHost{Name: "lab-" + strconv.Itoa(i), Address: sshd.Addr, Port: sshd.Port, Username: sshd.User, AuthMethod: "key",
+			WritePlaces: []string{tb.work}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -179,6 +179,11 @@ func (w *ExecuteRunWorker) heartbeat(ctx context.Context, cancel context.CancelC
 // errCancelRequested ends the work of a run whose cancel was asked for.
 var errCancelRequested = errors.New("the run's cancel was requested")
 
+// createdLedger is where the probe records the files it created, relative
+// to the run folder (BASE/runs/RUN-ATTEMPT): one ledger per installation
+// and host login, so that a later run may write its own files again.
+const createdLedger = "../../created-files.jsonl"
+
 func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRunArgs], run store.Run, host store.Host, lease store.Lease) error {
 	st := w.deps.Store
 	target, err := labhost.Target(host, w.deps.Sealer)
@@ -201,6 +206,7 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 	plan := wire.Plan{
 		SchemaVersion: wire.PlanSchemaVersion, RunID: run.ID, Attempt: 1, Profile: profile,
 		RunTimeout: acceptance.Duration(RunTimeout(profile)), AllowDestructive: host.AllowDestructive,
+		WritePlaces: host.WritePlaces, CreatedLedger: createdLedger,
 		Interim: acceptance.Duration(2 * time.Second),
 	}
 	plan.StopLossMetrics = interim.Metrics

@@ -124,7 +124,8 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 		b.proxy = sshtest.StartProxy(t, b.sshd.HostPort())
 		addr, port = b.proxy.Addr, b.proxy.Port
 	}
-	h := store.NewHost{Name: "lab", Address: addr, Port: port, Username: b.sshd.User, AuthMethod: "key", PublicKey: "test"}
+	// The tests' fio files are in b.work, the host's scratch folder.
+	h := store.NewHost{Name: "lab", Address: addr, Port: port, Username: b.sshd.User, AuthMethod: "key", PublicKey: "test", WritePlaces: []string{b.work}}
 	b.hostID, err = b.store.CreateHost(ctx, b.programID, h)
 	require.NoError(t, err)
 	sealed, err := sealer.Seal(b.sshd.ClientKeyPEM, labhost.SealLabel(b.hostID))

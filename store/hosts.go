@@ -37,6 +37,9 @@ type Host struct {
 	HostKeySHA256    string
 	HostKeyPinnedAt  *time.Time
 	AllowDestructive bool
+	// WritePlaces are where tests may write on the host
+	// (acceptance.WritePlaces).
+	WritePlaces      []string
 	Emulated         bool
 	LastCheckAt      *time.Time
 	LastCheckOK      *bool
@@ -59,14 +62,14 @@ func (h Host) Pinned() bool {
 }
 
 const hostColumns = `id, program_id, name, address, port, username, labels, jump_chain, auth_method, public_key, sealed_private_key,
-	agent_socket, host_key, host_key_sha256, host_key_pinned_at, allow_destructive, emulated, last_check_at, last_check_ok,
+	agent_socket, host_key, host_key_sha256, host_key_pinned_at, allow_destructive, write_places, emulated, last_check_at, last_check_ok,
 	last_check_message, last_rtt_ms, created_at`
 
 func scanHost(row pgx.Row) (Host, error) {
 	var h Host
 	var labels, jumps []byte
 	err := row.Scan(&h.ID, &h.ProgramID, &h.Name, &h.Address, &h.Port, &h.Username, &labels, &jumps, &h.AuthMethod, &h.PublicKey,
-		&h.SealedPrivateKey, &h.AgentSocket, &h.HostKey, &h.HostKeySHA256, &h.HostKeyPinnedAt, &h.AllowDestructive, &h.Emulated,
+		&h.SealedPrivateKey, &h.AgentSocket, &h.HostKey, &h.HostKeySHA256, &h.HostKeyPinnedAt, &h.AllowDestructive, &h.WritePlaces, &h.Emulated,
 		&h.LastCheckAt, &h.LastCheckOK, &h.LastCheckMessage, &h.LastRTTMs, &h.CreatedAt)
 	if err != nil {
 		return h, err
@@ -93,6 +96,7 @@ type NewHost struct {
 	SealedPrivateKey []byte
 	AgentSocket      string
 	AllowDestructive bool
+	WritePlaces      []string
 	Emulated         bool
 	CreatedBy        int64
 }
@@ -105,14 +109,17 @@ func (s *Store) CreateHost(ctx context.Context, programID int64, h NewHost) (int
 	if h.JumpChain == nil {
 		h.JumpChain = []JumpHop{}
 	}
+	if h.WritePlaces == nil {
+		h.WritePlaces = []string{}
+	}
 	labels, _ := json.Marshal(h.Labels)
 	jumps, _ := json.Marshal(h.JumpChain)
 	var id int64
 	err := s.db.QueryRow(ctx, `INSERT INTO hosts (program_id, name, address, port, username, labels, jump_chain, auth_method,
-		public_key, sealed_private_key, agent_socket, allow_destructive, emulated, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+		public_key, sealed_private_key, agent_socket, allow_destructive, write_places, emulated, created_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
 		programID, h.Name, h.Address, h.Port, h.Username, labels, jumps, h.AuthMethod, h.PublicKey, h.SealedPrivateKey,
-		h.AgentSocket, h.AllowDestructive, h.Emulated, nullID(h.CreatedBy)).Scan(&id)
+		h.AgentSocket, h.AllowDestructive, h.WritePlaces, h.Emulated, nullID(h.CreatedBy)).Scan(&id)
 	if err != nil {
 		return 0, notFound(err, "create host")
 	}
@@ -151,6 +158,17 @@ func (s *Store) PinHostKeys(ctx context.Context, programID, hostID int64, key, s
 		return fmt.Errorf("store: pin host key of host %d: %w", hostID, ErrNotFound)
 	}
 	return nil
+}
+
+// SetHostWritePlaces replaces where tests may write on the host, and
+// whether destructive steps (writes to its declared devices) are allowed.
+func (s *Store) SetHostWritePlaces(ctx context.Context, programID, hostID int64, places []string, allowDestructive bool) error {
+	if places == nil {
+		places = []string{}
+	}
+	tag, err := s.db.Exec(ctx, `UPDATE hosts SET write_places = $3, allow_destructive = $4 WHERE id = $1 AND program_id = $2`,
+		hostID, programID, places, allowDestructive)
+	return oneRow(tag, err, fmt.Sprintf("set write places of host %d", hostID))
 }
 
 // RecordHostCheck notes the outcome of a host check.

@@ -3,7 +3,6 @@ package probe
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -60,21 +59,9 @@ func validateFio(f *acceptance.FioStep) error {
 	return nil
 }
 
-// checkTarget refuses a write to a block (or NVMe generic character)
+// refuseDeviceWrite refuses a write to a block (or NVMe generic character)
 // device unless the step is destructive and the host allows destructive
-// steps. A target that does not exist yet is a file fio will create.
-func checkTarget(f *acceptance.FioStep, allowDestructive bool) error {
-	fi, err := os.Stat(f.Target)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("fio target: %w", err)
-	}
-	return refuseDeviceWrite(f.Target, fi.Mode(), f.RW, f.Destructive, allowDestructive)
-}
-
-// refuseDeviceWrite is the decision of checkTarget on a stat result.
+// steps (the device must also be declared: prepareFioTarget).
 func refuseDeviceWrite(target string, mode os.FileMode, rw string, destructive, allowDestructive bool) error {
 	if mode&os.ModeDevice == 0 || !fioWriteMode[rw] {
 		return nil

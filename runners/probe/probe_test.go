@@ -147,6 +147,9 @@ func planOf(steps ...acceptance.StepSpec) wire.Plan {
 		RunID:         42,
 		Attempt:       1,
 		Interim:       acceptance.Duration(time.Second),
+		// The tests' fio files are under the temporary folder, which the
+		// "host" declares as scratch space.
+		WritePlaces: []string{os.TempDir()},
 		Profile: acceptance.ProfileSpec{
 			SchemaVersion: acceptance.ProfileSchemaVersion,
 			Name:          "probe-test",

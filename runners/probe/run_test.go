@@ -137,7 +137,7 @@ func TestFioRefusesToWriteToABlockDevice(t *testing.T) {
 		// (stat only, never written).
 		for _, d := range []string{"/dev/loop0", "/dev/vda", "/dev/sda", "/dev/nvme0n1"} {
 			if fi, err := os.Stat(d); err == nil && fi.Mode()&os.ModeDevice != 0 {
-				err := checkTarget(&acceptance.FioStep{RW: "randwrite", Target: d}, true)
+				err := refuseDeviceWrite(d, fi.Mode(), "randwrite", false, true)
 				require.ErrorContains(t, err, "not marked destructive")
 				return
 			}
@@ -186,8 +186,14 @@ func TestFioRefusesToWriteToABlockDevice(t *testing.T) {
 	step.Fio.Runtime = acceptance.Duration(time.Second)
 	plan := planOf(step)
 	plan.AllowDestructive = true
+	undeclared := runDir(t, plan)
+	r := probe(t, "run", "--dir", undeclared)
+	require.Equal(t, ExitFailed, r.code)
+	require.Contains(t, status(t, undeclared).Reason, "does not declare it among the places tests may write")
+	require.Equal(t, before, fileSum(t, image), "an undeclared device is not written")
+	plan.WritePlaces = append(plan.WritePlaces, dev)
 	dir := runDir(t, plan)
-	r := probe(t, "run", "--dir", dir)
+	r = probe(t, "run", "--dir", dir)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.NotEqual(t, before, fileSum(t, image), "the destructive step did write")
 }

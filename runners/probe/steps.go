@@ -44,13 +44,17 @@ func (r *runner) fio(ctx context.Context, s acceptance.StepSpec, rep int, dir st
 	if err := validateFio(f); err != nil {
 		return err
 	}
-	if err := checkTarget(f, r.plan.AllowDestructive); err != nil {
-		return err
-	}
 	fioPath, err := exec.LookPath("fio")
 	if err != nil {
 		return errors.New("fio is not installed on this host")
 	}
+	target, err := r.prepareFioTarget(f)
+	if err != nil {
+		return err
+	}
+	checked := *f
+	checked.Target = target.path // what was checked, symbolic links resolved
+	f = &checked
 	if err := os.WriteFile(filepath.Join(dir, wire.FioJobFile), []byte(fioJobFile(s.Name, f, r.plan.Profile.Warmup.D())), 0o644); err != nil {
 		return err
 	}
@@ -80,6 +84,9 @@ func (r *runner) fio(ctx context.Context, s acceptance.StepSpec, rep int, dir st
 	waitErr := cmd.Wait()
 	close(stopFollow)
 	stream := <-followed
+	if err := r.fioTargetDone(target); err != nil && waitErr == nil {
+		return err
+	}
 	if splitErr := splitFioOutput(dir, stream); splitErr != nil && waitErr == nil {
 		return splitErr
 	}

@@ -68,6 +68,14 @@ type Plan struct {
 	RunTimeout acceptance.Duration `json:"run_timeout"`
 	// AllowDestructive is the host's own permission for destructive steps.
 	AllowDestructive bool `json:"allow_destructive"`
+	// WritePlaces are where the host lets tests write (acceptance.WritePlaces):
+	// scratch directories, and files or devices by their own path. Anywhere
+	// else fio steps only read files that exist.
+	WritePlaces []string `json:"write_places"`
+	// CreatedLedger records the files the probe created (absolute, or
+	// relative to the run folder; empty: the run folder's own), so that
+	// later runs may write them again.
+	CreatedLedger string `json:"created_ledger,omitempty"`
 	// Interim is how often interim metrics are emitted (default 2s).
 	Interim acceptance.Duration `json:"interim,omitempty"`
 	// StopLoss lists the metrics the server checks during the run, so that the
