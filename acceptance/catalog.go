@@ -23,6 +23,7 @@ const (
 	UnitWatt           Unit = "W"     // power
 	UnitBytes          Unit = "B"     // an amount of memory
 	UnitCPUSecPerGiB   Unit = "s/GiB" // CPU time spent per GiB moved
+	UnitDWPD           Unit = "DWPD"  // drive writes per day: the drive's capacity written per day
 )
 
 // Kind says what a metric's samples are.
@@ -136,6 +137,11 @@ const (
 	// The storage-to-accelerator data path (gpu-path steps).
 	MetricGPUPathBandwidth = "gpu_path_bandwidth"  // bytes per second from storage into (or towards) accelerator memory
 	MetricCPUSecondsPerGiB = "cpu_seconds_per_gib" // CPU seconds the host spent per GiB moved
+
+	// Drive wear over the whole run, from nvme smart-log before and after
+	// (one value per drive, the drive as the level).
+	MetricDriveBytesWritten = "drive_bytes_written"  // bytes the drive counted as written during the run
+	MetricDriveWritesPerDay = "drive_writes_per_day" // those bytes as drive writes per day at the run's rate
 )
 
 var catalog = []Metric{
@@ -247,6 +253,10 @@ var catalog = []Metric{
 		"Bytes per second moved from the storage under test towards accelerator memory by a gpu-path step (GPU-direct, or CPU-mediated: O_DIRECT read plus the staging copy)."},
 	{MetricCPUSecondsPerGiB, "CPU seconds per GiB", UnitCPUSecPerGiB, KindRate, LowerIsBetter, GroupIO,
 		"CPU time (user + system) the host spent per GiB a gpu-path step moved: what the CPU pays without GPU-direct."},
+	{MetricDriveBytesWritten, "Drive data written", UnitBytes, KindRate, LowerIsBetter, GroupSystem,
+		"Bytes each NVMe drive counted as written during the run: the rise of its smart-log data_units_written (units of 512,000 bytes) from before the run to after it."},
+	{MetricDriveWritesPerDay, "Drive writes per day", UnitDWPD, KindRate, LowerIsBetter, GroupSystem,
+		"The endurance the run consumed, as drive writes per day at the run's write rate: bytes written / the drive's capacity (its namespaces) / the run's duration × one day. Compare with the drive's rated DWPD."},
 }
 
 var catalogByID = func() map[string]Metric {

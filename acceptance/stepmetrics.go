@@ -42,6 +42,14 @@ var (
 		MetricNSReadIOPS, MetricNSWriteIOPS, MetricNSReadBW, MetricNSWriteBW, MetricNSReadLatency, MetricNSWriteLatency}
 )
 
+// RunMetrics are measured over the whole run rather than by a step: the
+// drives' wear, from nvme smart-log before and after the run, on a host
+// with NVMe drives whatever the steps are.
+var RunMetrics = []string{MetricDriveBytesWritten, MetricDriveWritesPerDay}
+
+// RunProduces reports whether the run itself (not a step) produces the metric.
+func RunProduces(metric string) bool { return inSet(metric, RunMetrics) }
+
 // StepMetrics lists the metric ids a step can produce. Steps that apply no
 // load (pause, drop-caches, fault) produce none.
 func StepMetrics(s StepSpec) []string {

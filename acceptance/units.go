@@ -28,6 +28,7 @@ const (
 	dimPower     = "power"   // watts
 	dimBytes     = "bytes"   // an amount of memory
 	dimCPUCost   = "cpucost" // CPU seconds per GiB moved
+	dimDWPD      = "dwpd"    // drive writes per day
 )
 
 // unitDefs lists the units accepted in thresholds, in the order forms offer
@@ -62,6 +63,9 @@ var unitDefs = []unitDef{
 	{"MiB", dimBytes, 1 << 20},
 	{"GiB", dimBytes, 1 << 30},
 	{"s/GiB", dimCPUCost, 1},
+	{"DWPD", dimDWPD, 1},
+	{"GB", dimBytes, 1e9},
+	{"TB", dimBytes, 1e12},
 }
 
 func lookupUnit(name string) (unitDef, bool) {

@@ -977,6 +977,12 @@ func ValidateGateSetForProfile(gates GateSetSpec, profile ProfileSpec) Validatio
 		if _, ok := LookupMetric(cr.Metric); !ok {
 			continue // ValidateGateSet reports it
 		}
+		if RunProduces(cr.Metric) {
+			if cr.Step != "" {
+				c.add(specField(cp, "step"), "%s is measured over the whole run, not by a step: leave step empty", cr.Metric)
+			}
+			continue
+		}
 		if cr.Step != "" {
 			j := indexOfStep(p, cr.Step)
 			switch {

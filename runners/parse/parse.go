@@ -41,7 +41,7 @@ const (
 )
 
 // Formats lists every format Import understands.
-var Formats = []Format{FormatProbeRequests, FormatProbeTelemetry, FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf, FormatAIPerfRecords, FormatGPUPath}
+var Formats = []Format{FormatProbeRequests, FormatProbeTelemetry, FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf, FormatAIPerfRecords, FormatGPUPath, FormatDriveWear}
 
 // Tool names written into acceptance.Source.Tool.
 const (
@@ -212,6 +212,8 @@ func ImportWithReport(format Format, data []byte, opts Options) (Result, error) 
 		return importPerfSummary(data, opts, ToolAIPerf, "profile_export_aiperf.json")
 	case FormatGPUPath:
 		return plainResult(format, ToolProbe, opts.name(wire.GPUPathFile), opts.ToolVersion)(ImportGPUPath(data, opts))
+	case FormatDriveWear:
+		return plainResult(format, "nvme-cli", opts.name(wire.DriveWearFile), opts.ToolVersion)(ImportDriveWear(data, opts))
 	case "text", "none":
 		return Result{}, fmt.Errorf("parse: format %q carries no measurements: store it as an artifact only", format)
 	case "":

@@ -48,6 +48,9 @@ type runner struct {
 	est     []time.Duration // per step and repetition
 	total   time.Duration
 	during  map[int][]int // step index → fault steps that overlap it
+	// hostRunner reads the host's files and tools (tests give it a fake
+	// root and tools); nil is the real host.
+	hostRunner *facts.Runner
 
 	mu        sync.Mutex
 	doneEst   time.Duration
@@ -149,7 +152,13 @@ func (r *runner) run(ctx context.Context) (state, reason string) {
 	r.ev.log("info", "probe started: run %d attempt %d, profile %q, %d steps × %d repetitions, time limit %s, pid %d",
 		r.plan.RunID, r.plan.Attempt, r.plan.Profile.Name, len(r.plan.Profile.Steps), r.reps, acceptance.Duration(limit), os.Getpid())
 	r.takeFacts(runCtx)
+	wear := startDriveWear(runCtx, r.host(), r.dir)
 	err := r.execute(runCtx)
+	if msg, werr := wear.finish(runCtx); werr != nil {
+		r.ev.log("warn", "%v", werr)
+	} else {
+		r.ev.log("info", "%s", msg)
+	}
 	var rt *runTimeoutError
 	switch {
 	case ctx.Err() != nil:
@@ -160,6 +169,14 @@ func (r *runner) run(ctx context.Context) (state, reason string) {
 		return wire.StateFailed, err.Error()
 	}
 	return wire.StateDone, ""
+}
+
+// host is the runner of the host's files and tools.
+func (r *runner) host() *facts.Runner {
+	if r.hostRunner != nil {
+		return r.hostRunner
+	}
+	return &facts.Runner{}
 }
 
 func (r *runner) takeFacts(ctx context.Context) {

@@ -47,7 +47,27 @@ func ReadFolder(c *sshrun.Collection, profile acceptance.ProfileSpec, probeVersi
 		all = append(all, ms...)
 		warnings = append(warnings, warns...)
 	}
-	return all, warnings, nil
+	ms, warns := importDriveWear(c)
+	return append(all, ms...), append(warnings, warns...), nil
+}
+
+// importDriveWear reads the run's drive wear (smart-log before and after
+// the run), when the probe took it. Like telemetry it is context the run
+// measured beside its steps: a problem with it is a warning.
+func importDriveWear(c *sshrun.Collection) ([]acceptance.Measurement, []string) {
+	f, ok := c.File(wire.DriveWearFile)
+	if !ok {
+		return nil, nil
+	}
+	data, err := readFile(f)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("drive wear not imported: %v", err)}
+	}
+	ms, warns, err := parse.Import(parse.FormatDriveWear, data, parse.Options{Repetition: 1, Name: f.Name})
+	if err != nil {
+		return nil, []string{fmt.Sprintf("drive wear not imported: %v", err)}
+	}
+	return ms, warns
 }
 
 func levelText(level string) string {

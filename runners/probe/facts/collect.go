@@ -2,9 +2,11 @@ package facts
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path"
 	"regexp"
 	"sort"
@@ -244,7 +246,7 @@ func collectNVMe(ctx context.Context, r *Runner, smart bool) NVMe {
 			NUMANode:    r.Attr(dir + "/numa_node"),
 		}
 		if smart {
-			c.SmartLog = collectSmartLog(ctx, r, name)
+			c.SmartLog = ReadSmartLog(ctx, r, name)
 		}
 		n.Controllers = append(n.Controllers, c)
 	}
@@ -379,7 +381,9 @@ func NVMeCLIDevices(b []byte) []string {
 	return out
 }
 
-func collectSmartLog(ctx context.Context, r *Runner, ctrl string) *SmartLog {
+// ReadSmartLog runs `nvme smart-log /dev/CTRL -o json` and reads it; the
+// source keeps the raw output, Problems say what could not be read.
+func ReadSmartLog(ctx context.Context, r *Runner, ctrl string) *SmartLog {
 	s := &SmartLog{Source: r.Run(ctx, "nvme", "smart-log", "/dev/"+ctrl, "-o", "json")}
 	if !s.Source.OK() {
 		return s
@@ -390,15 +394,22 @@ func collectSmartLog(ctx context.Context, r *Runner, ctrl string) *SmartLog {
 	return s
 }
 
-// ParseSmartLog reads the fields readiness checks use from nvme-cli's
-// smart-log JSON. The layout differs between nvme-cli versions: 1.x prints
-// 128-bit counters as floats, 2.x as bare numbers or quoted strings, some
-// 2.x releases capitalise "Temperature", and verbose/human output nests
+// DataUnitBytes is the size of a SMART data unit: 1000 × 512 bytes.
+const DataUnitBytes = 512000
+
+// ParseSmartLog reads the fields readiness checks and drive wear use from
+// nvme-cli's smart-log JSON. The layout differs between nvme-cli versions:
+// 1.x prints 128-bit counters as floats, 2.x as bare numbers (json-c with
+// a string serializer, src/nvme-print-json.c) or quoted strings, some 2.x
+// releases capitalise "Temperature", and verbose/human output nests
 // critical_warning as {"value": n, ...} (or "Value"). Keys are therefore
-// matched without regard to case.
+// matched without regard to case, and numbers are read as text so that a
+// counter past 2^53 stays exact.
 func ParseSmartLog(b []byte, s *SmartLog) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
+	if err := dec.Decode(&doc); err != nil {
 		return err
 	}
 	lower := make(map[string]any, len(doc))
@@ -408,35 +419,55 @@ func ParseSmartLog(b []byte, s *SmartLog) error {
 			lower[lk] = v
 		}
 	}
-	var number func(v any, depth int) *int64
-	number = func(v any, depth int) *int64 {
+	// text returns a number's digits (a bare, float or quoted number, or
+	// the "value" of a verbose object).
+	var text func(v any, depth int) string
+	text = func(v any, depth int) string {
 		switch t := v.(type) {
-		case float64:
-			n := int64(t)
-			return &n
+		case json.Number:
+			return t.String()
 		case string:
-			if n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(t, "%")), 10, 64); err == nil {
-				return &n
-			}
+			return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(t), "%"))
 		case map[string]any:
 			if depth > 0 {
-				return nil
+				return ""
 			}
 			for k, x := range t {
 				if strings.EqualFold(k, "value") {
-					return number(x, depth+1)
+					return text(x, depth+1)
+				}
+			}
+		}
+		return ""
+	}
+	get := func(keys ...string) *int64 {
+		for _, k := range keys {
+			if v, ok := lower[k]; ok {
+				if n, err := strconv.ParseInt(text(v, 0), 10, 64); err == nil {
+					return &n
+				}
+				if f, err := strconv.ParseFloat(text(v, 0), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<62 {
+					n := int64(f)
+					return &n
 				}
 			}
 		}
 		return nil
 	}
-	get := func(keys ...string) *int64 {
-		for _, k := range keys {
-			if v, ok := lower[k]; ok {
-				if n := number(v, 0); n != nil {
-					return n
-				}
-			}
+	getU := func(key string) *uint64 {
+		v, ok := lower[key]
+		if !ok {
+			return nil
+		}
+		t := text(v, 0)
+		if n, err := strconv.ParseUint(t, 10, 64); err == nil {
+			return &n
+		}
+		// nvme-cli 1.x: a long double printed as a float ("3318810242" or
+		// "3.31881e+09"); exact only as far as the float is.
+		if f, err := strconv.ParseFloat(t, 64); err == nil && f >= 0 && f < 1<<64 && f == math.Trunc(f) {
+			n := uint64(f)
+			return &n
 		}
 		return nil
 	}
@@ -444,6 +475,9 @@ func ParseSmartLog(b []byte, s *SmartLog) error {
 	s.MediaErrors = get("media_errors")
 	s.PercentUsed = get("percent_used", "percentage_used")
 	s.TemperatureK = get("temperature")
+	s.DataUnitsRead = getU("data_units_read")
+	s.DataUnitsWritten = getU("data_units_written")
+	s.PowerOnHours = get("power_on_hours")
 	return nil
 }
 

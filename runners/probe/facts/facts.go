@@ -131,14 +131,20 @@ type NVMeController struct {
 	SmartLog    *SmartLog `json:"smart_log,omitempty"`
 }
 
-// SmartLog is the subset of `nvme smart-log -o json` readiness checks use.
+// SmartLog is the subset of `nvme smart-log -o json` readiness checks and
+// the drive wear of a run use.
 type SmartLog struct {
-	CriticalWarning *int64   `json:"critical_warning,omitempty"`
-	MediaErrors     *int64   `json:"media_errors,omitempty"`
-	PercentUsed     *int64   `json:"percent_used,omitempty"`
-	TemperatureK    *int64   `json:"temperature_k,omitempty"` // nvme-cli reports Kelvin
-	Source          Source   `json:"source"`
-	Problems        []string `json:"problems,omitempty"`
+	CriticalWarning *int64 `json:"critical_warning,omitempty"`
+	MediaErrors     *int64 `json:"media_errors,omitempty"`
+	PercentUsed     *int64 `json:"percent_used,omitempty"`
+	TemperatureK    *int64 `json:"temperature_k,omitempty"` // nvme-cli reports Kelvin
+	// DataUnitsRead and DataUnitsWritten count thousands of 512-byte
+	// units (NVMe's SMART log; 128-bit counters, exact here up to 2^64).
+	DataUnitsRead    *uint64  `json:"data_units_read,omitempty"`
+	DataUnitsWritten *uint64  `json:"data_units_written,omitempty"`
+	PowerOnHours     *int64   `json:"power_on_hours,omitempty"`
+	Source           Source   `json:"source"`
+	Problems         []string `json:"problems,omitempty"`
 }
 
 // NVMeSubsystem is /sys/class/nvme-subsystem/nvme-subsysN.

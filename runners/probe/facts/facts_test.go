@@ -282,3 +282,52 @@ func TestRDMAClassDir(t *testing.T) {
 	require.True(t, d.Source.Absent, "the tool is missing, the devices are not")
 	require.Empty(t, d.Links)
 }
+
+// The drive wear counters of nvme-cli 2.x and 1.x are read exactly, past
+// what a float64 holds too.
+func TestParseSmartLogCounters(t *testing.T) {
+	t.Parallel()
+	read := func(name string) *SmartLog {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		require.NoError(t, err)
+		var s SmartLog
+		require.NoError(t, ParseSmartLog(b, &s))
+		return &s
+	}
+	s := read("nvme-smart-log-2x-before.json")
+	require.Equal(t, uint64(1474968593), *s.DataUnitsWritten)
+	require.Equal(t, uint64(499296134), *s.DataUnitsRead)
+	require.Equal(t, int64(15), *s.PercentUsed)
+	require.Equal(t, int64(38313), *s.PowerOnHours)
+	after := read("nvme-smart-log-2x-after.json")
+	require.Equal(t, uint64(39063), *after.DataUnitsWritten-*s.DataUnitsWritten)
+
+	big := read("nvme-smart-log-2x-beyond-2p53.json")
+	require.Equal(t, uint64(18446744073709551000), *big.DataUnitsWritten)
+	require.Equal(t, uint64(9007199254740993), *big.DataUnitsRead, "2^53 + 1 is not rounded")
+
+	one := read("nvme-smart-log-1x.json")
+	require.Equal(t, uint64(1474968593), *one.DataUnitsWritten)
+	require.Equal(t, int64(301), *one.TemperatureK)
+
+	var q SmartLog
+	require.NoError(t, ParseSmartLog([]byte(`{"data_units_written":"123","percentage_used":"7%","critical_warning":{"value":4}}`), &q))
+	require.Equal(t, uint64(123), *q.DataUnitsWritten)
+	require.Equal(t, int64(7), *q.PercentUsed)
+	require.Equal(t, int64(4), *q.CriticalWarning)
+	require.NoError(t, ParseSmartLog([]byte(`{"data_units_written":-5}`), &q))
+	require.Nil(t, q.DataUnitsWritten, "a negative counter is no counter")
+}
+
+func FuzzParseSmartLog(f *testing.F) {
+	for _, name := range []string{"nvme-smart-log-2x-before.json", "nvme-smart-log-1x.json", "nvme-smart-log-2x-beyond-2p53.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s SmartLog
+		_ = ParseSmartLog(b, &s)
+	})
+}

@@ -339,6 +339,45 @@ type GPUSample struct {
 	PowerW       *float64 `json:"power_w,omitempty"`
 }
 
+// DriveWearFile is the drives' wear over the run: every NVMe
+// controller's smart-log read before the first step and after the last.
+// The raw outputs are in DriveWearDir.
+const (
+	DriveWearFile = "drive-wear.json"
+	DriveWearDir  = "drive-wear"
+)
+
+// DriveWear is what the drives said before and after the run.
+type DriveWear struct {
+	Drives []DriveWearDrive `json:"drives"`
+}
+
+// DriveWearDrive is one NVMe controller's two readings.
+type DriveWearDrive struct {
+	Controller string `json:"controller"` // nvme0
+	Model      string `json:"model,omitempty"`
+	Serial     string `json:"serial,omitempty"`
+	Transport  string `json:"transport,omitempty"` // pcie, rdma, tcp: a fabric controller reports the target's log
+	// CapacityBytes is the sum of its namespaces' sizes (sysfs), the
+	// drive capacity drive writes per day are counted against.
+	CapacityBytes int64         `json:"capacity_bytes,omitempty"`
+	Before        *SmartReading `json:"before,omitempty"`
+	After         *SmartReading `json:"after,omitempty"`
+}
+
+// SmartReading is one `nvme smart-log -o json`; a nil field is one the
+// drive or nvme-cli did not give.
+type SmartReading struct {
+	At               string  `json:"at"` // RFC 3339 with nanoseconds
+	DataUnitsWritten *uint64 `json:"data_units_written,omitempty"`
+	DataUnitsRead    *uint64 `json:"data_units_read,omitempty"`
+	PercentUsed      *int64  `json:"percent_used,omitempty"`
+	PowerOnHours     *int64  `json:"power_on_hours,omitempty"`
+	// Raw is the output file relative to the run folder.
+	Raw   string `json:"raw,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
 // GPUPathFile is a gpu-path step's result.
 const GPUPathFile = "gpu-path.json"
 
