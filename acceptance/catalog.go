@@ -172,7 +172,7 @@ var catalog = []Metric{
 	{MetricErrorRate, "Error rate", UnitRatio, KindRate, LowerIsBetter, GroupInference,
 		"Failed requests divided by all requests: HTTP errors, errors inside the stream, streams ending without [DONE], timeouts."},
 	{MetricCacheHitRatio, "Cache hit ratio", UnitRatio, KindRate, HigherIsBetter, GroupInference,
-		"Prefix/KV cache hits divided by queries, from the inference server's own counters before and after the step."},
+		"Prefix/KV cache hits divided by queries, in tokens, from the inference server's own counters before and after the step (vLLM's prefix_cache_hits / prefix_cache_queries, SGLang's cached_tokens / prompt_tokens)."},
 	{MetricReadIOPS, "Read IOPS", UnitIOPS, KindRate, HigherIsBetter, GroupIO, "Read operations per second."},
 	{MetricWriteIOPS, "Write IOPS", UnitIOPS, KindRate, HigherIsBetter, GroupIO, "Write operations per second."},
 	{MetricReadBW, "Read bandwidth", UnitBytesPerSec, KindRate, HigherIsBetter, GroupIO, "Bytes read per second."},

@@ -448,12 +448,18 @@ func histogram(buckets []wire.HistogramBucket) ([]float64, []int64, error) {
 // Prometheus counters for the prefix cache, newest names first. vLLM V1
 // counts hits and queries in tokens: vllm:prefix_cache_{hits,queries}
 // (exposed with _total); vLLM 0.7–0.10 named them
-// vllm:gpu_prefix_cache_{hits,queries}. vLLM V0's vllm:gpu_prefix_cache_hit_rate
-// and SGLang's sglang:cache_hit_rate are gauges: a delta of a gauge is no
-// ratio, so they are reported as unsupported.
+// vllm:gpu_prefix_cache_{hits,queries}. SGLang counts every prompt token
+// in sglang:prompt_tokens_total and the ones its radix cache served in
+// sglang:cached_tokens_total (python/sglang/srt/metrics/collector.py,
+// TokenizerMetricsCollector; newer releases split it by a cache_source
+// label, summed here): the same tokens-based ratio. vLLM V0's
+// vllm:gpu_prefix_cache_hit_rate and SGLang's sglang:cache_hit_rate are
+// gauges: a delta of a gauge is no ratio, so they are reported as
+// unsupported.
 var cacheCounters = []struct{ hits, queries string }{
 	{"vllm:prefix_cache_hits", "vllm:prefix_cache_queries"},
 	{"vllm:gpu_prefix_cache_hits", "vllm:gpu_prefix_cache_queries"},
+	{"sglang:cached_tokens", "sglang:prompt_tokens"},
 }
 
 var cacheGauges = []string{"vllm:gpu_prefix_cache_hit_rate", "vllm:cpu_prefix_cache_hit_rate", "sglang:cache_hit_rate"}
@@ -482,7 +488,7 @@ func CacheHitRatio(delta map[string]float64) (ratio float64, field string, ok bo
 		field = c.hits + "_total / " + c.queries + "_total"
 		switch {
 		case !okH || !okQ:
-			return 0, field, false, "prefix cache counters incomplete (" + field + "): no cache_hit_ratio"
+			return 0, field, false, "prefix cache counters incomplete (" + field + "; SGLang before cached_tokens_total has only the cache_hit_rate gauge): no cache_hit_ratio"
 		case math.IsNaN(hits) || math.IsNaN(queries) || math.IsInf(hits, 0) || math.IsInf(queries, 0):
 			return 0, field, false, "prefix cache counter deltas are not finite: no cache_hit_ratio"
 		case hits < 0 || queries < 0:
