@@ -156,6 +156,15 @@ func rdmaGPUHost() *fakeHost {
 	})
 	h.gpuNode("00000000:1B:00.0", "0")
 	h.gpuNode("00000000:9B:00.0", "1")
+	// nvidia-smi topo -m in the layout of the recorded H100 matrix in
+	// runners/probe/gpu/testdata (NICs numbered, with a NIC legend).
+	h.cmd([]string{"nvidia-smi", "topo", "-m"}, "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"+
+		"GPU0\t X \tSYS\tPXB\tSYS\t0-15,32-47\t0\t\tN/A\n"+
+		"GPU1\tSYS\t X \tSYS\tPXB\t16-31,48-63\t1\t\tN/A\n"+
+		"NIC0\tPXB\tSYS\t X \tSYS\t\t\t\t\n"+
+		"NIC1\tSYS\tPXB\tSYS\t X \t\t\t\t\n\n"+
+		"Legend:\n\n  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)\n\n"+
+		"NIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n")
 	h.file("/proc/driver/nvidia-fs/stats", `GDS Version: 1.11.1.6 
 NVFS statistics(ver: 4.0)
 NVFS Driver(version: 2.22.3)

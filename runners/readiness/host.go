@@ -171,7 +171,11 @@ func checkCPUFreq(e *env) result {
 
 // checkNUMA: every GPU has a storage device (storage NIC or NVMe
 // controller) on its NUMA node. NVMe/TCP controllers have no device node
-// (their I/O follows the NIC), so they are left out.
+// (their I/O follows the NIC), so they are left out. A GPU whose sysfs
+// node is not reported takes nvidia-smi topo -m's NUMA affinity, and the
+// matrix's PCIe path from each GPU to each storage NIC's RDMA device is
+// given beside the verdict (PIX or PXB: behind one PCIe switch, the path
+// GPU-direct wants; SYS: across the sockets).
 func checkNUMA(e *env) result {
 	f := e.f
 	nodesEv := sourceEv("numa.online", f.NUMA.Source, f.NUMA.Source.Raw)
@@ -212,8 +216,16 @@ func checkNUMA(e *env) result {
 		add(&storage, c.Name, ctrlFact(c, "numa_node"), c.NUMANode)
 	}
 	for _, g := range f.GPU.GPUs {
-		add(&gpus, fmt.Sprintf("GPU %d", g.Index), fmt.Sprintf("gpu.gpus[%d].numa_node", g.Index), g.NUMANode)
+		node, fact := g.NUMANode, fmt.Sprintf("gpu.gpus[%d].numa_node", g.Index)
+		if _, ok := parseNode(node.Value); (!ok || !node.OK()) && g.Tool == "nvidia-smi" {
+			if v, ok := topologyNode(f, g.Index); ok {
+				node, fact = v, fmt.Sprintf("gpu.topology.rows[GPU%d].numa_affinity", g.Index)
+			}
+		}
+		add(&gpus, fmt.Sprintf("GPU %d", g.Index), fact, node)
 	}
+	paths, pathEv := gpuNICPaths(f, nics)
+	ev = append(ev, pathEv...)
 	if len(storage)+len(gpus) == 0 {
 		return result{UNKNOWN, fmt.Sprintf("%d NUMA nodes, but no storage NIC, NVMe controller or GPU to place.", len(f.NUMA.Nodes)), ev,
 			"Connect the storage under test (or name the storage interfaces), then refresh the facts."}
@@ -252,11 +264,61 @@ func checkNUMA(e *env) result {
 	}
 	sort.Ints(sn)
 	if len(far) > 0 {
-		return result{WARN, fmt.Sprintf("%s %s no storage device on its node (storage on node %s): reads for %s cross the inter-socket link. Devices: %s; %s.",
-			strings.Join(far, ", "), plural(len(far), "has", "have"), joinInts(sn), plural(len(far), "it", "them"), where(storage), where(gpus)), ev,
+		return result{WARN, fmt.Sprintf("%s %s no storage device on its node (storage on node %s): reads for %s cross the inter-socket link. Devices: %s; %s.%s",
+			strings.Join(far, ", "), plural(len(far), "has", "have"), joinInts(sn), plural(len(far), "it", "them"), where(storage), where(gpus), paths), ev,
 			"Run the inference server on the GPUs that share a node with the storage NIC or drive (CUDA_VISIBLE_DEVICES), or add a storage NIC on the other node; pin the load with numactl --cpunodebind to that node."}
 	}
-	return result{PASS, "Every GPU has a storage device on its node. " + where(storage) + "; " + where(gpus) + ".", ev, ""}
+	return result{PASS, "Every GPU has a storage device on its node. " + where(storage) + "; " + where(gpus) + "." + paths, ev, ""}
+}
+
+// topologyNode is nvidia-smi topo -m's NUMA affinity of GPU i, as a fact.
+func topologyNode(f *facts.Facts, i int) (facts.Value, bool) {
+	t := f.GPU.Topology
+	if t == nil || f.GPU.TopologySource == nil {
+		return facts.Value{}, false
+	}
+	for _, r := range t.Rows {
+		if r.Device == fmt.Sprintf("GPU%d", i) {
+			if _, ok := parseNode(r.NUMAAffinity); ok {
+				src := *f.GPU.TopologySource
+				src.Raw = strings.Join(append([]string{r.Device}, r.Links...), "\t") + "\t" + r.CPUAffinity + "\t" + r.NUMAAffinity
+				return facts.Value{Value: r.NUMAAffinity, Source: src}, true
+			}
+		}
+	}
+	return facts.Value{}, false
+}
+
+// gpuNICPaths describes, from nvidia-smi topo -m, how each GPU reaches
+// each storage NIC's RDMA device (" PCIe paths: GPU0–mlx5_0 (ens1f0np0)
+// PXB, …."), with the matrix as evidence; "" without a matrix.
+func gpuNICPaths(f *facts.Facts, nics []facts.NIC) (string, []Evidence) {
+	t := f.GPU.Topology
+	if t == nil || f.GPU.TopologySource == nil || len(nics) == 0 {
+		return "", nil
+	}
+	rdmaOf := map[string]string{} // netdev → RDMA device
+	for _, l := range f.RDMA.Links {
+		if l.NetDev != "" {
+			rdmaOf[l.NetDev] = l.Device
+		}
+	}
+	var parts []string
+	for _, r := range t.Rows {
+		if !strings.HasPrefix(r.Device, "GPU") {
+			continue
+		}
+		for _, n := range nics {
+			if link := t.Link(r.Device, rdmaOf[n.Name]); link != "" && rdmaOf[n.Name] != "" {
+				parts = append(parts, fmt.Sprintf("%s–%s (%s) %s", r.Device, rdmaOf[n.Name], n.Name, link))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	ev := sourceEv("gpu.topology", *f.GPU.TopologySource, f.GPU.TopologySource.Raw)
+	return " PCIe paths (nvidia-smi topo -m; PIX/PXB share a PCIe switch, NODE crosses host bridges, SYS the sockets): " + strings.Join(parts, ", ") + ".", []Evidence{ev}
 }
 
 // checkPCIeLinks: every GPU, physical NIC and NVMe PCIe controller runs

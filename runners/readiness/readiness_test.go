@@ -445,8 +445,9 @@ func TestMutations(t *testing.T) {
 			b.rdma.NVMe.Controllers[2].NUMANode.Value = "0"
 			return b.rdma
 		}, optRDMA, "host.numa-locality", WARN, "GPU 1 (node 1) has no storage device on its node"},
-		{"numa node -1", func(b *testBundle) *facts.Facts {
+		{"numa node -1 and no topology matrix", func(b *testBundle) *facts.Facts {
 			b.rdma.GPU.GPUs[0].NUMANode.Value = "-1"
+			b.rdma.GPU.Topology = nil
 			return b.rdma
 		}, optRDMA, "host.numa-locality", UNKNOWN, "GPU 0"},
 		{"driver not talking", func(b *testBundle) *facts.Facts {
