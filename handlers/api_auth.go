@@ -72,7 +72,7 @@ func apiScopeAllows(r *http.Request, c capability) bool {
 		return slices.Contains(v.Scopes, auth.ScopeRead)
 	case capEngineer:
 		return slices.Contains(v.Scopes, auth.ScopeRun)
-	case capApprove:
+	case capApprove, capHalt:
 		return slices.Contains(v.Scopes, auth.ScopeApprove)
 	}
 	return false // owner actions are not offered to tokens

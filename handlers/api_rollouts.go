@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -159,6 +160,15 @@ func (s *Server) apiCreateDecision(w http.ResponseWriter, r *http.Request) {
 	if !slices.Contains(acceptance.DecisionKinds, acceptance.DecisionKind(req.Kind)) {
 		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: "unknown decision kind", RequestID: requestID(r.Context()),
 			Fields: map[string]string{"kind": "one of approve, waive, reject, halt, stop-loss-triggered, resume, rollback-requested"}})
+		return
+	}
+	if c := decisionNeeds(acceptance.DecisionKind(req.Kind)); !programFrom(r.Context()).can(c) || !apiScopeAllows(r, c) {
+		who := "any member of the program"
+		if c == capApprove {
+			who = "an approver or owner"
+		}
+		writeJSON(w, http.StatusForbidden, apiError{Error: fmt.Sprintf("a %s decision is for %s, with a token that carries the approve scope", req.Kind, who),
+			RequestID: requestID(r.Context())})
 		return
 	}
 	out, err := s.recordDecision(r, acceptance.DecisionKind(req.Kind), req.Stage, req.Reason)

@@ -179,3 +179,36 @@ func TestAttackWebhookRegistrationTargetsTheServersOwnNetwork(t *testing.T) {
 	status, _ := register("https://argo.example.test/api/v1/events")
 	require.Equal(t, http.StatusOK, status)
 }
+
+// A viewer could halt a stage in the browser while the API asked for the
+// approve capability. One rule now (decisionNeeds): any member halts, in
+// the browser and through the API (a token with the approve scope, as for
+// every decision); approving stays with approvers, in both.
+func TestAttackHaltNeedsTheSameCapabilityInBrowserAndAPI(t *testing.T) {
+	t.Parallel()
+	browser := setupRollout(t)
+	browser.addStages(t, "pilot-5pct")
+	browser.judgedRun(t, "PASS")
+	api := setupRollout(t)
+	api.addStages(t, "pilot-5pct")
+	api.judgedRun(t, "PASS")
+	viewerToken := api.createTokenViaUI(t, api.viewer, "read", "approve")
+	readOnly := api.createTokenViaUI(t, api.viewer, "read")
+
+	// Approving: refused to the viewer in both.
+	code, _ := browser.decide(t, browser.viewer, "pilot-5pct", "approve", "")
+	require.Equal(t, http.StatusForbidden, code)
+	status, out := api.apiPost(t, viewerToken, api.url("/rollout/decisions"), `{"kind":"approve","stage":"pilot-5pct"}`)
+	require.Equal(t, http.StatusForbidden, status)
+	require.Contains(t, out["error"], "an approver or owner")
+
+	// Halting: allowed to the viewer in both.
+	code, _ = browser.decide(t, browser.viewer, "pilot-5pct", "halt", "p99 TTFT doubled")
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Equal(t, "halted", stageStates(browser.board(t, browser.viewer))["pilot-5pct"])
+	status, out = api.apiPost(t, readOnly, api.url("/rollout/decisions"), `{"kind":"halt","stage":"pilot-5pct","reason":"p99 TTFT doubled"}`)
+	require.Equal(t, http.StatusForbidden, status, "a token needs the approve scope for any decision")
+	status, out = api.apiPost(t, viewerToken, api.url("/rollout/decisions"), `{"kind":"halt","stage":"pilot-5pct","reason":"p99 TTFT doubled"}`)
+	require.Equal(t, http.StatusCreated, status, out)
+	require.Equal(t, "halted", out["rollout"].(map[string]any)["status"])
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/store"
 )
 
@@ -18,15 +19,28 @@ type capability int
 const (
 	capView     capability = iota // read anything of the program
 	capEngineer                   // profiles, gate sets, hosts, runs
-	capApprove                    // approve, reject, waive rollout stages
+	capApprove                    // approve, reject, waive, resume rollout stages
 	capOwner                      // members and settings; command steps
+	// capHalt stops a rollout stage at once: any member of the program may
+	// pull the brake (both sides' approvers must agree to resume), in the
+	// browser and through the API alike (a token needs the approve scope,
+	// as for every decision).
+	capHalt
 )
 
-var capabilityNames = map[capability]string{capView: "view", capEngineer: "engineer", capApprove: "approve", capOwner: "owner"}
+var capabilityNames = map[capability]string{capView: "view", capEngineer: "engineer", capApprove: "approve", capOwner: "owner", capHalt: "halt"}
+
+// decisionNeeds is the capability that recording a decision of kind needs.
+func decisionNeeds(kind acceptance.DecisionKind) capability {
+	if kind == acceptance.DecisionHalt {
+		return capHalt
+	}
+	return capApprove
+}
 
 func roleCan(role store.Role, c capability) bool {
 	switch c {
-	case capView:
+	case capView, capHalt:
 		return role != ""
 	case capEngineer:
 		return role == store.RoleEngineer || role == store.RoleOwner

@@ -131,7 +131,7 @@ func (s *Server) routes() http.Handler {
 					r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/waive", s.decideOnStage(acceptance.DecisionWaive))
 					r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/reject", s.decideOnStage(acceptance.DecisionReject))
 					r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/resume", s.decideOnStage(acceptance.DecisionResume))
-					r.With(s.need(capView)).Post("/rollout/stages/{stageID}/halt", s.decideOnStage(acceptance.DecisionHalt))
+					r.With(s.need(decisionNeeds(acceptance.DecisionHalt))).Post("/rollout/stages/{stageID}/halt", s.decideOnStage(acceptance.DecisionHalt))
 					r.With(s.need(capApprove)).Post("/rollout/rollback", s.requestRollback)
 					r.With(s.need(capView)).Get("/decisions", s.showDecisions)
 					r.With(s.need(capView)).Get("/decisions/export", s.exportDecisions)
@@ -200,7 +200,9 @@ func (s *Server) routes() http.Handler {
 				r.With(s.need(capView)).Get("/runs/{runID}/report.tar.gz", s.downloadReport)
 				// The rollout and the decision log.
 				r.With(s.need(capView)).Get("/rollout", s.apiShowRollout)
-				r.With(s.need(capApprove)).Post("/rollout/decisions", s.apiCreateDecision)
+				// Each kind needs its own capability (decisionNeeds): halting
+				// is open to every member, the rest to approvers.
+				r.With(s.need(capHalt)).Post("/rollout/decisions", s.apiCreateDecision)
 				r.With(s.need(capView)).Get("/decisions", s.apiListDecisions)
 				r.With(s.need(capView)).Get("/decisions/export", s.exportDecisions)
 				r.With(s.need(capView)).Get("/decisions/head", s.showLogHead)

@@ -235,7 +235,7 @@ func RolloutPage(p Page, pr store.ProgramAccess, b RolloutBoard) templ.Component
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, " <div class=\"spread\"><p class=\"muted\">Each stage is approved when its gates pass and an approver of the vendor and one of the customer have both signed it off. A halt or a stop-loss stops the current stage at once; both sides must agree to resume it. Every decision is signed and kept in the <a href=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, " <div class=\"spread\"><p class=\"muted\">Each stage is approved when its gates pass and an approver of the vendor and one of the customer have both signed it off. A halt or a stop-loss stops the current stage at once (any member may halt it, here or through the API); both sides must agree to resume it. Every decision is signed and kept in the <a href=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
