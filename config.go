@@ -70,7 +70,7 @@ var envVars = []envVar{
 	{"ACCORD_QUEUES", "default=10,runs=50,reports=4", "River queues this process works, as name=max_workers"},
 	{"ACCORD_REQUEST_TIMEOUT", "30s", "time limit of one HTTP request (streams excepted)"},
 	{"ACCORD_SHUTDOWN_TIMEOUT", "20s", "time to drain requests and stop River on SIGTERM"},
-	{"ACCORD_BASE_URL", "http://localhost:8080", "public URL; https makes cookies Secure"},
+	{"ACCORD_BASE_URL", "http://localhost:8080", "public URL; https makes cookies Secure and every answer carry HSTS (Strict-Transport-Security, two years)"},
 	{"ACCORD_PROBE_DIR", "", "directory with static accord binaries per architecture (accord-linux-amd64, accord-linux-arm64); empty: the running binary"},
 	{"ACCORD_WORKERS", "true", "run River workers in `serve` (false: only `accord worker` processes work jobs)"},
 	{"ACCORD_LEASE_TTL", "30s", "a host lease not renewed for this long means its worker is gone: another worker takes the run over about a third of it later (or once River has elected a new leader, about 15s, if the leader died); the heartbeat renews it every third of it; at least 3s"},

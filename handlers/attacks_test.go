@@ -212,3 +212,18 @@ func TestAttackHaltNeedsTheSameCapabilityInBrowserAndAPI(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, out)
 	require.Equal(t, "halted", out["rollout"].(map[string]any)["status"])
 }
+
+// Served at an https base URL, every answer carries HSTS, so that a
+// browser never falls back to plain HTTP; at an http one, none does (a
+// browser would ignore it, and it would pin a development host).
+func TestAttackNoHSTSBehindHTTPS(t *testing.T) {
+	t.Parallel()
+	secure := setup(t, setupOpts{httpsBase: true})
+	plain := setup(t)
+	for _, path := range []string{"/", "/signin", "/healthz", "/api/v1/openapi.json", "/no-such-page"} {
+		res, _ := secure.get(t, secure.client(t), path)
+		require.Equal(t, "max-age=63072000", res.Header.Get("Strict-Transport-Security"), path)
+		res, _ = plain.get(t, plain.client(t), path)
+		require.Empty(t, res.Header.Get("Strict-Transport-Security"), path)
+	}
+}

@@ -99,9 +99,19 @@ func (s *Server) withRecovery(next http.Handler) http.Handler {
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-func withSecurityHeaders(next http.Handler) http.Handler {
+// hstsMaxAge is two years, the preload list's figure; subdomains are not
+// included (they may be other services of the site).
+const hstsMaxAge = 2 * 365 * 24 * 60 * 60
+
+func (s *Server) withSecurityHeaders(next http.Handler) http.Handler {
+	https := s.baseURL != nil && s.baseURL.Scheme == "https"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
+		if https {
+			// Served at an https address (behind a TLS proxy): browsers
+			// keep to https from the first answer on.
+			h.Set("Strict-Transport-Security", fmt.Sprintf("max-age=%d", hstsMaxAge))
+		}
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")

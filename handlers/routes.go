@@ -26,7 +26,7 @@ func (s *Server) routes() http.Handler {
 	}))
 
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.withAccessLog, s.withRecovery, withSecurityHeaders, cop.Handler, s.withTextOnly, middleware.GetHead, withCompression(5, compressibleTypes...))
+	r.Use(withRequestID, s.withAccessLog, s.withRecovery, s.withSecurityHeaders, cop.Handler, s.withTextOnly, middleware.GetHead, withCompression(5, compressibleTypes...))
 	r.NotFound(s.showNotFound)
 	r.MethodNotAllowed(s.showMethodNotAllowed)
 
