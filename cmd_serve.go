@@ -128,6 +128,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 	opts := handlers.Options{
 		Log: log, Pool: pool, Store: st, River: riverClient, Dev: cfg.Dev, BaseURL: cfg.BaseURL,
 		RequestTimeout: cfg.RequestTimeout, Registry: reg, Keys: keys, Sealer: sealer, Runner: runner, Keyring: keyring, Egress: outbound,
+		MetricsElsewhere: cfg.MetricsListen != "",
 	}
 	ui, err := newRiverUI(ctx, riverClient, log)
 	if err != nil {
@@ -146,11 +147,31 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 	if err != nil {
 		return fmt.Errorf("config: ACCORD_LISTEN=%s: %w", cfg.Listen, err)
 	}
+	// The metrics listener stops with the web one, whichever way that ends.
+	metricsCtx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	metricsDone := make(chan error, 1)
+	if cfg.MetricsListen != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("config: ACCORD_METRICS_LISTEN=%s: %w", cfg.MetricsListen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", handler.MetricsHandler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		log.Info("accord metrics", "url", "http://"+mln.Addr().String()+"/metrics")
+		go func() { metricsDone <- runHTTPServer(metricsCtx, log, msrv, mln, cfg.ShutdownTimeout) }()
+	} else {
+		metricsDone <- nil
+	}
 	log.Info("accord serving", "url", "http://"+ln.Addr().String(), "dev", cfg.Dev, "version", version)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	return runHTTPServer(ctx, log, srv, ln, cfg.ShutdownTimeout)
+	err = runHTTPServer(ctx, log, srv, ln, cfg.ShutdownTimeout)
+	stopMetrics()
+	return errors.Join(err, <-metricsDone)
 }
 
 // runHTTPServer serves until ctx ends, then stops accepting and waits up to

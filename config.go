@@ -20,6 +20,7 @@ import (
 // once in main and passed down; no package reads the environment itself.
 type Config struct {
 	Listen          string
+	MetricsListen   string // /metrics on its own address when set
 	DatabaseURL     string
 	DBMaxConns      int32
 	DataDir         string
@@ -55,6 +56,7 @@ type envVar struct {
 
 var envVars = []envVar{
 	{"ACCORD_LISTEN", "127.0.0.1:8080", "address the web server listens on"},
+	{"ACCORD_METRICS_LISTEN", "", "address of a listener of its own for /metrics (the Prometheus convention: a port the web's users cannot reach); empty: /metrics is on ACCORD_LISTEN"},
 	{"DATABASE_URL", "postgres://127.0.0.1:5432/accord?sslmode=disable", "PostgreSQL connection URL (shared by the app and River)"},
 	{"ACCORD_DB_MAX_CONNS", "20", "size of the PostgreSQL connection pool"},
 	{"ACCORD_DATA_DIR", "./data", "directory for the secret key, the signing keys and the demo lab"},
@@ -116,6 +118,15 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			return c, &configError{"ACCORD_LISTEN", v, "must be host:port, for example 127.0.0.1:8080 or :8080"}
 		}
 		c.Listen = v
+	}
+	if v, ok := get("ACCORD_METRICS_LISTEN"); ok {
+		if _, _, splitErr := net.SplitHostPort(v); splitErr != nil {
+			return c, &configError{"ACCORD_METRICS_LISTEN", v, "must be host:port, for example 127.0.0.1:9464"}
+		}
+		if v == c.Listen {
+			return c, &configError{"ACCORD_METRICS_LISTEN", v, "must differ from ACCORD_LISTEN"}
+		}
+		c.MetricsListen = v
 	}
 	c.DatabaseURL = "postgres://127.0.0.1:5432/accord?sslmode=disable"
 	if v, ok := get("DATABASE_URL"); ok {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -58,6 +59,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		"ACCORD_RESCUE_AFTER":        "30s",  // shorter than River's job time limit
 		"ACCORD_LEASE_TTL":           "1s",
 		"ACCORD_WEBHOOK_ALLOW_CIDRS": "intranet",
+		"ACCORD_METRICS_LISTEN":      "9464",
 	}
 	for name, value := range bad {
 		_, err := loadConfig(envMap(map[string]string{name: value}))
@@ -247,4 +249,51 @@ func TestGracefulShutdownOnSIGTERM(t *testing.T) {
 	require.NoError(t, <-done)
 	_, err = net.DialTimeout("tcp", ln.Addr().String(), time.Second)
 	require.Error(t, err, "the listener is closed after shutdown")
+}
+
+// With ACCORD_METRICS_LISTEN, /metrics answers on that address only: the
+// web listener, which the users reach, answers 404 there.
+func TestMetricsOnTheirOwnListenAddress(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, storetest.NewDatabase(t))
+	cfg.MetricsListen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, quietLog(), true, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("serve stopped: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	get := func(url string) (int, string) {
+		res, err := http.Get(url)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(body)
+	}
+	status, _ := get("http://" + addr + "/healthz")
+	require.Equal(t, http.StatusOK, status)
+	status, _ = get("http://" + addr + "/metrics")
+	require.Equal(t, http.StatusNotFound, status, "not on the web listener")
+	status, body := get("http://" + cfg.MetricsListen + "/metrics")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, "accord_http_requests_total")
+	status, _ = get("http://" + cfg.MetricsListen + "/")
+	require.Equal(t, http.StatusNotFound, status, "the metrics listener serves /metrics alone")
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	_, err := http.Get("http://" + cfg.MetricsListen + "/metrics")
+	require.Error(t, err, "the metrics listener stopped with the server")
 }

@@ -81,6 +81,8 @@ func (c *riverJobCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (s *Server) showMetrics() http.Handler {
+// MetricsHandler serves the Prometheus metrics: at /metrics of the web
+// routes, or on the operator's own metrics listener.
+func (s *Server) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 }

@@ -33,7 +33,9 @@ func (s *Server) routes() http.Handler {
 	// Machine endpoints.
 	r.Get("/healthz", s.showHealth)
 	r.Get("/readyz", s.showReadiness)
-	r.Method(http.MethodGet, "/metrics", s.showMetrics())
+	if !s.metricsElsewhere {
+		r.Method(http.MethodGet, "/metrics", s.MetricsHandler())
+	}
 	r.Method(http.MethodGet, static.Prefix+"*", static.Handler())
 
 	// Public keys (anyone), for offline verification.

@@ -47,6 +47,10 @@ type Options struct {
 	// Egress says which addresses a webhook URL may point to (nil: none of
 	// the server's own networks).
 	Egress *egress.Policy
+	// MetricsElsewhere leaves /metrics out of the web routes: the operator
+	// serves MetricsHandler on a listen address of its own
+	// (ACCORD_METRICS_LISTEN).
+	MetricsElsewhere bool
 }
 
 // Server is the HTTP handler with its dependencies.
@@ -67,6 +71,8 @@ type Server struct {
 	live    *liveHub
 	keyring *attest.Keyring
 	egress  *egress.Policy
+	// metricsElsewhere: /metrics is not a web route (Options.MetricsElsewhere).
+	metricsElsewhere bool
 
 	handler http.Handler
 }
@@ -88,6 +94,8 @@ func New(opts Options) *Server {
 		runner:  opts.Runner,
 		keyring: opts.Keyring,
 		egress:  opts.Egress,
+
+		metricsElsewhere: opts.MetricsElsewhere,
 	}
 	if s.egress == nil {
 		s.egress = egress.NewPolicy(nil, nil)
