@@ -42,6 +42,7 @@ type demoLab struct {
 	slowPort  int
 	procs     []*exec.Cmd
 	mu        sync.Mutex
+	log       *slog.Logger
 }
 
 // sshdPath is OpenSSH's server, started by its absolute path (it re-execs
@@ -54,7 +55,7 @@ func startDemoLab(ctx context.Context, cfg Config, log *slog.Logger) (*demoLab, 
 	if err != nil {
 		return nil, err
 	}
-	lab := &demoLab{dir: dir, sshPort: cfg.DemoSSHPort, fastPort: cfg.DemoPorts[0], slowPort: cfg.DemoPorts[1]}
+	lab := &demoLab{dir: dir, sshPort: cfg.DemoSSHPort, fastPort: cfg.DemoPorts[0], slowPort: cfg.DemoPorts[1], log: log}
 	u, err := user.Current()
 	if err != nil {
 		return nil, err
@@ -154,10 +155,15 @@ func (l *demoLab) startSSHD(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
+// demoKVFiles are the emulators' KV files (256 MiB each), in the lab's kv
+// folder under the installation's data directory: this installation's
+// own, never shared with another, and removed when the lab stops.
+var demoKVFiles = [2]string{"local-nvme.kv", "nvmeof.kv"}
+
 // startEmulators runs two `accord emulate`: the "local NVMe" path reads KV
-// blocks from a file on disk with a bandwidth cap, the "NVMe-oF" path from
-// a file on memory (tmpfs when available), so that the faster storage
-// really gives a lower TTFT.
+// blocks from its file with a bandwidth cap, the "NVMe-oF" path from its
+// file at the speed of the page cache, so that the faster storage really
+// gives a lower TTFT.
 func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger, probeDir string) error {
 	// The emulator is accord itself: the static build for lab hosts when
 	// there is one (the running binary may be a test's), else this binary.
@@ -168,11 +174,6 @@ func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger, probeDir
 			return err
 		}
 	}
-	fastDir := filepath.Join(l.dir, "kv")
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		fastDir = filepath.Join("/dev/shm", fmt.Sprintf("accord-demo-%d", os.Getuid()))
-		_ = os.MkdirAll(fastDir, 0o700)
-	}
 	common := []string{"--model", "emulated", "--kv-file-size", "256MiB", "--cache-blocks", "256", "--itl", "5ms", "--prefill-per-token", "50us"}
 	paths := []struct {
 		name string
@@ -180,8 +181,8 @@ func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger, probeDir
 		args []string
 		url  *string
 	}{
-		{"local NVMe path", l.slowPort, []string{"--kv-file", filepath.Join(l.dir, "kv", "local-nvme.kv"), "--kv-read-mbps", "150"}, &l.slowURL},
-		{"NVMe-oF path", l.fastPort, []string{"--kv-file", filepath.Join(fastDir, "nvmeof.kv")}, &l.fastURL},
+		{"local NVMe path", l.slowPort, []string{"--kv-file", filepath.Join(l.dir, "kv", demoKVFiles[0]), "--kv-read-mbps", "150"}, &l.slowURL},
+		{"NVMe-oF path", l.fastPort, []string{"--kv-file", filepath.Join(l.dir, "kv", demoKVFiles[1])}, &l.fastURL},
 	}
 	for _, p := range paths {
 		addr := "127.0.0.1:" + strconv.Itoa(p.port)
@@ -242,6 +243,16 @@ func (l *demoLab) stop() {
 		}
 	}
 	l.procs = nil
+	l.removeKVFiles()
+}
+
+// removeKVFiles deletes the emulators' KV files once they are stopped.
+func (l *demoLab) removeKVFiles() {
+	for _, name := range demoKVFiles {
+		if err := os.Remove(filepath.Join(l.dir, "kv", name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.log.Warn("demo lab: emulator file not removed", "file", name, "err", err)
+		}
+	}
 }
 
 func waitForPort(ctx context.Context, addr string, timeout time.Duration) error {
