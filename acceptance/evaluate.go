@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/accordlab/accord/acceptance/stats"
 )
@@ -49,6 +50,10 @@ type EvaluationInput struct {
 	GateDigest    string
 	// Resamples per bootstrap; 0 means DefaultResamples.
 	Resamples int
+	// Contamination says, one line each, what else measured on the
+	// candidate's host while it ran (another run's probe): such numbers are
+	// not evidence either way, so the run is never judged PASS (or FAIL).
+	Contamination []string
 }
 
 // Evaluation is the judgement of one run against one gate set. Its
@@ -70,6 +75,9 @@ type Evaluation struct {
 	ClientFlags         []ClientFlag `json:"client_flags,omitempty"`
 	BaselineClientFlags []ClientFlag `json:"baseline_client_flags,omitempty"`
 	AcceptClientLimited bool         `json:"accept_client_limited,omitempty"`
+	// Contamination is EvaluationInput.Contamination: when it is set, a
+	// PASS or FAIL of the criteria is INCONCLUSIVE overall.
+	Contamination []string `json:"contamination,omitempty"`
 }
 
 // EvaluationInputs are the digests of everything the evaluation read.
@@ -326,7 +334,25 @@ func Evaluate(in EvaluationInput) (Evaluation, error) {
 		summarizeCriterion(&ev.Criteria[i])
 	}
 	ev.Verdict, ev.Explanation = overall(ev)
+	if len(in.Contamination) > 0 {
+		ev.Contamination = slices.Sorted(slices.Values(in.Contamination))
+		ev.Verdict, ev.Explanation = contaminated(ev)
+	}
 	return ev, nil
+}
+
+// contaminated is the overall verdict of a run another run measured
+// beside: whatever its criteria say, its numbers are not evidence, so a
+// PASS or a FAIL becomes INCONCLUSIVE (run it again on a quiet host); an
+// INCOMPARABLE or INCONCLUSIVE stays.
+func contaminated(ev Evaluation) (Verdict, string) {
+	v := ev.Verdict
+	if v == Pass || v == Fail {
+		v = Inconclusive
+	}
+	why := fmt.Sprintf("Contaminated: another run measured on the host during this run (%s), so its numbers are not evidence either way; run it again on a quiet host. The criteria alone said %s: %s",
+		strings.Join(ev.Contamination, "; "), ev.Verdict, ev.Explanation)
+	return v, why
 }
 
 func inputsDigest(in EvaluationInputs) string {

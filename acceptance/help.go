@@ -220,6 +220,6 @@ func VerdictHelp(verdict string) string { return verdictHelp[strings.ToUpper(ver
 var verdictHelp = map[string]string{
 	"PASS":         "The whole confidence interval of the statistic is on the passing side of the threshold.",
 	"FAIL":         "The whole confidence interval of the statistic is on the failing side of the threshold.",
-	"INCONCLUSIVE": "The interval straddles the threshold, or there are too few samples: the data cannot tell yet; run more repetitions.",
+	"INCONCLUSIVE": "The interval straddles the threshold, or there are too few samples: the data cannot tell yet; run more repetitions. A run that another run measured beside on its host (contaminated) is INCONCLUSIVE too, whatever its criteria say: run it again on a quiet host.",
 	"INCOMPARABLE": "The candidate and the baseline ran on hosts whose facts differ where it matters, so a relative verdict would mislead; the differences are shown.",
 }

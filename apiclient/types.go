@@ -101,6 +101,11 @@ type Run struct {
 	URL              string     `json:"url"`
 	// HasReport: the signed report bundle can be downloaded (report.tar.gz).
 	HasReport bool `json:"has_report"`
+	// Contaminated: another run was active on the host while this one
+	// measured (Contamination says which, when the run is asked for
+	// alone); such a run is never judged PASS.
+	Contaminated  bool     `json:"contaminated"`
+	Contamination []string `json:"contamination,omitempty"`
 }
 
 // StageGate is what Accord tells a deployer (an Argo Rollouts analysis, a

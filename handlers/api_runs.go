@@ -30,7 +30,7 @@ func (s *Server) toAPIRun(run store.Run) apiclient.Run {
 	out := apiclient.Run{ID: run.ID, State: run.State, Final: store.RunFinal(run.State), Settled: runSettled(run), Reason: run.Reason, Verdict: run.Verdict,
 		Label: run.Label, Kind: run.Kind, Emulated: run.Emulated, ProfileVersionID: run.ProfileVersionID, GateSetVersionID: run.GateSetVersionID,
 		HostID: run.HostID, Host: run.HostName, BaselineRunID: run.BaselineRunID, Progress: p.Fraction, ProgressText: p.Label,
-		CreatedAt: run.CreatedAt, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, HasReport: run.HasReport}
+		CreatedAt: run.CreatedAt, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, HasReport: run.HasReport, Contaminated: run.Contaminated}
 	if run.ProfileName != "" {
 		out.Profile = fmt.Sprintf("%s v%d", run.ProfileName, run.ProfileVersion)
 	}
@@ -159,7 +159,18 @@ func (s *Server) apiShowRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.toAPIRun(run))
+	out := s.toAPIRun(run)
+	if run.Contaminated {
+		neighbours, err := s.store.RunNeighbours(r.Context(), run.ID)
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		for _, n := range neighbours {
+			out.Contamination = append(out.Contamination, n.Describe())
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // apiShowEvaluation returns the run's latest evaluation: the verdict of

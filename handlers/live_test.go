@@ -106,3 +106,36 @@ func TestRunWithoutAWorkerSaysItIsTakenOver(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "reconnecting to the host to follow the probe", body["reason"])
 }
+
+// A run another run measured beside says so on its page and in the API.
+func TestContaminatedRunSaysSo(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	ctx := context.Background()
+	host, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: "lab", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key"})
+	require.NoError(t, err)
+	runID, err := pb.store.CreateRun(ctx, store.NewRun{ProgramID: pb.programID, ProfileVersionID: pb.profileVersionID(t), HostID: host})
+	require.NoError(t, err)
+	runPath := pb.url("/runs/" + strconv.FormatInt(runID, 10))
+	apiPath := "/api/v1/programs/" + strconv.FormatInt(pb.programID, 10) + "/runs/" + strconv.FormatInt(runID, 10)
+	_, page := pb.get(t, pb.viewer, runPath)
+	require.NotContains(t, page, `id="contamination"`)
+	_, body := pb.apiGet(t, pb.engToken, apiPath)
+	require.Equal(t, false, body["contaminated"])
+
+	lease, _, err := pb.store.AcquireLease(ctx, host, runID, "worker-a", time.Minute)
+	require.NoError(t, err)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	_, err = pb.store.RecordNeighbours(ctx, runID, lease, ".accord/x/runs/1-1",
+		[]store.SightedNeighbour{{Dir: "/home/lab/.accord/other/runs/5-1", FirstSeen: at, LastSeen: at.Add(4 * time.Second)}})
+	require.NoError(t, err)
+
+	_, page = pb.get(t, pb.viewer, runPath)
+	require.Contains(t, page, `id="contamination"`)
+	require.Contains(t, page, "cannot pass")
+	require.Contains(t, page, "another Accord installation&#39;s run in /home/lab/.accord/other/runs/5-1 was active on the host from 10:00:00 to 10:00:04 UTC")
+	code, body := pb.apiGet(t, pb.engToken, apiPath)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, true, body["contaminated"])
+	require.Len(t, body["contamination"], 1)
+}

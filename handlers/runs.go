@@ -360,6 +360,15 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 			d.StopLoss = b.Explanation
 		}
 	}
+	if run.Contaminated {
+		neighbours, err := s.store.RunNeighbours(ctx, run.ID)
+		if err != nil {
+			return d, err
+		}
+		for _, n := range neighbours {
+			d.Contamination = append(d.Contamination, n.Describe())
+		}
+	}
 	if d.Charts, err = s.runCharts(r, run); err != nil {
 		return d, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/accordlab/accord/acceptance"
@@ -240,22 +241,31 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 		Events: func(ctx context.Context, lines [][]byte, offset int64) error {
 			update := store.FollowUpdate{Offset: offset}
 			var snapshots []acceptance.InterimSnapshot
+			var neighbours []store.SightedNeighbour
 			for _, line := range lines {
-				ev, snap, progress, err := decodeEvent(line)
+				d, err := decodeEvent(line)
 				if err != nil {
 					update.Events = append(update.Events, store.RunEvent{At: time.Now(), Type: "log", Level: "warn", Message: "unreadable event line from the probe: " + err.Error()})
 					continue
 				}
-				update.Events = append(update.Events, ev)
-				if progress != nil {
-					update.Progress = progress
+				update.Events = append(update.Events, d.event)
+				if d.progress != nil {
+					update.Progress = d.progress
 				}
-				if snap != nil {
-					snapshots = append(snapshots, *snap)
+				if d.snapshot != nil {
+					snapshots = append(snapshots, *d.snapshot)
+				}
+				if d.neighbour != nil {
+					neighbours = append(neighbours, *d.neighbour)
 				}
 			}
 			if err := st.AppendFollowed(ctx, run.ID, lease, update); err != nil {
 				return err
+			}
+			if len(neighbours) > 0 {
+				if err := w.recordNeighbours(ctx, run, lease, neighbours); err != nil {
+					return err
+				}
 			}
 			// Step 5: interim results feed the stop-loss check (until it
 			// aborted the run: the probe's last events are stored after).
@@ -465,6 +475,41 @@ func (w *ExecuteRunWorker) fail(ctx context.Context, run store.Run, lease *store
 	return river.JobCancel(errors.New(reason))
 }
 
+// recordNeighbours keeps the other runs the probe saw active on the host:
+// this run is contaminated, and so is each of them; one of this
+// installation that was judged already is judged again.
+func (w *ExecuteRunWorker) recordNeighbours(ctx context.Context, run store.Run, lease store.Lease, seen []store.SightedNeighbour) error {
+	fresh, err := w.deps.Store.RunByID(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	rejudge, err := w.deps.Store.RecordNeighbours(ctx, run.ID, lease, fresh.RemoteDir, seen)
+	if err != nil {
+		return err
+	}
+	for _, n := range seen {
+		who := n.Dir
+		if n.RunID > 0 {
+			who = fmt.Sprintf("run #%d (%s)", n.RunID, n.Dir)
+		}
+		_ = w.deps.Store.AddRunNote(ctx, run.ID, "error", "another Accord run was active on this host while this one measured: "+who+"; this run is contaminated and cannot pass")
+	}
+	if len(rejudge) == 0 {
+		return nil
+	}
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return fmt.Errorf("jobs: no River client in context: %w", err)
+	}
+	for _, id := range rejudge {
+		_ = w.deps.Store.AddRunNote(ctx, id, "error", fmt.Sprintf("run #%d's probe saw this run active on the host while it measured: this run is contaminated and is judged again", run.ID))
+		if _, err := client.Insert(ctx, EvaluateRunArgs{RunID: id}, nil); err != nil {
+			return fmt.Errorf("judge run %d again: %w", id, err)
+		}
+	}
+	return nil
+}
+
 // probeDeadline is how long after its launch a probe has surely ended by
 // itself: the plan's time limit (RunTimeout), and time for the probe to
 // stop its steps and write its status.
@@ -503,40 +548,61 @@ func RunTimeout(p acceptance.ProfileSpec) time.Duration {
 	return 2*per*time.Duration(max(1, p.Repetitions)) + 10*time.Minute
 }
 
+// decodedEvent is a probe event line as stored, with what the worker acts
+// on: an interim snapshot (stop-loss), the progress, another run seen on
+// the host.
+type decodedEvent struct {
+	event     store.RunEvent
+	snapshot  *acceptance.InterimSnapshot
+	progress  json.RawMessage
+	neighbour *store.SightedNeighbour
+}
+
 // decodeEvent turns a probe event line into a stored event, and extracts
-// an interim snapshot and the progress when it carries them.
-func decodeEvent(line []byte) (store.RunEvent, *acceptance.InterimSnapshot, json.RawMessage, error) {
+// what it carries that the worker acts on.
+func decodeEvent(line []byte) (decodedEvent, error) {
 	var ev wire.Event
 	if err := json.Unmarshal(line, &ev); err != nil {
-		return store.RunEvent{}, nil, nil, err
+		return decodedEvent{}, err
 	}
 	at, err := time.Parse(time.RFC3339Nano, ev.Time)
 	if err != nil {
 		at = time.Now()
 	}
 	seq := ev.Seq
-	out := store.RunEvent{Seq: &seq, At: at, Type: ev.Type, Level: ev.Level, Message: ev.Message}
-	if out.Level == "" {
-		out.Level = "info"
+	d := decodedEvent{event: store.RunEvent{Seq: &seq, At: at, Type: ev.Type, Level: ev.Level, Message: ev.Message}}
+	if d.event.Level == "" {
+		d.event.Level = "info"
 	}
-	var progress json.RawMessage
-	var snap *acceptance.InterimSnapshot
 	switch {
 	case ev.Progress != nil:
-		progress, _ = json.Marshal(ev.Progress)
-		out.Data = progress
+		d.progress, _ = json.Marshal(ev.Progress)
+		d.event.Data = d.progress
 	case ev.Interim != nil:
-		out.Data, _ = json.Marshal(ev.Interim)
+		d.event.Data, _ = json.Marshal(ev.Interim)
 		s := acceptance.InterimSnapshot{Step: ev.Interim.Step, Level: ev.Interim.Level, Repetition: ev.Interim.Repetition, Seq: ev.Seq, At: at,
 			Metrics: map[string]acceptance.InterimValue{}}
 		for k, v := range ev.Interim.Metrics {
 			s.Metrics[k] = acceptance.InterimValue{N: v.N, Mean: v.Mean, P50: v.P50, P95: v.P95, P99: v.P99, Max: v.Max, Rate: v.Rate}
 		}
-		snap = &s
+		d.snapshot = &s
 	case ev.Result != nil:
-		out.Data, _ = json.Marshal(ev.Result)
+		d.event.Data, _ = json.Marshal(ev.Result)
 	case ev.Status != nil:
-		out.Data, _ = json.Marshal(ev.Status)
+		d.event.Data, _ = json.Marshal(ev.Status)
+	case ev.Neighbour != nil:
+		d.event.Data, _ = json.Marshal(ev.Neighbour)
+		n := store.SightedNeighbour{Dir: ev.Neighbour.Dir, PID: ev.Neighbour.PID, FirstSeen: at, LastSeen: at}
+		if ev.Neighbour.SameInstallation {
+			n.RunID = ev.Neighbour.RunID
+		}
+		if t, err := time.Parse(time.RFC3339Nano, ev.Neighbour.FirstSeen); err == nil {
+			n.FirstSeen = t
+		}
+		if t, err := time.Parse(time.RFC3339Nano, ev.Neighbour.LastSeen); err == nil {
+			n.LastSeen = t
+		}
+		d.neighbour = &n
 	}
-	return out, snap, progress, nil
+	return d, nil
 }

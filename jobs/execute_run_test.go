@@ -51,7 +51,7 @@ func TestRunCompletesWithArtifactsMeasurementsAndVerdict(t *testing.T) {
 		_, _ = stored.ReadFrom(rc)
 		require.True(t, bytes.Equal(onHost, stored.Bytes()), "%s: stored bytes equal the host's", a.Path)
 	}
-	for _, want := range []string{wire.EventsFile, wire.StatusFile, wire.FactsFile, wire.PlanFile, wire.ManifestFile, "out/02-read/rep-1/fio.json"} {
+	for _, want := range []string{wire.EventsFile, wire.StatusFile, wire.FactsFile, wire.PlanFile, wire.ManifestFile, wire.NeighboursFile, "out/02-read/rep-1/fio.json"} {
 		require.True(t, seen[want], "artifact %s kept", want)
 	}
 	// Every file of the host's run folder was kept.
@@ -99,6 +99,7 @@ func TestRunCompletesWithArtifactsMeasurementsAndVerdict(t *testing.T) {
 	require.Equal(t, "verdict: PASS", run.Reason)
 	require.NotNil(t, run.ProbeEndedAt, "the probe's end was seen")
 	require.False(t, run.ProbeMayRun)
+	require.False(t, run.Contaminated, "it measured alone")
 }
 
 // probeEvents reads the host's event file.

@@ -61,6 +61,10 @@ type setupOpts struct {
 	rescueAfter time.Duration
 	keepalive   time.Duration
 	sshdConfig  []string // lines for the lab host's sshd_config (they win over the defaults)
+	// sshd and remote make another installation (its own database) that
+	// drives the same lab host, its runs in the folder remote.
+	sshd   *sshtest.SSHD
+	remote string
 }
 
 func quietLogger() *slog.Logger {
@@ -80,7 +84,10 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	ctx := context.Background()
 	b := &testBundle{pool: storetest.NewPool(t)}
 	b.store = store.New(b.pool)
-	b.sshd = sshtest.StartSSHD(t, sshtest.Options{ExtraConfig: o.sshdConfig})
+	b.sshd = o.sshd
+	if b.sshd == nil {
+		b.sshd = sshtest.StartSSHD(t, sshtest.Options{ExtraConfig: o.sshdConfig})
+	}
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)
 	// The secret as a key file holds it: hex text (a worker process started
@@ -88,7 +95,10 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	b.secret = []byte(hex.EncodeToString(raw))
 	sealer, err := runners.NewSealer(b.secret)
 	require.NoError(t, err)
-	b.remote = t.TempDir()
+	b.remote = o.remote
+	if b.remote == "" {
+		b.remote = t.TempDir()
+	}
 	b.work = t.TempDir()
 	keepalive := o.keepalive
 	if keepalive == 0 {

@@ -95,6 +95,9 @@ type Run struct {
 	StateChangedAt    time.Time
 	// HasReport: a signed report bundle of the run exists.
 	HasReport bool
+	// Contaminated: another run was active on the host while this one
+	// measured (RunNeighbours says which): it is never judged PASS.
+	Contaminated bool
 }
 
 // DisplayLabel names the run in lists.
@@ -114,7 +117,7 @@ const runColumns = `r.id, r.program_id, r.kind, r.profile_version_id, pv.profile
 	r.attempt, r.launched, r.launch_intent_at, r.probe_ended_at, r.probe_deadline, ` + probeMayRunSQL + `,
 	(SELECT hl.expires_at FROM host_leases hl WHERE hl.host_id = r.host_id AND hl.run_id = r.id AND hl.expires_at < now()), r.remote_dir, r.events_offset, r.progress, coalesce(r.verdict, ''), r.readiness_override, r.river_job_id,
 	r.created_by, coalesce(u.display_name, ''), r.created_at, r.started_at, r.finished_at, r.state_changed_at,
-	EXISTS (SELECT 1 FROM run_reports rr WHERE rr.run_id = r.id)`
+	EXISTS (SELECT 1 FROM run_reports rr WHERE rr.run_id = r.id), EXISTS (SELECT 1 FROM run_neighbours rn WHERE rn.run_id = r.id)`
 
 const runJoins = ` FROM runs r
 	LEFT JOIN profile_versions pv ON pv.id = r.profile_version_id
@@ -130,7 +133,7 @@ func scanRun(row pgx.Row) (Run, error) {
 		&r.GateSetVersionID, &r.GateSetID, &r.GateSetName, &r.GateSetVersion,
 		&r.HostID, &r.HostName, &r.BaselineRunID, &r.State, &r.Reason, &r.Label, &r.Emulated,
 		&r.Attempt, &r.Launched, &r.LaunchIntentAt, &r.ProbeEndedAt, &r.ProbeDeadline, &r.ProbeMayRun, &r.LeaseLapsedAt, &r.RemoteDir, &r.EventsOffset, &r.Progress, &r.Verdict, &r.ReadinessOverride, &r.RiverJobID,
-		&r.CreatedBy, &r.CreatedByName, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.StateChangedAt, &r.HasReport)
+		&r.CreatedBy, &r.CreatedByName, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.StateChangedAt, &r.HasReport, &r.Contaminated)
 	return r, err
 }
 

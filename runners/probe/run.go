@@ -81,13 +81,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, ExitError, "%v", err)
 	}
 	started := time.Now()
+	// Other Accord runs measuring on this host meanwhile would contaminate
+	// this one's numbers (and this one theirs): look for them until the end.
+	neighbours := startNeighbourWatch(dir, ev)
 	plan, err := loadPlan(dir)
 	if err != nil {
 		ev.log("error", "%v", err)
+		neighbours.stop()
 		return finishRun(ev, dir, started, wire.StateFailed, err.Error(), stderr)
 	}
 	r := newRunner(dir, plan, ev, started)
 	state, reason := r.run(ctx)
+	neighbours.stop()
 	return finishRun(ev, dir, started, state, reason, stderr)
 }
 

@@ -59,6 +59,14 @@ func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64
 	if in.Candidate, err = st.LoadMeasurements(ctx, run.ID); err != nil {
 		return acceptance.Evaluation{}, 0, err
 	}
+	// Another run measured on the host meanwhile: the run cannot pass.
+	neighbours, err := st.RunNeighbours(ctx, run.ID)
+	if err != nil {
+		return acceptance.Evaluation{}, 0, err
+	}
+	for _, n := range neighbours {
+		in.Contamination = append(in.Contamination, n.Describe())
+	}
 	// Unreadable facts fail the run as bad inputs do (below); a database
 	// error is retried.
 	var factsErr error
@@ -105,7 +113,11 @@ func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64
 			return err
 		}
 		if run.State == store.RunEvaluating {
-			if err := tx.SetRunState(ctx, run.ID, store.RunDone, "verdict: "+string(ev.Verdict)); err != nil && !errors.Is(err, store.ErrRunFinal) {
+			reason := "verdict: " + string(ev.Verdict)
+			if len(ev.Contamination) > 0 {
+				reason += " (contaminated: another run measured on the host meanwhile)"
+			}
+			if err := tx.SetRunState(ctx, run.ID, store.RunDone, reason); err != nil && !errors.Is(err, store.ErrRunFinal) {
 				return err
 			}
 		}

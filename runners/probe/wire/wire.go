@@ -34,15 +34,19 @@ import (
 // Files in a run folder on the lab host. The runner creates the folder and
 // writes PlanFile; the probe writes everything else.
 const (
-	PlanFile     = "plan.json"       // Plan, written by the runner before launch
-	EventsFile   = "events.jsonl"    // Event per line, append-only; the runner follows it by byte offset
-	StatusFile   = "status.json"     // Status, written atomically (temp file + rename) at the end
-	PIDFile      = "probe.pid"       // process group id of the detached probe
-	LaunchFile   = "launch.json"     // written once at launch: pid, start time, attempt (guards against a second start)
-	FactsFile    = "facts.json"      // host facts taken at the start of the run
-	LogFile      = "probe.log"       // the probe's own standard output and error
-	OutputDir    = "out"             // raw outputs: out/<NN>-<step>/rep-<r>[/<level>]/...
-	ManifestFile = "MANIFEST.sha256" // written by `probe pack`, sha256sum format
+	PlanFile   = "plan.json"    // Plan, written by the runner before launch
+	EventsFile = "events.jsonl" // Event per line, append-only; the runner follows it by byte offset
+	StatusFile = "status.json"  // Status, written atomically (temp file + rename) at the end
+	PIDFile    = "probe.pid"    // process group id of the detached probe
+	LaunchFile = "launch.json"  // written once at launch: pid, start time, attempt (guards against a second start)
+	FactsFile  = "facts.json"   // host facts taken at the start of the run
+	// NeighboursFile lists the other Accord runs the probe saw active on
+	// the host during the run (Neighbours), rewritten at each new sighting
+	// and at the end.
+	NeighboursFile = "neighbours.json"
+	LogFile        = "probe.log"       // the probe's own standard output and error
+	OutputDir      = "out"             // raw outputs: out/<NN>-<step>/rep-<r>[/<level>]/...
+	ManifestFile   = "MANIFEST.sha256" // written by `probe pack`, sha256sum format
 )
 
 // Files inside a step's output folder.
@@ -94,6 +98,9 @@ const (
 	EventStepStart  = "step_start"
 	EventStepResult = "step_result"
 	EventDone       = "done" // last event: the run ended; Status has the outcome
+	// EventNeighbour: another Accord run was seen active on the host during
+	// this one (once per other run folder); Neighbour says which.
+	EventNeighbour = "neighbour"
 )
 
 // Event is one line of the event stream.
@@ -109,6 +116,36 @@ type Event struct {
 	Interim  *Interim    `json:"interim,omitempty"`
 	Result   *StepResult `json:"result,omitempty"`
 	Status   *Status     `json:"status,omitempty"` // with EventDone
+
+	Neighbour *Neighbour `json:"neighbour,omitempty"` // with EventNeighbour
+}
+
+// Neighbour is another Accord run found active on the host while this one
+// ran: a run folder beside this one (of this installation, or of another
+// under the same parent folder) whose probe was launched, has written no
+// status and has processes alive. Two probes measuring one host at once
+// contaminate each other's numbers.
+type Neighbour struct {
+	Dir     string `json:"dir"` // absolute path of its run folder
+	RunID   int64  `json:"run_id,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	// SameInstallation: its folder is under this run's own base folder, so
+	// RunID is a run of the same Accord installation.
+	SameInstallation bool   `json:"same_installation"`
+	PID              int    `json:"pid,omitempty"`
+	FirstSeen        string `json:"first_seen"` // RFC 3339, the host's clock
+	LastSeen         string `json:"last_seen"`
+}
+
+// Neighbours is NeighboursFile: when the probe looked, how often, where,
+// and what it saw.
+type Neighbours struct {
+	Scope       string      `json:"scope"` // the run folders looked at (a glob)
+	IntervalSec float64     `json:"interval_sec"`
+	Checks      int         `json:"checks"`
+	FirstCheck  string      `json:"first_check"`
+	LastCheck   string      `json:"last_check"`
+	Seen        []Neighbour `json:"seen"`
 }
 
 // Progress is where the run stands.
