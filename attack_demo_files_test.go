@@ -46,7 +46,7 @@ func TestAttackDemoEmulatorFilesSharedAndLeftBehind(t *testing.T) {
 	// Every emulator names its file under the data directory, none in /dev/shm.
 	var emulators int
 	for _, p := range lab.procs {
-		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Process.Pid))
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
 		require.NoError(t, err)
 		args := strings.Split(string(cmdline), "\x00")
 		for i, a := range args {

@@ -146,7 +146,11 @@ func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *
 		}
 		fmt.Fprintf(out, "    %-32s %s\n", u.Email, role)
 	}
-	fmt.Fprintf(out, "\n  Demo lab host: sshd on 127.0.0.1:%d; emulators (emulated storage): %s (local NVMe path), %s (NVMe-oF path)\n\n", lab.sshPort, lab.slowURL, lab.fastURL)
+	fmt.Fprintf(out, "\n  Demo lab host: sshd on 127.0.0.1:%d; emulators (emulated storage): %s (local NVMe path), %s (NVMe-oF path)\n", lab.sshPort, lab.slowURL, lab.fastURL)
+	if len(lab.reused) > 0 {
+		fmt.Fprintf(out, "  The demo lab outlived the last server and is used again: %s\n", strings.Join(lab.reused, ", "))
+	}
+	fmt.Fprintf(out, "  It runs on after a crash; a clean stop (Ctrl-C, SIGTERM) stops it. Its logs: %s\n\n", filepath.Join(lab.dir, "logs"))
 	return nil
 }
 

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +27,12 @@ import (
 // demoLab is the lab `make run` brings up in dev mode: a local sshd that
 // stands for a lab host, and two inference emulators that stand for two
 // storage paths of the KV cache (a slower "local NVMe" one and a faster
-// "NVMe-oF array" one). Everything runs as the current user on 127.0.0.1
-// and stops with the server.
+// "NVMe-oF array" one). Everything runs as the current user on 127.0.0.1.
+// Like a real lab, it does not die with the server: its processes run in
+// sessions of their own (a crashed server's runs keep measuring live
+// endpoints, and its successor takes them over), the next start finds them
+// through labStateFile and uses them again, and a clean shutdown stops
+// them.
 type demoLab struct {
 	dir       string
 	sshPort   int
@@ -40,9 +44,31 @@ type demoLab struct {
 	fioTarget string // a file for fio steps
 	fastPort  int
 	slowPort  int
-	procs     []*exec.Cmd
-	mu        sync.Mutex
-	log       *slog.Logger
+	// reused names the processes found running from an earlier start.
+	reused []string
+
+	mu    sync.Mutex
+	log   *slog.Logger
+	prev  map[string]labProcess // from labStateFile, by name
+	procs []labProcess          // this start's, in start order
+	exits map[int]chan struct{} // closed when a child started here exits
+}
+
+// labStateFile, in the lab's folder, lists its running processes.
+const labStateFile = "lab.json"
+
+// labProcess is one process of the demo lab, as recorded in labStateFile:
+// it is the same process later only if its pid is alive with the same
+// start time and an executable that was not replaced since. (Not by its
+// command line: sshd rewrites its own.)
+type labProcess struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	// StartTicks is the process's start time (/proc/PID/stat field 22), so
+	// that a recycled pid is not taken for it.
+	StartTicks uint64   `json:"start_ticks"`
+	Argv       []string `json:"argv"`
+	Addr       string   `json:"addr"` // where it answers
 }
 
 // sshdPath is OpenSSH's server, started by its absolute path (it re-execs
@@ -55,16 +81,20 @@ func startDemoLab(ctx context.Context, cfg Config, log *slog.Logger) (*demoLab, 
 	if err != nil {
 		return nil, err
 	}
-	lab := &demoLab{dir: dir, sshPort: cfg.DemoSSHPort, fastPort: cfg.DemoPorts[0], slowPort: cfg.DemoPorts[1], log: log}
+	lab := &demoLab{dir: dir, sshPort: cfg.DemoSSHPort, fastPort: cfg.DemoPorts[0], slowPort: cfg.DemoPorts[1], log: log,
+		exits: map[int]chan struct{}{}}
 	u, err := user.Current()
 	if err != nil {
 		return nil, err
 	}
 	lab.user = u.Username
-	for _, d := range []string{"sshd", "home", "kv", "fio"} {
+	for _, d := range []string{"sshd", "home", "kv", "fio", "logs"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, err
 		}
+	}
+	if lab.prev, err = readLabState(dir); err != nil {
+		log.Warn("demo lab: the record of an earlier start is unreadable; starting afresh", "err", err)
 	}
 	lab.fioTarget = filepath.Join(dir, "fio", "kv-blocks.dat")
 	if err := lab.startSSHD(ctx, log); err != nil {
@@ -75,7 +105,66 @@ func startDemoLab(ctx context.Context, cfg Config, log *slog.Logger) (*demoLab, 
 		lab.stop()
 		return nil, err
 	}
+	// What an earlier start left and this one does not use (its
+	// configuration changed) goes.
+	for name, p := range lab.prev {
+		if !lab.has(name) && p.sameProcess() {
+			stopProcess(p, nil)
+		}
+	}
+	if err := lab.writeState(); err != nil {
+		lab.stop()
+		return nil, err
+	}
+	if len(lab.reused) > 0 {
+		log.Info("demo lab: reusing what an earlier start left running (it outlived that server)", "processes", strings.Join(lab.reused, ", "))
+	}
 	return lab, nil
+}
+
+// readLabState reads labStateFile (nothing when there is none).
+func readLabState(dir string) (map[string]labProcess, error) {
+	out := map[string]labProcess{}
+	b, err := os.ReadFile(filepath.Join(dir, labStateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	var procs []labProcess
+	if err := json.Unmarshal(b, &procs); err != nil {
+		return out, fmt.Errorf("%s: %w", labStateFile, err)
+	}
+	for _, p := range procs {
+		out[p.Name] = p
+	}
+	return out, nil
+}
+
+func (l *demoLab) writeState() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, err := json.MarshalIndent(l.procs, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(l.dir, "."+labStateFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(l.dir, labStateFile))
+}
+
+func (l *demoLab) has(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.procs {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // keyFile reads an OpenSSH private key from path, making it first.
@@ -145,11 +234,8 @@ func (l *demoLab) startSSHD(ctx context.Context, log *slog.Logger) error {
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, sshdPath, "-D", "-e", "-f", cfgPath)
-	if err := l.start(cmd, log.With("component", "demo-sshd")); err != nil {
-		return fmt.Errorf("demo lab: start sshd: %w", err)
-	}
-	if err := waitForPort(ctx, "127.0.0.1:"+strconv.Itoa(l.sshPort), 10*time.Second); err != nil {
+	addr := "127.0.0.1:" + strconv.Itoa(l.sshPort)
+	if err := l.run(ctx, log, labProcess{Name: "sshd", Argv: []string{sshdPath, "-D", "-e", "-f", cfgPath}, Addr: addr}, 10*time.Second); err != nil {
 		return fmt.Errorf("demo lab: sshd on port %d (is the port taken? set ACCORD_DEMO_SSH_PORT): %w", l.sshPort, err)
 	}
 	return nil
@@ -186,11 +272,9 @@ func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger, probeDir
 	}
 	for _, p := range paths {
 		addr := "127.0.0.1:" + strconv.Itoa(p.port)
-		args := append([]string{"emulate", "--listen", addr}, append(append([]string{}, common...), p.args...)...)
-		if err := l.start(exec.CommandContext(ctx, self, args...), log.With("component", "demo-emulator", "path", p.name)); err != nil {
-			return fmt.Errorf("demo lab: start the emulator for the %s: %w", p.name, err)
-		}
-		if err := waitForPort(ctx, addr, 60*time.Second); err != nil {
+		args := append([]string{self, "emulate", "--listen", addr}, append(append([]string{}, common...), p.args...)...)
+		name := "emulator (" + p.name + ")"
+		if err := l.run(ctx, log, labProcess{Name: name, Argv: args, Addr: addr}, 60*time.Second); err != nil {
 			return fmt.Errorf("demo lab: emulator for the %s on %s (is the port taken?): %w", p.name, addr, err)
 		}
 		*p.url = "http://" + addr + "/v1"
@@ -198,51 +282,142 @@ func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger, probeDir
 	return nil
 }
 
-// start runs a child process whose output goes to the log, killed with
-// the server.
-func (l *demoLab) start(cmd *exec.Cmd, log *slog.Logger) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	out, err := cmd.StdoutPipe()
+// run makes sure want runs: the same process from an earlier start is
+// used again; otherwise what is left of an earlier one under that name
+// is stopped and want is started, in a session of its own (so that it
+// outlives this server), its output appended to logs/NAME.log. It returns
+// once want answers on its address.
+func (l *demoLab) run(ctx context.Context, log *slog.Logger, want labProcess, wait time.Duration) error {
+	if prev, ok := l.prev[want.Name]; ok && prev.sameProcess() {
+		if slices.Equal(prev.Argv, want.Argv) && answers(prev.Addr) {
+			l.mu.Lock()
+			l.procs = append(l.procs, prev)
+			l.reused = append(l.reused, fmt.Sprintf("%s (pid %d)", prev.Name, prev.PID))
+			l.mu.Unlock()
+			return nil
+		}
+		log.Info("demo lab: replacing a process an earlier start left", "process", prev.Name, "pid", prev.PID)
+		stopProcess(prev, nil)
+	}
+	logFile, err := os.OpenFile(filepath.Join(l.dir, "logs", logName(want.Name)), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
-	cmd.Stderr = cmd.Stdout
+	defer logFile.Close() // the child has its own copy
+	cmd := exec.Command(want.Argv[0], want.Argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	go logLines(out, log)
+	want.PID = cmd.Process.Pid
+	if want.StartTicks, err = startTicks(want.PID); err != nil {
+		return fmt.Errorf("demo lab: %s: %w", want.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	l.mu.Lock()
-	l.procs = append(l.procs, cmd)
+	l.procs = append(l.procs, want)
+	l.exits[want.PID] = exited
 	l.mu.Unlock()
-	return nil
+	log.Debug("demo lab: started", "process", want.Name, "pid", want.PID, "log", logFile.Name())
+	return waitForPort(ctx, want.Addr, wait)
 }
 
-func logLines(r io.Reader, log *slog.Logger) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		log.Debug(sc.Text())
+// logName is the log file of a lab process.
+func logName(name string) string {
+	return strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(name) + ".log"
+}
+
+// sameProcess reports whether p's pid is still the process recorded:
+// alive, started when it was, its executable not replaced since.
+func (p labProcess) sameProcess() bool {
+	if p.PID <= 1 || !alive(p.PID) {
+		return false
+	}
+	if ticks, err := startTicks(p.PID); err != nil || ticks != p.StartTicks {
+		return false
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.PID))
+	return err == nil && !strings.HasSuffix(exe, " (deleted)")
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name
+// (the first is the state, field 3).
+func procStat(pid int) ([]string, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	i := strings.LastIndexByte(string(raw), ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(string(raw[i+1:])), nil
+}
+
+// startTicks is field 22 of /proc/PID/stat: when the process started.
+func startTicks(pid int) (uint64, error) {
+	f, err := procStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// alive reports whether pid is a live process (a zombie is not).
+func alive(pid int) bool {
+	f, err := procStat(pid)
+	return err == nil && len(f) > 0 && f[0] != "Z"
+}
+
+func answers(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
+
+// stopProcess ends p's session (SIGTERM, SIGKILL after 5 s) and waits
+// until it is gone; exited, when known, is closed when it was reaped.
+func stopProcess(p labProcess, exited chan struct{}) {
+	gone := func() bool {
+		if exited != nil {
+			select {
+			case <-exited:
+				return true
+			default:
+				return false
+			}
+		}
+		return !alive(p.PID)
+	}
+	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
+	for end := time.Now().Add(5 * time.Second); !gone() && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !gone() {
+		_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+		for end := time.Now().Add(5 * time.Second); !gone() && time.Now().Before(end); {
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
 
-// stop ends the demo processes (their whole process groups).
+// stop ends the demo processes (their whole sessions) at a clean shutdown,
+// and forgets them.
 func (l *demoLab) stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range l.procs {
-		if p.Process != nil {
-			_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
-		}
-	}
-	for _, p := range l.procs {
-		done := make(chan struct{})
-		go func() { _ = p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
-		}
+		stopProcess(p, l.exits[p.PID])
 	}
 	l.procs = nil
+	_ = os.Remove(filepath.Join(l.dir, labStateFile))
 	l.removeKVFiles()
 }
 
