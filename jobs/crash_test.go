@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/runners/probe/wire"
@@ -239,4 +240,24 @@ func TestLostLaunchAnswerKeepsTheHost(t *testing.T) {
 	_, aEnd := probeSpan(t, dirA)
 	bStart, _ := probeSpan(t, b.runDir(runB))
 	require.True(t, bStart.After(aEnd), "B's probe started after A's had ended (%s)", bStart.Sub(aEnd))
+}
+
+// A job whose run was taken over by another job (River rescues the stale
+// one at last, or its worker comes back) leaves the run alone: no lease is
+// taken, no state written.
+func TestSupersededJobLeavesTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noRiver: true})
+	ctx := context.Background()
+	runID := b.submit(t, insertOnly(t, b), b.saveProfile(t, b.quickProfile(time.Second)), nil, nil)
+	before, err := b.store.RunByID(ctx, runID)
+	require.NoError(t, err)
+	stale := &river.Job[ExecuteRunArgs]{JobRow: &rivertype.JobRow{ID: *before.RiverJobID + 1000, Attempt: 2}, Args: ExecuteRunArgs{RunID: runID}}
+	require.NoError(t, (&ExecuteRunWorker{deps: b.deps}).Work(ctx, stale))
+	after, err := b.store.RunByID(ctx, runID)
+	require.NoError(t, err)
+	require.Equal(t, before.State, after.State)
+	require.Equal(t, before.Reason, after.Reason)
+	_, err = b.store.LeaseOf(ctx, b.hostID)
+	require.ErrorIs(t, err, store.ErrNotFound, "no lease was taken")
 }
