@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,24 +21,6 @@ import (
 	"github.com/accordlab/accord/store/storetest"
 )
 
-// syncBuffer is a process's output, read while it writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // The dev server is killed (SIGKILL) while the demo's first run measures:
 // its demo lab (sshd and emulators) lives on, the next server finds it and
 // uses it again, and the run, taken over, completes against live
@@ -52,16 +32,16 @@ func TestDemoLabOutlivesAServerCrash(t *testing.T) {
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "ACCORD_DATA_DIR="+dataDir, "ACCORD_DEV=true", "ACCORD_LISTEN=127.0.0.1:0",
 		"ACCORD_DEMO_SSH_PORT="+strconv.Itoa(freePort(t)), fmt.Sprintf("ACCORD_DEMO_EMULATOR_PORTS=%d,%d", freePort(t), freePort(t)),
 		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_LEASE_TTL=3s", "ACCORD_SHUTDOWN_TIMEOUT=10s")
-	start := func() (*exec.Cmd, *syncBuffer) {
+	start := func() (*exec.Cmd, *lockedBuffer) {
 		cmd := exec.Command(sshtest.BuildAccord(t), "serve")
 		cmd.Env = env
-		out := &syncBuffer{}
+		out := &lockedBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		require.NoError(t, cmd.Start())
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		return cmd, out
 	}
-	waitOutput := func(out *syncBuffer, what string) {
+	waitOutput := func(out *lockedBuffer, what string) {
 		t.Helper()
 		require.Eventually(t, func() bool { return strings.Contains(out.String(), what) }, 120*time.Second, 100*time.Millisecond,
 			"the server says %q:\n%s", what, out)

@@ -74,16 +74,11 @@ func TestRunWithoutAWorkerSaysItIsTakenOver(t *testing.T) {
 	t.Parallel()
 	pb := setupProgram(t)
 	ctx := context.Background()
-	host, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: "lab", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key"})
-	require.NoError(t, err)
-	runID, err := pb.store.CreateRun(ctx, store.NewRun{ProgramID: pb.programID, ProfileVersionID: pb.profileVersionID(t), HostID: host})
-	require.NoError(t, err)
+	host, runID, runPath, apiPath := pb.runOnALabHost(t)
 	require.NoError(t, pb.store.SetRunState(ctx, runID, store.RunPreparing, "connecting to the host"))
 	require.NoError(t, pb.store.SetRunState(ctx, runID, store.RunRunning, "the probe is measuring on the host"))
-	_, _, err = pb.store.AcquireLease(ctx, host, runID, "worker-a", 200*time.Millisecond)
+	_, _, err := pb.store.AcquireLease(ctx, host, runID, "worker-a", 200*time.Millisecond)
 	require.NoError(t, err)
-	runPath := pb.url("/runs/" + strconv.FormatInt(runID, 10))
-	apiPath := "/api/v1/programs/" + strconv.FormatInt(pb.programID, 10) + "/runs/" + strconv.FormatInt(runID, 10)
 
 	_, page := pb.get(t, pb.viewer, runPath)
 	require.NotContains(t, page, "no worker is following this run", "the lease is alive")
@@ -112,12 +107,7 @@ func TestContaminatedRunSaysSo(t *testing.T) {
 	t.Parallel()
 	pb := setupProgram(t)
 	ctx := context.Background()
-	host, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: "lab", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key"})
-	require.NoError(t, err)
-	runID, err := pb.store.CreateRun(ctx, store.NewRun{ProgramID: pb.programID, ProfileVersionID: pb.profileVersionID(t), HostID: host})
-	require.NoError(t, err)
-	runPath := pb.url("/runs/" + strconv.FormatInt(runID, 10))
-	apiPath := "/api/v1/programs/" + strconv.FormatInt(pb.programID, 10) + "/runs/" + strconv.FormatInt(runID, 10)
+	host, runID, runPath, apiPath := pb.runOnALabHost(t)
 	_, page := pb.get(t, pb.viewer, runPath)
 	require.NotContains(t, page, `id="contamination"`)
 	_, body := pb.apiGet(t, pb.engToken, apiPath)
@@ -138,4 +128,18 @@ func TestContaminatedRunSaysSo(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, true, body["contaminated"])
 	require.Len(t, body["contamination"], 1)
+}
+
+// runOnALabHost makes a lab host and a queued run on it, and returns them
+// with the run's page and API paths.
+func (pb *programBundle) runOnALabHost(t *testing.T) (host, runID int64, runPath, apiPath string) {
+	t.Helper()
+	ctx := context.Background()
+	host, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: "lab", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key"})
+	require.NoError(t, err)
+	runID, err = pb.store.CreateRun(ctx, store.NewRun{ProgramID: pb.programID, ProfileVersionID: pb.profileVersionID(t), HostID: host})
+	require.NoError(t, err)
+	runPath = pb.url("/runs/" + strconv.FormatInt(runID, 10))
+	apiPath = "/api/v1/programs/" + strconv.FormatInt(pb.programID, 10) + "/runs/" + strconv.FormatInt(runID, 10)
+	return host, runID, runPath, apiPath
 }
