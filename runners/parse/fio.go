@@ -579,6 +579,9 @@ func parseFioLat(l *fioLat, fname string, div float64, field, in string) (*fioLa
 		if st.binTotal > 1e15 {
 			return nil, errf(in, 0, fieldAt("bins"), "the bins hold more than 1e15 samples: not a real run")
 		}
+		if c == 0 {
+			continue // fio lists only filled bins; an empty one adds no sample
+		}
 		st.bins[val] += int64(c)
 	}
 	return st, nil
