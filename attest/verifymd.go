@@ -249,11 +249,18 @@ func mdEscape(s string) string {
 
 // CheckCommands are the commands that check a downloaded bundle file with
 // standard tools, one per line as a person types them: unpack, go into the
-// bundle's folder, and run every check of its VERIFY.md.
-func CheckCommands(bundleFile, runID string) []string {
+// bundle's folder, check that its manifest is the one this installation
+// signed (manifestSHA256, the SHA-256 of MANIFEST.sha256) and its VERIFY.md
+// the one the manifest lists, and run every check of that VERIFY.md. The
+// last three are joined by && (a line ending in && goes on to the next), so
+// that a bundle whose VERIFY.md was removed or rewritten to check nothing
+// never prints that all checks passed.
+func CheckCommands(bundleFile, runID, manifestSHA256 string) []string {
 	return []string{
 		"tar xzf " + bundleFile,
 		"cd " + BundleDir(runID),
+		"echo '" + manifestSHA256 + "  " + FileManifest + "' | sha256sum --strict -c &&",
+		"grep -x '[0-9a-f]\\{64\\}  " + strings.ReplaceAll(FileVerifyMD, ".", "\\.") + "' " + FileManifest + " | sha256sum --strict -c &&",
 		RunAllCommand,
 	}
 }

@@ -169,8 +169,11 @@ func elementText(t *testing.T, page, id string) string {
 }
 
 // The report page's "Check it without Accord" box gives one command a line
-// (unpack, cd into the folder, every check of VERIFY.md), and those lines,
-// typed into bash where the bundle was saved, verify it.
+// (unpack, cd into the folder, check the manifest is the one this
+// installation signed and VERIFY.md the one it lists, every check of
+// VERIFY.md), and those lines, typed into bash where the bundle was saved,
+// verify it. A bundle whose VERIFY.md was removed, or rewritten to check
+// nothing, fails them: the checks run are the ones that were signed.
 func TestReportPageCheckCommandsRunAsShown(t *testing.T) {
 	t.Parallel()
 	attesttest.RequireTools(t, "bash", "tar", "sha256sum", "ssh-keygen", "openssl")
@@ -180,13 +183,36 @@ func TestReportPageCheckCommandsRunAsShown(t *testing.T) {
 	_, page := pb.get(t, pb.viewer, base+"/report")
 	lines := strings.Split(elementText(t, page, "verify-commands"), "\n")
 	file := "accord-run-" + itoa64(run) + "-report-v1.tar.gz"
-	require.Equal(t, []string{"tar xzf " + file, "cd accord-run-" + itoa64(run), attest.RunAllCommand}, lines)
+	rep, err := pb.store.LatestRunReport(context.Background(), run)
+	require.NoError(t, err)
+	require.Equal(t, attest.CheckCommands(file, itoa64(run), rep.ManifestSHA256), lines)
+	require.Equal(t, []string{"tar xzf " + file, "cd accord-run-" + itoa64(run)}, lines[:2])
+	require.Contains(t, lines[2], rep.ManifestSHA256+"  MANIFEST.sha256", "the manifest is pinned to the one signed here")
+	require.Equal(t, attest.RunAllCommand, lines[len(lines)-1])
 
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, file), pb.download(t, pb.viewer, base+"/report.tar.gz"), 0o644))
-	cmd := exec.Command("bash", "-e", "-c", strings.Join(lines, "\n"))
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
-	require.True(t, strings.HasSuffix(string(out), "All checks passed.\n"), string(out))
+	bundle := pb.download(t, pb.viewer, base+"/report.tar.gz")
+	runShown := func(t *testing.T, tarball []byte) (string, error) {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, file), tarball, 0o644))
+		cmd := exec.Command("bash", "-e", "-c", strings.Join(lines, "\n"))
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := runShown(t, bundle)
+	require.NoError(t, err, out)
+	require.True(t, strings.HasSuffix(out, "All checks passed.\n"), out)
+
+	for name, tamper := range map[string]func(dir string) error{
+		"VERIFY.md removed": func(dir string) error { return os.Remove(filepath.Join(dir, attest.FileVerifyMD)) },
+		"VERIFY.md checks nothing": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, attest.FileVerifyMD), []byte("# Verifying\n\n```sh\ntrue\n```\n"), 0o644)
+		},
+	} {
+		dir := attesttest.Extract(t, bundle)
+		require.NoError(t, tamper(dir))
+		out, err := runShown(t, attesttest.Pack(t, dir))
+		require.Error(t, err, "%s: the page's commands passed: %s", name, out)
+		require.NotContains(t, out, "All checks passed.", name)
+	}
 }

@@ -386,14 +386,14 @@ func ReportPage(p Page, pr store.ProgramAccess, d ReportPageData) templ.Componen
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "</dd></dl></div><div class=\"panel\"><h3>Check it without Accord</h3><p>In the folder where you saved the bundle, unpack it, <code>cd</code> into the unpacked folder, and run every check its <code>VERIFY.md</code> explains (sha256sum, find, ssh-keygen and openssl, in bash):</p><pre class=\"commands\" id=\"verify-commands\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "</dd></dl></div><div class=\"panel\"><h3>Check it without Accord</h3><p>In the folder where you saved the bundle, unpack it, <code>cd</code> into the unpacked folder, check that its manifest is the one this installation signed and its <code>VERIFY.md</code> the one the manifest lists, and run every check that <code>VERIFY.md</code> explains (sha256sum, find, ssh-keygen and openssl, in bash):</p><pre class=\"commands\" id=\"verify-commands\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var22 string
-				templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(strings.Join(attest.CheckCommands(ReportFileName(d.Run.ID, d.Report.Version), fmt.Sprint(d.Run.ID)), "\n"))
+				templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(strings.Join(attest.CheckCommands(ReportFileName(d.Run.ID, d.Report.Version), fmt.Sprint(d.Run.ID), d.Report.ManifestSHA256), "\n"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/reports.templ`, Line: 86, Col: 155}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/reports.templ`, Line: 86, Col: 180}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 				if templ_7745c5c3_Err != nil {
