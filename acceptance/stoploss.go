@@ -27,9 +27,11 @@ type InterimSnapshot struct {
 	Repetition int    `json:"repetition"`
 	// Seq is the event's sequence number and At its time, both recorded in
 	// a breach (the monitor never reads a clock).
-	Seq     int64                   `json:"seq"`
-	At      time.Time               `json:"at"`
-	Metrics map[string]InterimValue `json:"metrics"`
+	Seq int64     `json:"seq"`
+	At  time.Time `json:"at"`
+	// WindowSec is the window's length: it ended at At.
+	WindowSec float64                 `json:"window_sec,omitempty"`
+	Metrics   map[string]InterimValue `json:"metrics"`
 }
 
 // BaselinePoint is a baseline run's point value of one statistic in one
@@ -138,6 +140,43 @@ func NewStopLossMonitor(g GateSetSpec, baseline []BaselinePoint) (*StopLossMonit
 
 // Lines is the number of stop-loss lines watched.
 func (m *StopLossMonitor) Lines() int { return len(m.lines) }
+
+// StopLossLine is a stop-loss line as it applies to one interim window,
+// for drawing: the interim statistic compared and the line in the metric's
+// canonical unit (a relative line made absolute with the baseline's value
+// of the window's series).
+type StopLossLine struct {
+	Name       string
+	Metric     string
+	Statistic  Statistic // the interim statistic compared (p95 for p90 …)
+	Comparator Comparator
+	Value      float64
+	Relative   bool
+}
+
+// LinesAt returns the lines that apply to a window of step and level, in
+// the gate set's order; a relative line only where the baseline has the
+// series (as Observe checks it). It does not change the monitor.
+func (m *StopLossMonitor) LinesAt(step, level string) []StopLossLine {
+	var out []StopLossLine
+	for _, l := range m.lines {
+		if l.c.Step != "" && l.c.Step != step {
+			continue
+		}
+		sl := StopLossLine{Name: l.c.Name, Metric: l.c.Metric, Statistic: l.field, Comparator: l.c.Comparator, Value: l.line}
+		if l.c.Mode == Relative {
+			b, ok := m.baseline[baselineKey{l.c.Metric, l.field, SeriesKey{Step: step, Level: level}}]
+			if !ok || b == 0 {
+				continue
+			}
+			// x = 100·(v−b)/b is past L exactly when v is past b·(1+L/100)
+			// (b > 0: values and baselines of these metrics are positive).
+			sl.Value, sl.Relative = b*(1+l.line/100), true
+		}
+		out = append(out, sl)
+	}
+	return out
+}
 
 // interimStatistic maps a criterion's statistic onto what interim windows
 // carry: p50, p95, p99, mean, max and rate directly; p90 and p99.9 onto

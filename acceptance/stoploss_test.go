@@ -41,6 +41,8 @@ func TestStopLossNeedsKConsecutiveBreaches(t *testing.T) {
 	mon, err := NewStopLossMonitor(ttftStopLossGates(3), nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, mon.Lines())
+	require.Equal(t, []StopLossLine{{Name: "c0", Metric: MetricTTFT, Statistic: StatP99, Comparator: LessOrEqual, Value: 5000}}, mon.LinesAt("decode", "c=16"),
+		"an absolute line in the canonical unit, the same at every level")
 
 	// k − 1 breaches do not trigger; a window under the line resets.
 	for _, p99 := range []float64{6000, 7000, 4000, 5500, 5200} {
@@ -136,6 +138,13 @@ func TestStopLossRelativeLinesUseTheBaseline(t *testing.T) {
 	mon, err := NewStopLossMonitor(g, points)
 	require.NoError(t, err)
 	require.Equal(t, 2, mon.Lines())
+	// Drawn, a relative line is the baseline's value moved by its percentage.
+	require.Equal(t, []StopLossLine{
+		{Name: "c0", Metric: MetricOutputTokenThroughput, Statistic: StatRate, Comparator: GreaterOrEqual, Value: 900, Relative: true},
+		{Name: "c1", Metric: MetricTTFT, Statistic: StatP99, Comparator: LessOrEqual, Value: 1485, Relative: true},
+	}, mon.LinesAt("decode", "c=16"))
+	require.Empty(t, mon.LinesAt("decode", "c=64"), "no baseline for the level")
+	require.Empty(t, mon.LinesAt("other", ""), "the throughput line is the decode step's; the baseline has no TTFT there")
 	snap := func(rate, p99 float64) InterimSnapshot {
 		s := b.window(p99)
 		s.Metrics[MetricOutputTokenThroughput] = InterimValue{Rate: &rate}

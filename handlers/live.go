@@ -14,6 +14,7 @@ import (
 
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
 )
 
 // liveHub turns PostgreSQL notifications (channel run_updates, payload the
@@ -153,9 +154,13 @@ func (h *liveHub) listenOnce() error {
 }
 
 // streamRunEvents serves a run's live view as server-sent events: log
-// lines, progress and state, woken by notifications (and every few seconds
-// in case one is missed). It ends when the run is final, the client goes,
-// or the server shuts down.
+// lines, progress, state, the live charts redrawn with each interim window
+// ("live"), and the signed report's links once it is signed ("report"),
+// woken by notifications (and every few seconds in case one is missed). It
+// follows from the page's newest event (?after=ID), or from Last-Event-ID
+// when the browser reconnects. It ends when the run is settled and its
+// report signed (or not to be waited for), the client goes, or the server
+// shuts down.
 func (s *Server) streamRunEvents(w http.ResponseWriter, r *http.Request) {
 	pr := programFrom(r.Context())
 	runID, ok := idParam(r, "runID")
@@ -181,10 +186,17 @@ func (s *Server) streamRunEvents(w http.ResponseWriter, r *http.Request) {
 	wake, unsubscribe := s.live.subscribe(r.Context(), run.ID)
 	defer unsubscribe()
 	var cursor int64
-	if v, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil {
+	if v, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && v >= 0 {
 		cursor = v
-	} else if tail, err := s.store.RunLogTail(r.Context(), run.ID, 1); err == nil && len(tail) > 0 {
-		cursor = tail[len(tail)-1].ID // the page shows the log up to here already
+	} else if v, err := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64); err == nil && v >= 0 {
+		cursor = v // the page shows the run up to here already
+	} else if v, err := s.store.LastRunEventID(r.Context(), run.ID); err == nil {
+		cursor = v
+	}
+	numbers, err := s.loadLiveNumbers(r.Context(), run, cursor)
+	if err != nil {
+		s.log.Warn("live numbers unavailable", "request_id", requestID(r.Context()), "run", run.ID, "err", err)
+		numbers = &liveNumbers{}
 	}
 	lastState, lastProgress := "", ""
 	tick := time.NewTicker(5 * time.Second)
@@ -194,13 +206,25 @@ func (s *Server) streamRunEvents(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		events, err := s.store.RunEventsAfter(r.Context(), run.ID, cursor, []string{"log"}, 200)
+		events, err := s.store.RunEventsAfter(r.Context(), run.ID, cursor, []string{wire.EventLog, wire.EventInterim}, 200)
 		if err != nil {
 			return
 		}
+		windows := false
 		for _, e := range events {
 			cursor = e.ID
+			if e.Type == wire.EventInterim {
+				numbers.add(e)
+				windows = true
+				continue
+			}
 			writeSSE(w, "log", e.ID, map[string]string{"level": e.Level, "text": e.At.UTC().Format("15:04:05") + " " + e.Message})
+		}
+		if windows {
+			if v, err := numbers.view(); err == nil && v.Windows > 0 {
+				// The id lets a reconnect resume after these windows.
+				writeSSE(w, "live", cursor, map[string]any{"windows": v.Windows, "ttft": v.TTFT, "throughput": v.Throughput, "rows": v.Table.Rows})
+			}
 		}
 		if p := progressView(run); p.Label != lastProgress {
 			lastProgress = p.Label
@@ -210,9 +234,18 @@ func (s *Server) streamRunEvents(w http.ResponseWriter, r *http.Request) {
 			lastState = run.State
 			writeSSE(w, "state", 0, map[string]any{"state": run.State, "label": store.RunStateLabel(run.State), "final": runSettled(run)})
 		}
+		if run.HasReport && runSettled(run) {
+			writeSSE(w, "report", 0, map[string]string{
+				"download": web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d/report.tar.gz", run.ID)),
+				"verify":   web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d/report", run.ID)),
+			})
+		}
 		flusher.Flush()
-		if runSettled(run) {
+		if runSettled(run) && !awaitingReport(run) {
 			return
+		}
+		if len(events) == 200 {
+			continue // more are stored: read on at once
 		}
 		select {
 		case <-r.Context().Done():

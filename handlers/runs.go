@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -321,13 +322,28 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, error) {
 	ctx := r.Context()
-	d := web.RunPageData{Run: run, Live: !runSettled(run)}
+	d := web.RunPageData{Run: run, Live: !runSettled(run) || awaitingReport(run)}
 	var err error
 	if d.Transitions, err = s.store.RunTransitions(ctx, run.ID); err != nil {
 		return d, err
 	}
+	// The page shows the run up to its newest event; its stream sends the
+	// ones after.
+	if d.LiveAfter, err = s.store.LastRunEventID(ctx, run.ID); err != nil {
+		return d, err
+	}
 	if d.Log, err = s.store.RunLogTail(ctx, run.ID, 200); err != nil {
 		return d, err
+	}
+	d.Log = slices.DeleteFunc(d.Log, func(e store.RunEvent) bool { return e.ID > d.LiveAfter })
+	if d.Live {
+		ln, err := s.loadLiveNumbers(ctx, run, d.LiveAfter)
+		if err != nil {
+			return d, err
+		}
+		if d.LiveNumbers, err = ln.view(); err != nil {
+			return d, err
+		}
 	}
 	pv := progressView(run)
 	d.Progress = web.RunProgress{Fraction: pv.Fraction, Label: pv.Label}

@@ -580,11 +580,7 @@ func decodeEvent(line []byte) (decodedEvent, error) {
 		d.event.Data = d.progress
 	case ev.Interim != nil:
 		d.event.Data, _ = json.Marshal(ev.Interim)
-		s := acceptance.InterimSnapshot{Step: ev.Interim.Step, Level: ev.Interim.Level, Repetition: ev.Interim.Repetition, Seq: ev.Seq, At: at,
-			Metrics: map[string]acceptance.InterimValue{}}
-		for k, v := range ev.Interim.Metrics {
-			s.Metrics[k] = acceptance.InterimValue{N: v.N, Mean: v.Mean, P50: v.P50, P95: v.P95, P99: v.P99, Max: v.Max, Rate: v.Rate}
-		}
+		s := ev.Interim.Snapshot(ev.Seq, at)
 		d.snapshot = &s
 	case ev.Result != nil:
 		d.event.Data, _ = json.Marshal(ev.Result)

@@ -84,6 +84,16 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID, afterID int64, types 
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[RunEvent])
 }
 
+// LastRunEventID is the id of a run's newest event (0 when it has none):
+// a page that shows the run up to it follows its stream from there.
+func (s *Store) LastRunEventID(ctx context.Context, runID int64) (int64, error) {
+	var id int64
+	if err := s.db.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM run_events WHERE run_id = $1`, runID).Scan(&id); err != nil {
+		return 0, fmt.Errorf("store: run %d events: %w", runID, err)
+	}
+	return id, nil
+}
+
 // RunLogTail returns the last n log lines of a run, oldest first.
 func (s *Store) RunLogTail(ctx context.Context, runID int64, n int) ([]RunEvent, error) {
 	rows, err := s.db.Query(ctx, `SELECT * FROM (SELECT id, seq, at, type, level, message, data FROM run_events

@@ -53,7 +53,8 @@ type RunReport struct {
 	CreatedAt      time.Time
 }
 
-// AddRunReport records a bundle version (the blob is in artifacts).
+// AddRunReport records a bundle version (the blob is in artifacts) and
+// wakes the run's live pages, which show its buttons.
 func (s *Store) AddRunReport(ctx context.Context, r RunReport) (RunReport, error) {
 	if r.Cosigners == nil {
 		r.Cosigners = []string{} // the column is NOT NULL: none is an empty list
@@ -65,7 +66,7 @@ func (s *Store) AddRunReport(ctx context.Context, r RunReport) (RunReport, error
 	if err != nil {
 		return r, fmt.Errorf("store: report of run %d: %w", r.RunID, err)
 	}
-	return r, nil
+	return r, s.notifyRun(ctx, r.RunID)
 }
 
 // LatestRunReport returns the newest bundle of a run.

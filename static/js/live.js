@@ -1,6 +1,10 @@
 // Live run view: follows /programs/P/runs/R/events (server-sent events) and
-// updates the progress bar, the state badge and the log tail. When the run
-// reaches a final state the page reloads once to show the verdict.
+// updates the progress bar, the state badge, the log tail, the live charts
+// of the probe's interim windows (the server sends each chart's ECharts
+// option again with every new window), and the signed report's buttons
+// once the report is signed. When the run reaches a final state the page
+// reloads once to show the verdict; the reloaded page does not reload
+// again (its state is already that one).
 (function () {
   "use strict";
 
@@ -10,7 +14,9 @@
     var source = new EventSource(el.dataset.live);
     var bar = el.querySelector("[data-progress-bar]");
     var label = el.querySelector("[data-progress-label]");
-    var state = el.querySelector("[data-run-state]");
+    // The badge is in the run's summary, beside the live panel.
+    var state = document.querySelector("[data-run-state]");
+    var shownState = state ? state.dataset.state : "";
     var log = el.querySelector("[data-log]");
 
     source.addEventListener("progress", function (evt) {
@@ -33,12 +39,62 @@
       if (state) {
         state.textContent = s.label;
         state.className = "badge " + s.state;
+        state.dataset.state = s.state;
       }
-      if (s.final) {
+      if (s.final && s.state !== shownState) {
         source.close();
         window.location.reload();
       }
     });
+    source.addEventListener("live", function (evt) { drawLive(JSON.parse(evt.data)); });
+    source.addEventListener("report", function (evt) { showReport(JSON.parse(evt.data)); });
+  }
+
+  // drawLive redraws the live charts and the table of the newest windows.
+  function drawLive(d) {
+    var panel = document.querySelector("[data-live-numbers]");
+    if (!panel) return;
+    panel.hidden = false;
+    var options = { ttft: d.ttft, throughput: d.throughput };
+    panel.querySelectorAll("[data-live-chart]").forEach(function (chartEl) {
+      var option = options[chartEl.dataset.liveChart];
+      if (!option || typeof echarts === "undefined") return;
+      var chart = echarts.getInstanceByDom(chartEl) || echarts.init(chartEl, null, { renderer: "canvas" });
+      chart.setOption(option, { notMerge: true });
+      chartEl.dataset.chartReady = "1";
+      chartEl.dataset.liveWindows = String(d.windows);
+    });
+    var body = panel.querySelector("[data-live-table] tbody");
+    if (!body) return;
+    while (body.firstChild) body.removeChild(body.firstChild);
+    (d.rows || []).forEach(function (row) {
+      var tr = document.createElement("tr");
+      row.forEach(function (cell) {
+        var td = document.createElement("td");
+        td.className = "num";
+        td.textContent = cell;
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+  }
+
+  // showReport adds the signed report's buttons (once).
+  function showReport(r) {
+    var box = document.querySelector("[data-report-buttons]");
+    if (!box || box.querySelector("#download-report")) return;
+    var download = document.createElement("a");
+    download.className = "button";
+    download.id = "download-report";
+    download.href = r.download;
+    download.textContent = "Signed report";
+    var verify = document.createElement("a");
+    verify.className = "button secondary";
+    verify.id = "verify-report";
+    verify.href = r.verify;
+    verify.textContent = "Verify · co-sign";
+    box.appendChild(download);
+    box.appendChild(verify);
   }
 
   function scan() { document.querySelectorAll("[data-live]").forEach(start); }

@@ -28,6 +28,8 @@
 package wire
 
 import (
+	"time"
+
 	"github.com/accordlab/accord/acceptance"
 )
 
@@ -169,6 +171,17 @@ type Interim struct {
 	Repetition int                     `json:"repetition"`
 	WindowSec  float64                 `json:"window_sec"`
 	Metrics    map[string]InterimStats `json:"metrics"` // by acceptance metric id
+}
+
+// Snapshot is the window as the server's stop-loss check and live charts
+// read it; seq and at are its event's.
+func (in Interim) Snapshot(seq int64, at time.Time) acceptance.InterimSnapshot {
+	s := acceptance.InterimSnapshot{Step: in.Step, Level: in.Level, Repetition: in.Repetition, Seq: seq, At: at, WindowSec: in.WindowSec,
+		Metrics: make(map[string]acceptance.InterimValue, len(in.Metrics))}
+	for k, v := range in.Metrics {
+		s.Metrics[k] = acceptance.InterimValue{N: v.N, Mean: v.Mean, P50: v.P50, P95: v.P95, P99: v.P99, Max: v.Max, Rate: v.Rate}
+	}
+	return s
 }
 
 // InterimStats summarises one metric over an interim window.
