@@ -99,6 +99,21 @@ func (s *Server) withRecovery(next http.Handler) http.Handler {
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
+// headAsGet routes HEAD as GET (net/http drops the body): the route table
+// declares no HEAD route of its own. chi's GetHead looks for a HEAD route
+// first and, for the "/" of a mounted router (/programs/{programID}/),
+// takes the mount point for one, so that HEAD answered 405 there.
+func headAsGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			if rctx := chi.RouteContext(r.Context()); rctx != nil {
+				rctx.RouteMethod = http.MethodGet
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // hstsMaxAge is two years, the preload list's figure; subdomains are not
 // included (they may be other services of the site).
 const hstsMaxAge = 2 * 365 * 24 * 60 * 60

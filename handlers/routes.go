@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/static"
@@ -26,7 +25,7 @@ func (s *Server) routes() http.Handler {
 	}))
 
 	r := chi.NewRouter()
-	r.Use(withRequestID, s.withAccessLog, s.withRecovery, s.withSecurityHeaders, cop.Handler, s.withTextOnly, middleware.GetHead, withCompression(5, compressibleTypes...))
+	r.Use(withRequestID, s.withAccessLog, s.withRecovery, s.withSecurityHeaders, cop.Handler, s.withTextOnly, headAsGet, withCompression(5, compressibleTypes...))
 	r.NotFound(s.showNotFound)
 	r.MethodNotAllowed(s.showMethodNotAllowed)
 
