@@ -293,7 +293,14 @@ func (b *runChartBuilder) inferenceCharts(i int, step chartdata.Step) {
 			help += ", grey the baseline"
 		}
 		help += ". Red lines are the gate set's limits; dotted lines mark p50, p99 and p99.9. Percentiles in the table are exact (nearest rank over every request)."
-		b.add(web.ChartBlock{ID: chartID("cdf", i), Title: "Latency distribution, " + where, Help: help}, func() (json.RawMessage, charts.Table, error) {
+		title := "Latency distribution, " + where
+		// The prefix cache decides how much prefill a TTFT includes: its
+		// hit ratio over the step (the server's counters) stands beside it.
+		if ratio, ok := b.a.Stat(acceptance.MetricCacheHitRatio, step.Name, level, "rate"); ok {
+			title += fmt.Sprintf(" · prefix cache hit ratio %.1f %%", ratio*100)
+			help += " The prefix cache hit ratio is the server's hits over queries (in tokens) between its Prometheus scrapes before and after the level, the mean over repetitions."
+		}
+		b.add(web.ChartBlock{ID: chartID("cdf", i), Title: title, Help: help}, func() (json.RawMessage, charts.Table, error) {
 			return charts.LatencyCDF(charts.CDFInput{Unit: "ms", Series: series, Limits: lim, Guides: []float64{50, 99, 99.9}})
 		})
 	}
@@ -478,29 +485,46 @@ func (b *runChartBuilder) fioCharts(steps []chartdata.Step) {
 }
 
 func (b *runChartBuilder) timeCharts() {
+	if tl := chartdata.Timeline(b.a); len(tl) > 0 {
+		b.timeChart(tl, chartdata.GroupTimeline, "chart-timeline", "GPU utilisation, storage latency and TTFT over the run",
+			"One time axis for what explains a slow first token: the accelerators' mean utilisation (vendor tools or exporters), the NVMe namespaces' read and write latency per second, and each inference step's rolling TTFT percentile (the line of its latency-over-the-run chart).")
+	}
 	groups := []struct{ group, id, title, help string }{
-		{"throughput", "chart-throughput", "Throughput over the run",
+		{chartdata.GroupThroughput, "chart-throughput", "Throughput over the run",
 			"Output tokens per second (spread over each request's decoding) and completed requests per second, warm-up included, per second of the run."},
-		{"telemetry", "chart-telemetry", "Host telemetry over the run",
+		{chartdata.GroupTelemetry, "chart-telemetry", "Host telemetry over the run",
 			"Sampled every second on the lab host during each step: CPU, GPU and disk busy share, disk and NIC bandwidth."},
+		{chartdata.GroupStorage, "chart-storage-latency", "NVMe namespace latency over the run",
+			"Mean time per read and per write completed in each second over the NVMe namespaces (/sys/block/*/stat: ticks over I/Os)."},
+		{chartdata.GroupFabric, "chart-fabric", "Fabric and NIC counters over the run",
+			"The RDMA ports' retransmits, sequence errors, congestion notifications (CNPs), ECN marks and discards, and the physical NICs' errors, drops and pause frames, as rates per second of each step; a counter the host does not have draws no line. The same rates are gate metrics."},
 	}
 	for _, g := range groups {
-		var series []charts.TimeSeries
+		var group []chartdata.TimeSeries
 		for _, ts := range b.a.TimeSeries {
 			if ts.Group == g.group {
-				role := charts.RoleNone
-				series = append(series, charts.TimeSeries{Name: ts.Name, Unit: ts.Unit, Role: role, Points: toPoints(ts.Points)})
+				group = append(group, ts)
 			}
 		}
-		if len(series) == 0 {
-			continue
-		}
-		b.add(web.ChartBlock{ID: g.id, Title: g.title, Help: g.help},
-			func() (json.RawMessage, charts.Table, error) {
-				opt, _, err := charts.OverTime(charts.TimeSeriesInput{Series: series})
-				return opt, exactSeriesTable(b.a.TimeSeries, g.group), err
-			})
+		b.timeChart(group, g.group, g.id, g.title, g.help)
 	}
+}
+
+// timeChart draws per-second series on one time axis, with their exact
+// summaries as the table.
+func (b *runChartBuilder) timeChart(group []chartdata.TimeSeries, name, id, title, help string) {
+	var series []charts.TimeSeries
+	for _, ts := range group {
+		series = append(series, charts.TimeSeries{Name: ts.Name, Unit: ts.Unit, Role: charts.RoleNone, Points: toPoints(ts.Points)})
+	}
+	if len(series) == 0 {
+		return
+	}
+	b.add(web.ChartBlock{ID: id, Title: title, Help: help},
+		func() (json.RawMessage, charts.Table, error) {
+			opt, _, err := charts.OverTime(charts.TimeSeriesInput{Series: series})
+			return opt, exactSeriesTable(group, name), err
+		})
 }
 
 // exactSeriesTable summarises each per-second series over every second

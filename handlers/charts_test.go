@@ -167,6 +167,12 @@ type labRunOpts struct {
 	// editFacts changes the host facts the probe took, as a firmware or
 	// kernel update between runs would.
 	editFacts func(map[string]any)
+	// editFolder changes the run folder after the probe wrote it (what
+	// this machine cannot give: an RDMA port's counters, an accelerator).
+	editFolder func(dir string)
+	// gateVersion judges the run with this gate set instead of the
+	// bundle's (gates must be set).
+	gateVersion int64
 	// recorded names a run folder the probe wrote earlier
 	// (testdata/labruns/NAME, see its README) to ingest instead of running
 	// the probe now: tests that assert which run is faster read recorded
@@ -188,6 +194,9 @@ func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
 	nr := store.NewRun{ProgramID: cb.programID, ProfileVersionID: o.profileVersion, HostID: cb.hostID, BaselineRunID: o.baseline, Label: o.label, Emulated: true}
 	if o.gates {
 		nr.GateSetVersionID = &cb.gateVersion
+		if o.gateVersion != 0 {
+			nr.GateSetVersionID = &o.gateVersion
+		}
 	}
 	runID, err := cb.store.CreateRun(ctx, nr)
 	require.NoError(t, err)
@@ -212,6 +221,9 @@ func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
 		raw, err = json.Marshal(f)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(path, raw, 0o644))
+	}
+	if o.editFolder != nil {
+		o.editFolder(dir)
 	}
 	coll := collectDir(t, dir)
 

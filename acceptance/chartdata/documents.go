@@ -156,7 +156,9 @@ type OverRun struct {
 // TimeSeries is one quantity per second over the run: Points reduced
 // for drawing, N, Min, Mean and Max exact over every second.
 type TimeSeries struct {
-	Group  string       `json:"group"` // throughput or telemetry
+	Group string `json:"group"` // GroupThroughput, GroupTelemetry, GroupStorage, GroupFabric or GroupTimeline
+	// Key is the telemetry quantity's key (Quantity.Key); empty for throughput.
+	Key    string       `json:"key,omitempty"`
 	Name   string       `json:"name"`
 	Unit   string       `json:"unit"`
 	Points [][2]float64 `json:"points"`

@@ -22,10 +22,20 @@ type Records struct {
 	notes                   []string
 }
 
-// Quantity is one charted telemetry quantity.
+// Quantity is one charted telemetry quantity. Group names the chart it is
+// drawn on (GroupTelemetry when empty).
 type Quantity struct {
 	Key, Name, Unit string
+	Group           string
 }
+
+// Groups of per-second series, one time chart each.
+const (
+	GroupThroughput = "throughput" // output tokens and requests per second
+	GroupTelemetry  = "telemetry"  // the host's CPU, GPU, disk and NIC
+	GroupStorage    = "storage"    // the NVMe namespaces' latency
+	GroupFabric     = "fabric"     // RDMA and NIC error, congestion and pause counters as rates
+)
 
 // Request is one request record, its times in nanoseconds on its step's
 // clock (0: did not happen).
@@ -188,14 +198,21 @@ func (a *Records) timeSeries() []TimeSeries {
 			tok = append(tok, Point{X: float64(s) + 0.5, Y: a.tokens[s]})
 			req = append(req, Point{X: float64(s) + 0.5, Y: a.done[s]})
 		}
-		out = append(out, timeSeriesOf("throughput", "Output tokens/s", "tok/s", tok), timeSeriesOf("throughput", "Requests/s", "req/s", req))
+		out = append(out, timeSeriesOf(GroupThroughput, "Output tokens/s", "tok/s", tok), timeSeriesOf(GroupThroughput, "Requests/s", "req/s", req))
 	}
 	for q, pts := range a.telemetry {
 		if len(pts) == 0 {
 			continue
 		}
 		SortPoints(pts)
-		out = append(out, timeSeriesOf("telemetry", a.quantities[q].Name, a.quantities[q].Unit, pts))
+		qt := a.quantities[q]
+		group := qt.Group
+		if group == "" {
+			group = GroupTelemetry
+		}
+		ts := timeSeriesOf(group, qt.Name, qt.Unit, pts)
+		ts.Key = qt.Key
+		out = append(out, ts)
 	}
 	return out
 }

@@ -158,8 +158,8 @@ func (r *runner) run(ctx context.Context) (state, reason string) {
 		r.plan.RunID, r.plan.Attempt, r.plan.Profile.Name, len(r.plan.Profile.Steps), r.reps, acceptance.Duration(limit), os.Getpid())
 	r.takeFacts(runCtx)
 	wear := startDriveWear(runCtx, r.host(), r.dir)
-	err := r.execute(runCtx)
-	if msg, werr := wear.finish(runCtx); werr != nil {
+	err := r.execute(runCtx, func(rep int) { wear.afterRepetition(runCtx, rep) })
+	if msg, werr := wear.finish(); werr != nil {
 		r.ev.log("warn", "%v", werr)
 	} else {
 		r.ev.log("info", "%s", msg)
@@ -203,18 +203,30 @@ func (r *runner) takeFacts(ctx context.Context) {
 	r.ev.log("info", "%s", msg)
 }
 
-func (r *runner) execute(ctx context.Context) error {
+// execute runs every repetition of the steps; afterRep is called when a
+// repetition ends, however it ended.
+func (r *runner) execute(ctx context.Context, afterRep func(rep int)) error {
 	for rep := 1; rep <= r.reps; rep++ {
-		for i, s := range r.plan.Profile.Steps {
-			if s.Kind == acceptance.StepFault && s.Fault.During != "" {
-				continue // runs alongside the step it names
-			}
-			if ctx.Err() != nil {
-				return causeOf(ctx, ctx.Err())
-			}
-			if err := r.step(ctx, i, rep); err != nil {
-				return err
-			}
+		if err := r.repetition(ctx, rep); err != nil {
+			afterRep(rep)
+			return err
+		}
+		afterRep(rep)
+	}
+	return nil
+}
+
+// repetition runs the steps once, in order.
+func (r *runner) repetition(ctx context.Context, rep int) error {
+	for i, s := range r.plan.Profile.Steps {
+		if s.Kind == acceptance.StepFault && s.Fault.During != "" {
+			continue // runs alongside the step it names
+		}
+		if ctx.Err() != nil {
+			return causeOf(ctx, ctx.Err())
+		}
+		if err := r.step(ctx, i, rep); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -227,25 +227,42 @@ func readTelemetryState() telemetryState {
 func (t *telemetry) loop(ctx context.Context) {
 	defer close(t.done)
 	prev := t.readState(ctx)
+	samples := 0
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			// The last part of a second is sampled too, and a step shorter
+			// than a second has one sample over its whole length.
+			if samples == 0 || time.Since(prev.at) >= minFinalSample {
+				final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+				cur := t.readState(final)
+				t.record(t.sample(final, prev, cur))
+				cancel()
+			}
 			return
 		case <-tick.C:
 		}
 		cur := t.readState(ctx)
-		s := t.sample(ctx, prev, cur)
+		t.record(t.sample(ctx, prev, cur))
 		prev = cur
-		b, _ := json.Marshal(s)
-		t.mu.Lock()
-		if _, err := t.f.Write(append(b, '\n')); err != nil && t.err == nil {
-			t.err = err
-		}
-		t.window = append(t.window, s)
-		t.mu.Unlock()
+		samples++
 	}
+}
+
+// minFinalSample is the shortest last interval worth a sample of its own.
+const minFinalSample = 200 * time.Millisecond
+
+// record appends a sample to telemetry.jsonl and the interim window.
+func (t *telemetry) record(s wire.TelemetrySample) {
+	b, _ := json.Marshal(s)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, err := t.f.Write(append(b, '\n')); err != nil && t.err == nil {
+		t.err = err
+	}
+	t.window = append(t.window, s)
 }
 
 func (t *telemetry) sample(ctx context.Context, prev, cur telemetryState) wire.TelemetrySample {

@@ -16,8 +16,8 @@ import (
 )
 
 // driveWear reads every NVMe controller's smart-log before the run's first
-// step and after its last, so the run can say how much it wrote to each
-// drive and what share of its endurance that is. A host without NVMe
+// step and after each repetition, so the run can say how much each
+// repetition wrote to each drive and what share of its endurance that is. A host without NVMe
 // controllers or without nvme-cli has no drive wear; that is said, never
 // a failure.
 type driveWear struct {
@@ -45,10 +45,27 @@ func startDriveWear(ctx context.Context, r *facts.Runner, dir string) *driveWear
 		w.byCtl[name] = len(w.wear.Drives)
 		w.wear.Drives = append(w.wear.Drives, drive)
 	}
-	for i := range w.wear.Drives {
-		w.wear.Drives[i].Before = w.read(ctx, w.wear.Drives[i].Controller, "before")
-	}
+	w.readAll(ctx, 0)
 	return w
+}
+
+// readAll takes every drive's reading after repetition rep (0: before the run).
+func (w *driveWear) readAll(ctx context.Context, rep int) {
+	for i := range w.wear.Drives {
+		d := &w.wear.Drives[i]
+		d.Readings = append(d.Readings, w.read(ctx, d.Controller, rep))
+	}
+}
+
+// afterRepetition takes the readings that close repetition rep (even of a
+// failed or cancelled one: what was written was written).
+func (w *driveWear) afterRepetition(ctx context.Context, rep int) {
+	if len(w.wear.Drives) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	w.readAll(ctx, rep)
 }
 
 // capacityOf sums the sizes (512-byte sectors) of a controller's
@@ -72,9 +89,9 @@ func capacityOf(r *facts.Runner, ctrlDir string) int64 {
 	return total
 }
 
-func (w *driveWear) read(ctx context.Context, ctrl, when string) *wire.SmartReading {
+func (w *driveWear) read(ctx context.Context, ctrl string, rep int) wire.SmartReading {
 	s := facts.ReadSmartLog(ctx, w.r, ctrl)
-	rd := &wire.SmartReading{At: nowRFC3339(), DataUnitsWritten: s.DataUnitsWritten, DataUnitsRead: s.DataUnitsRead,
+	rd := wire.SmartReading{AfterRepetition: rep, At: nowRFC3339(), DataUnitsWritten: s.DataUnitsWritten, DataUnitsRead: s.DataUnitsRead,
 		PercentUsed: s.PercentUsed, PowerOnHours: s.PowerOnHours}
 	switch {
 	case s.Source.Absent:
@@ -85,7 +102,7 @@ func (w *driveWear) read(ctx context.Context, ctrl, when string) *wire.SmartRead
 		rd.Error = strings.Join(s.Problems, "; ")
 	}
 	if s.Source.Raw != "" {
-		rel := filepath.Join(wire.DriveWearDir, ctrl+"-"+when+".json")
+		rel := filepath.Join(wire.DriveWearDir, fmt.Sprintf("%s-after-rep-%d.json", ctrl, rep))
 		if err := os.MkdirAll(filepath.Join(w.dir, wire.DriveWearDir), 0o755); err == nil {
 			if err := os.WriteFile(filepath.Join(w.dir, rel), []byte(s.Source.Raw), 0o644); err == nil {
 				rd.Raw = rel
@@ -95,27 +112,25 @@ func (w *driveWear) read(ctx context.Context, ctrl, when string) *wire.SmartRead
 	return rd
 }
 
-// finish takes the readings after the run (even a failed or cancelled one:
-// what was written was written) and writes DriveWearFile. It returns a
-// line for the event log.
-func (w *driveWear) finish(ctx context.Context) (string, error) {
+// finish writes DriveWearFile with every reading taken. It returns a line
+// for the event log.
+func (w *driveWear) finish() (string, error) {
 	if len(w.wear.Drives) == 0 {
 		return "drive wear: no NVMe controller on this host", nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
 	var missing []string
-	for i := range w.wear.Drives {
-		d := &w.wear.Drives[i]
-		d.After = w.read(ctx, d.Controller, "after")
-		if d.Before.DataUnitsWritten == nil || d.After.DataUnitsWritten == nil {
-			missing = append(missing, d.Controller)
+	for _, d := range w.wear.Drives {
+		for _, rd := range d.Readings {
+			if rd.DataUnitsWritten == nil {
+				missing = append(missing, d.Controller)
+				break
+			}
 		}
 	}
 	if err := writeJSONAtomic(filepath.Join(w.dir, wire.DriveWearFile), w.wear); err != nil {
 		return "", fmt.Errorf("drive wear: write %s: %w", wire.DriveWearFile, err)
 	}
-	msg := fmt.Sprintf("drive wear: smart-log of %d NVMe controllers read before and after the run", len(w.wear.Drives))
+	msg := fmt.Sprintf("drive wear: smart-log of %d NVMe controllers read before the run and after each repetition", len(w.wear.Drives))
 	if len(missing) > 0 {
 		msg += "; no data_units_written from " + strings.Join(missing, ", ")
 	}

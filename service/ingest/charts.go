@@ -148,11 +148,14 @@ func readRequests(rec *chartdata.Records, files Files, name string, r chartdata.
 	}
 }
 
-// telemetryFields are the charted telemetry quantities, in order.
-var telemetryFields = []struct {
+// telemetryField is one charted quantity and how a sample gives it.
+type telemetryField struct {
 	chartdata.Quantity
 	get func(s *wire.TelemetrySample) (float64, bool)
-}{
+}
+
+// telemetryFields are the charted telemetry quantities, in order.
+var telemetryFields = []telemetryField{
 	{chartdata.Quantity{Key: "cpu", Name: "CPU busy", Unit: "%"}, func(s *wire.TelemetrySample) (float64, bool) { return s.CPUBusyPct, true }},
 	{chartdata.Quantity{Key: "gpu", Name: "GPU", Unit: "%"}, func(s *wire.TelemetrySample) (float64, bool) {
 		if s.GPUUtilPct == nil {
@@ -165,6 +168,27 @@ var telemetryFields = []struct {
 	{chartdata.Quantity{Key: "disk_write", Name: "Disk write", Unit: "MB/s"}, func(s *wire.TelemetrySample) (float64, bool) { return s.DiskWriteBps / 1e6, true }},
 	{chartdata.Quantity{Key: "nic_rx", Name: "NIC receive", Unit: "MB/s"}, func(s *wire.TelemetrySample) (float64, bool) { return s.NICRxBps / 1e6, true }},
 	{chartdata.Quantity{Key: "nic_tx", Name: "NIC send", Unit: "MB/s"}, func(s *wire.TelemetrySample) (float64, bool) { return s.NICTxBps / 1e6, true }},
+	counterField(chartdata.GroupStorage, acceptance.MetricNSReadLatency, "Namespace read latency", "µs"),
+	counterField(chartdata.GroupStorage, acceptance.MetricNSWriteLatency, "Namespace write latency", "µs"),
+	counterField(chartdata.GroupFabric, acceptance.MetricRDMARetransmits, "RDMA retransmits", "/s"),
+	counterField(chartdata.GroupFabric, acceptance.MetricRDMASeqErrors, "RDMA sequence errors", "/s"),
+	counterField(chartdata.GroupFabric, acceptance.MetricRDMACNPSent, "CNPs sent", "/s"),
+	counterField(chartdata.GroupFabric, acceptance.MetricRDMACNPHandled, "CNPs handled", "/s"),
+	counterField(chartdata.GroupFabric, acceptance.MetricRDMAECNMarked, "ECN-marked packets", "/s"),
+	counterField(chartdata.GroupFabric, acceptance.MetricRDMADiscards, "RDMA discards", "/s"),
+	counterField(chartdata.GroupFabric, acceptance.MetricNICErrors, "NIC errors", "/s"),
+	counterField(chartdata.GroupFabric, acceptance.MetricNICDrops, "NIC drops", "/s"),
+	counterField(chartdata.GroupFabric, acceptance.MetricNICPauseFrames, "Pause frames", "/s"),
+}
+
+// counterField charts one of the fabric's or drives' counter rates (the
+// sample's Counters, by metric id): present only in the seconds the host
+// had the counter, so a host without RDMA ports draws no RDMA line.
+func counterField(group, metric, name, unit string) telemetryField {
+	return telemetryField{chartdata.Quantity{Key: metric, Name: name, Unit: unit, Group: group}, func(s *wire.TelemetrySample) (float64, bool) {
+		v, ok := s.Counters[metric]
+		return v, ok
+	}}
 }
 
 var telemetryQuantities = func() []chartdata.Quantity {

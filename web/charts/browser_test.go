@@ -103,6 +103,17 @@ func allCharts(t *testing.T) []pageChart {
 		{Name: "CPU", Unit: "%", Points: telemetry(28, 1800, 1800, 40, 10)},
 		{Name: "NIC rx", Unit: "MB/s", Points: telemetry(29, 1800, 1800, 900, 200)},
 	}}))
+	// The run page's timeline: GPU utilisation, storage latency and TTFT
+	// on one time axis, three units on three y axes.
+	add("chart-timeline")(OverTime(TimeSeriesInput{Series: []TimeSeries{
+		{Name: "GPU", Unit: "%", Points: telemetry(30, 1800, 1800, 60, 15)},
+		{Name: "Namespace read latency", Unit: "µs", Points: telemetry(31, 1800, 1800, 90, 30)},
+		{Name: "ttft rolling p99, step chat", Unit: "ms", Points: telemetry(32, 3000, 1800, 900, 200)},
+	}}))
+	add("chart-fabric")(OverTime(TimeSeriesInput{Series: []TimeSeries{
+		{Name: "RDMA retransmits", Unit: "/s", Points: telemetry(33, 1800, 1800, 3, 2)},
+		{Name: "CNPs sent", Unit: "/s", Points: telemetry(34, 1800, 1800, 40, 10)},
+	}}))
 	add("chart-knee")(Knee(KneeInput{ThroughputName: "Output tokens/s", ThroughputUnit: "tok/s", LatencyName: "p99 TTFT", LatencyUnit: "ms",
 		Series: []KneeSeries{{Name: "candidate", Role: RoleCandidate, Points: sweep(1.2)}, {Name: "baseline", Role: RoleBaseline, Points: sweep(1)}},
 		SLO:    2000, SLOLabel: "p99 TTFT SLO 2000 ms"}))

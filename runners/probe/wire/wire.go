@@ -390,8 +390,9 @@ type GPUSample struct {
 }
 
 // DriveWearFile is the drives' wear over the run: every NVMe
-// controller's smart-log read before the first step and after the last.
-// The raw outputs are in DriveWearDir.
+// controller's smart-log read before the first step and after each
+// repetition (so the wear is measured once per repetition, as rate
+// metrics are). The raw outputs are in DriveWearDir.
 const (
 	DriveWearFile = "drive-wear.json"
 	DriveWearDir  = "drive-wear"
@@ -402,7 +403,7 @@ type DriveWear struct {
 	Drives []DriveWearDrive `json:"drives"`
 }
 
-// DriveWearDrive is one NVMe controller's two readings.
+// DriveWearDrive is one NVMe controller's readings, in order.
 type DriveWearDrive struct {
 	Controller string `json:"controller"` // nvme0
 	Model      string `json:"model,omitempty"`
@@ -410,14 +411,17 @@ type DriveWearDrive struct {
 	Transport  string `json:"transport,omitempty"` // pcie, rdma, tcp: a fabric controller reports the target's log
 	// CapacityBytes is the sum of its namespaces' sizes (sysfs), the
 	// drive capacity drive writes per day are counted against.
-	CapacityBytes int64         `json:"capacity_bytes,omitempty"`
-	Before        *SmartReading `json:"before,omitempty"`
-	After         *SmartReading `json:"after,omitempty"`
+	CapacityBytes int64 `json:"capacity_bytes,omitempty"`
+	// Readings are the smart-log before the run (AfterRepetition 0) and
+	// after each repetition that ran.
+	Readings []SmartReading `json:"readings"`
 }
 
 // SmartReading is one `nvme smart-log -o json`; a nil field is one the
 // drive or nvme-cli did not give.
 type SmartReading struct {
+	// AfterRepetition is the repetition the reading follows, 0 before the run.
+	AfterRepetition  int     `json:"after_repetition"`
 	At               string  `json:"at"` // RFC 3339 with nanoseconds
 	DataUnitsWritten *uint64 `json:"data_units_written,omitempty"`
 	DataUnitsRead    *uint64 `json:"data_units_read,omitempty"`
