@@ -47,10 +47,17 @@ check-generated: generate
 build: assets generate probe-binaries
 	go build -trimpath -ldflags "-X main.version=$$(git describe --always --dirty 2>/dev/null || echo dev)" -o bin/accord .
 
-## probe-binaries: static accord binaries for lab hosts of both architectures
-probe-binaries: assets
-	GOOS=linux GOARCH=amd64 go build -trimpath -o bin/accord-linux-amd64 .
-	GOOS=linux GOARCH=arm64 go build -trimpath -o bin/accord-linux-arm64 .
+## probe-binaries: static accord binaries for lab hosts of both architectures,
+## each rebuilt only when what it is built from changed
+probe-binaries: bin/accord-linux-amd64 bin/accord-linux-arm64
+
+# What a build of accord is made from: its Go files (tests aside), go.mod
+# and go.sum, and the files it embeds.
+BUILD_INPUTS := go.mod go.sum $(VENDOR) $(shell find . \( -path ./node_modules -o -path ./bin -o -path ./tmp -o -path ./data -o -path ./test-artifacts -o -path ./.git \) -prune -o \
+	-type f \( \( -name '*.go' ! -name '*_test.go' \) -o -path './static/*' -o -path './migrations/*.sql' -o -name '*.xsd' \) -print)
+
+bin/accord-linux-%: $(BUILD_INPUTS)
+	GOOS=linux GOARCH=$* go build -trimpath -o $@ .
 
 clean:
 	rm -rf bin static/vendor/*.js

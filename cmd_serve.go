@@ -130,6 +130,9 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 		RequestTimeout: cfg.RequestTimeout, Registry: reg, Keys: keys, Sealer: sealer, Runner: runner, Keyring: keyring, Egress: outbound,
 		MetricsElsewhere: cfg.MetricsListen != "",
 	}
+	if cfg.Demo {
+		opts.Demo = demoSignIn()
+	}
 	ui, err := newRiverUI(ctx, riverClient, log)
 	if err != nil {
 		return err
@@ -203,7 +206,7 @@ func runHTTPServer(ctx context.Context, log *slog.Logger, srv *http.Server, ln n
 }
 
 func newRiverClient(cfg Config, log *slog.Logger, deps jobs.Deps, pool *pgxpool.Pool, web bool) (*river.Client[pgx.Tx], error) {
-	rc := &river.Config{Logger: log.With("component", "river"), RescueStuckJobsAfter: cfg.RescueAfter}
+	rc := &river.Config{Logger: riverLogger(log), RescueStuckJobsAfter: cfg.RescueAfter}
 	if cfg.RunWorkers || !web {
 		rc.Queues = map[string]river.QueueConfig{}
 		for name, n := range cfg.Queues {

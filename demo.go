@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/handlers/auth"
@@ -19,6 +20,7 @@ import (
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
 )
 
 // The demo installation seeded in dev mode. Seeding is idempotent: what
@@ -26,7 +28,7 @@ import (
 const (
 	demoPassword    = "accord-demo-2026"
 	demoProgramName = "KV-cache tier acceptance (demo)"
-	demoVendorOrg   = "FlashArray Vendor Inc. (demo)"
+	demoVendorOrg   = "Lumenfold Storage Ltd. (demo)" // a made-up name
 	demoCustomerOrg = "Inference Customer Ltd. (demo)"
 	demoHostName    = "demo-lab"
 )
@@ -139,12 +141,8 @@ func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *
 
   Sign in with any of these (password %s):
 `, strings.TrimSuffix(baseURL, "/"), programID, demoPassword)
-	for _, u := range demoUsers {
-		role := string(u.Role)
-		if u.Admin {
-			role = "site admin"
-		}
-		fmt.Fprintf(out, "    %-32s %s\n", u.Email, role)
+	for _, a := range demoSignIn().Accounts {
+		fmt.Fprintf(out, "    %-32s %s\n", a.Email, a.Role)
 	}
 	fmt.Fprintf(out, "\n  Demo lab host: sshd on 127.0.0.1:%d; emulators (emulated storage): %s (local NVMe path), %s (NVMe-oF path)\n", lab.sshPort, lab.slowURL, lab.fastURL)
 	if len(lab.reused) > 0 {
@@ -152,6 +150,19 @@ func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *
 	}
 	fmt.Fprintf(out, "  It runs on after a crash; a clean stop (Ctrl-C, SIGTERM) stops it. Its logs: %s\n\n", filepath.Join(lab.dir, "logs"))
 	return nil
+}
+
+// demoSignIn is what the sign-in page lists of the demo's accounts.
+func demoSignIn() *web.DemoSignIn {
+	d := &web.DemoSignIn{Password: demoPassword}
+	for _, u := range demoUsers {
+		role := string(u.Role)
+		if u.Admin {
+			role = "site admin"
+		}
+		d.Accounts = append(d.Accounts, web.DemoAccount{Email: u.Email, Name: u.Name, Role: role, Org: u.Org})
+	}
+	return d
 }
 
 func ensureDemoUser(ctx context.Context, tx *store.Store, u demoUser, hash string) (int64, error) {
@@ -206,6 +217,12 @@ func ensureDemoHost(ctx context.Context, tx *store.Store, sealer *runners.Sealer
 	if err != nil {
 		return 0, err
 	}
+	client, err := ssh.ParsePrivateKey(lab.clientKey)
+	if err != nil {
+		return 0, fmt.Errorf("demo lab client key: %w", err)
+	}
+	// The line in the demo sshd's authorized_keys, as a real host shows it.
+	publicKey := sshrun.AuthorizedKey(client.PublicKey())
 	var id int64
 	for _, h := range hosts {
 		if h.Name == demoHostName {
@@ -215,10 +232,12 @@ func ensureDemoHost(ctx context.Context, tx *store.Store, sealer *runners.Sealer
 	if id == 0 {
 		id, err = tx.CreateHost(ctx, programID, store.NewHost{Name: demoHostName, Address: "127.0.0.1", Port: lab.sshPort, Username: lab.user,
 			Labels: map[string]string{"gpu": "none (emulated)", "transport": "emulated"}, AuthMethod: "key", Emulated: true,
-			PublicKey: "(the demo lab's own key)"})
+			PublicKey: publicKey})
 		if err != nil {
 			return 0, err
 		}
+	} else if err := tx.SetHostPublicKey(ctx, id, publicKey); err != nil {
+		return 0, err
 	}
 	sealed, err := sealer.Seal(lab.clientKey, labhost.SealLabel(id))
 	if err != nil {

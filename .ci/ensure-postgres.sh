@@ -27,8 +27,9 @@ if ! pg_isready -q -d "$admin_url" 2>/dev/null; then
   if ! command -v pg_ctlcluster >/dev/null 2>&1 || [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
     if $install && [ "$(id -u)" = 0 ]; then
       say "installing PostgreSQL from Debian's packages"
-      export DEBIAN_FRONTEND=noninteractive
-      apt-get update -qq && apt-get install -y -qq postgresql postgresql-client >/dev/null
+      # shellcheck source=apt.sh
+      source "$(dirname "$0")/apt.sh"
+      APT_WHO=ensure-postgres apt_install postgresql postgresql-client
       ver=$(ls /etc/postgresql | sort -V | tail -n1)
       # Local development: trust connections from this machine's loopback.
       hba=/etc/postgresql/$ver/main/pg_hba.conf

@@ -9,8 +9,9 @@ command -v fio >/dev/null 2>&1 || need+=(fio)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "ensure-tools: installing ${need[*]} (the demo lab needs them)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+  # shellcheck source=apt.sh
+  source "$(dirname "$0")/apt.sh"
+  APT_WHO=ensure-tools apt_install "${need[@]}"
   # Installing openssh-server may start the system's sshd on port 22; the
   # demo lab runs its own on 127.0.0.1:2222 and does not need it.
 else

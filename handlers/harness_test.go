@@ -29,6 +29,7 @@ import (
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
+	"github.com/accordlab/accord/web"
 )
 
 const testPassword = "correct-horse-42"
@@ -63,6 +64,8 @@ type setupOpts struct {
 	// operator's ACCORD_WEBHOOK_ALLOW_CIDRS would, for the hook servers
 	// the tests start).
 	egress *egress.Policy
+	// demo is what the sign-in page lists of a demo (dev mode).
+	demo *web.DemoSignIn
 }
 
 func setup(t *testing.T, opts ...setupOpts) *testBundle {
@@ -105,7 +108,7 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 		o.egress = egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil)
 	}
 	b.server = New(Options{Log: log, Pool: pool, Store: st, Keys: keys, BaseURL: base, Dev: o.dev, Registry: prometheus.NewRegistry(), RiverUI: riverUI,
-		River: rc, Sealer: sealer, Keyring: b.keyring, Egress: o.egress,
+		River: rc, Sealer: sealer, Keyring: b.keyring, Egress: o.egress, Demo: o.demo,
 		Runner: runners.Config{Options: sshrun.Options{DialTimeout: 2 * time.Second, HandshakeTimeout: 3 * time.Second}}})
 	b.ts.Config.Handler = b.server
 	t.Cleanup(b.server.Close) // runs before the pool closes (registered later)

@@ -22,6 +22,7 @@ import (
 	"github.com/accordlab/accord/handlers/auth"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
 )
 
 // Options are the server's dependencies, built in main.
@@ -51,6 +52,9 @@ type Options struct {
 	// serves MetricsHandler on a listen address of its own
 	// (ACCORD_METRICS_LISTEN).
 	MetricsElsewhere bool
+	// Demo lists the demo's accounts for the sign-in page (dev mode with
+	// the demo only: they share a published password).
+	Demo *web.DemoSignIn
 }
 
 // Server is the HTTP handler with its dependencies.
@@ -73,6 +77,7 @@ type Server struct {
 	egress  *egress.Policy
 	// metricsElsewhere: /metrics is not a web route (Options.MetricsElsewhere).
 	metricsElsewhere bool
+	demo    *web.DemoSignIn
 
 	handler http.Handler
 }
@@ -96,6 +101,9 @@ func New(opts Options) *Server {
 		egress:  opts.Egress,
 
 		metricsElsewhere: opts.MetricsElsewhere,
+	}
+	if opts.Dev {
+		s.demo = opts.Demo
 	}
 	if s.egress == nil {
 		s.egress = egress.NewPolicy(nil, nil)

@@ -25,7 +25,7 @@ func (s *Server) showSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := s.page(r, "Sign in", "")
-	s.render(w, r, http.StatusOK, web.SignIn(p, web.SignInForm{Next: safeNext(r.URL.Query().Get("next"))}))
+	s.render(w, r, http.StatusOK, web.SignIn(p, web.SignInForm{Next: safeNext(r.URL.Query().Get("next")), Demo: s.demo}))
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
@@ -37,6 +37,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	form := web.SignInForm{
 		Email: strings.TrimSpace(r.PostFormValue("email")),
 		Next:  safeNext(r.PostFormValue("next")),
+		Demo:  s.demo,
 	}
 	password := r.PostFormValue("password")
 	addr := clientAddr(r)

@@ -46,6 +46,10 @@ type Host struct {
 	LastCheckMessage string
 	LastRTTMs        *float64
 	CreatedAt        time.Time
+	// LastFactsAt is when the host's newest facts were taken (by a check
+	// or at the start of a run, LastFactsRunID), nil when none were.
+	LastFactsAt    *time.Time
+	LastFactsRunID *int64
 }
 
 // Pinned reports whether the host key was confirmed (every hop included).
@@ -63,14 +67,16 @@ func (h Host) Pinned() bool {
 
 const hostColumns = `id, program_id, name, address, port, username, labels, jump_chain, auth_method, public_key, sealed_private_key,
 	agent_socket, host_key, host_key_sha256, host_key_pinned_at, allow_destructive, write_places, emulated, last_check_at, last_check_ok,
-	last_check_message, last_rtt_ms, created_at`
+	last_check_message, last_rtt_ms, created_at,
+	(SELECT f.taken_at FROM host_facts f WHERE f.host_id = hosts.id ORDER BY f.taken_at DESC, f.id DESC LIMIT 1),
+	(SELECT f.run_id FROM host_facts f WHERE f.host_id = hosts.id ORDER BY f.taken_at DESC, f.id DESC LIMIT 1)`
 
 func scanHost(row pgx.Row) (Host, error) {
 	var h Host
 	var labels, jumps []byte
 	err := row.Scan(&h.ID, &h.ProgramID, &h.Name, &h.Address, &h.Port, &h.Username, &labels, &jumps, &h.AuthMethod, &h.PublicKey,
 		&h.SealedPrivateKey, &h.AgentSocket, &h.HostKey, &h.HostKeySHA256, &h.HostKeyPinnedAt, &h.AllowDestructive, &h.WritePlaces, &h.Emulated,
-		&h.LastCheckAt, &h.LastCheckOK, &h.LastCheckMessage, &h.LastRTTMs, &h.CreatedAt)
+		&h.LastCheckAt, &h.LastCheckOK, &h.LastCheckMessage, &h.LastRTTMs, &h.CreatedAt, &h.LastFactsAt, &h.LastFactsRunID)
 	if err != nil {
 		return h, err
 	}
@@ -226,4 +232,12 @@ func (s *Store) RunFacts(ctx context.Context, runID int64) (HostFacts, error) {
 func (s *Store) SetHostSealedKey(ctx context.Context, hostID int64, sealed []byte) error {
 	tag, err := s.db.Exec(ctx, `UPDATE hosts SET sealed_private_key = $2 WHERE id = $1`, hostID, sealed)
 	return oneRow(tag, err, fmt.Sprintf("seal key of host %d", hostID))
+}
+
+// SetHostPublicKey stores the public half of a host's client key, the line
+// its administrator adds to authorized_keys (the demo lab's key is made
+// outside Accord's host form).
+func (s *Store) SetHostPublicKey(ctx context.Context, hostID int64, publicKey string) error {
+	tag, err := s.db.Exec(ctx, `UPDATE hosts SET public_key = $2 WHERE id = $1`, hostID, publicKey)
+	return oneRow(tag, err, fmt.Sprintf("public key of host %d", hostID))
 }

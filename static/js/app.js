@@ -24,6 +24,20 @@
     });
   });
 
+  // <button data-signin-as="email" data-signin-password="#id">: fill the
+  // sign-in form with a demo account (the password is the element's text).
+  document.addEventListener("click", function (evt) {
+    var btn = evt.target.closest("[data-signin-as]");
+    if (!btn) return;
+    var email = document.getElementById("email");
+    var password = document.getElementById("password");
+    var secret = document.querySelector(btn.dataset.signinPassword);
+    if (!email || !password || !secret) return;
+    email.value = btn.dataset.signinAs;
+    password.value = secret.textContent.trim();
+    password.focus();
+  });
+
   // <select data-submit-on-change>: submit the form when the choice changes (filters).
   document.addEventListener("change", function (evt) {
     var el = evt.target;
