@@ -176,6 +176,10 @@ func coldWarmStep() *InferenceStep {
 	}
 }
 
+// Help texts of template criteria say why a criterion is there, never its
+// numbers: the rule (Criterion.Rule) says those, so a threshold changed in
+// the form leaves no stale figure behind.
+
 // GateSetTemplates returns fresh, normalized copies of the starter gate sets.
 func GateSetTemplates() []GateSetTemplate {
 	// The MLPerf limits need at least 100 requests per level; the cold and
@@ -186,7 +190,7 @@ func GateSetTemplates() []GateSetTemplate {
 		{
 			ID:          "mlperf-llama2-70b-server",
 			Title:       "MLPerf Inference Llama-2-70B server latency",
-			Description: "The latency limits of MLPerf Inference's Llama-2-70B server scenario: p99 TTFT ≤ 2 s and p99 TPOT ≤ 200 ms.",
+			Description: "The latency limits of MLPerf Inference's Llama-2-70B server scenario, on p99 TTFT and p99 TPOT, with few failed requests.",
 			Profiles:    latency,
 			Spec: GateSetSpec{
 				Criteria: []Criterion{
@@ -194,19 +198,19 @@ func GateSetTemplates() []GateSetTemplate {
 						Name: "ttft-p99", Metric: MetricTTFT, Statistic: StatP99, Mode: Absolute,
 						Comparator: LessOrEqual, Threshold: 2000, Unit: "ms", MinSamples: 100, Severity: Blocking,
 						StopLoss: tmplPtr(4000.0),
-						Help:     "99 % of requests see their first token within 2 s; a run is stopped when it passes 4 s.",
+						Help:     "MLPerf's server-scenario limit on the time to the first token, judged on the 99th percentile; crossing the stop-loss line stops the run.",
 					},
 					{
 						Name: "tpot-p99", Metric: MetricTPOT, Statistic: StatP99, Mode: Absolute,
 						Comparator: LessOrEqual, Threshold: 200, Unit: "ms", MinSamples: 100, Severity: Blocking,
 						StopLoss: tmplPtr(400.0),
-						Help:     "99 % of requests stream their tokens at 200 ms per token or faster.",
+						Help:     "MLPerf's server-scenario limit on the time per output token, judged on the 99th percentile.",
 					},
 					{
 						Name: "error-rate", Metric: MetricErrorRate, Statistic: StatRate, Mode: Absolute,
 						Comparator: LessOrEqual, Threshold: 1, Unit: "%", Severity: Blocking,
 						StopLoss: tmplPtr(5.0),
-						Help:     "Latency limits mean little if requests fail: at most 1 % may.",
+						Help:     "Latency limits mean little if requests fail.",
 					},
 				},
 			},
@@ -214,7 +218,7 @@ func GateSetTemplates() []GateSetTemplate {
 		{
 			ID:          "nvmeof-uplift",
 			Title:       "NVMe-oF uplift over local NVMe",
-			Description: "The candidate on NVMe-oF must beat the local-NVMe baseline: +25 % output tokens per second and 20 % lower p99 TTFT.",
+			Description: "The candidate on NVMe-oF must beat the local-NVMe baseline in output tokens per second and in p99 TTFT, by the margins its criteria set.",
 			Profiles:    inference,
 			Spec: GateSetSpec{
 				Criteria: []Criterion{
@@ -222,13 +226,13 @@ func GateSetTemplates() []GateSetTemplate {
 						Name: "throughput-uplift", Metric: MetricOutputTokenThroughput, Statistic: StatRate, Mode: Relative,
 						Comparator: GreaterOrEqual, Threshold: 25, Unit: "%", Severity: Blocking,
 						StopLoss: tmplPtr(-10.0),
-						Help:     "The lower confidence bound of the throughput change must clear +25 %; a drop past −10 % stops the run.",
+						Help:     "Superiority: the lower confidence bound of the throughput change must clear the threshold; a drop past the stop-loss line stops the run.",
 					},
 					{
 						Name: "ttft-p99-reduction", Metric: MetricTTFT, Statistic: StatP99, Mode: Relative,
 						Comparator: LessOrEqual, Threshold: -20, Unit: "%", MinSamples: 100, Severity: Blocking,
 						StopLoss: tmplPtr(25.0),
-						Help:     "The upper confidence bound of the p99 TTFT change must stay below −20 %.",
+						Help:     "A reduction: the upper confidence bound of the p99 TTFT change must stay below the threshold.",
 					},
 				},
 			},
@@ -236,7 +240,7 @@ func GateSetTemplates() []GateSetTemplate {
 		{
 			ID:          "kv-cache-io",
 			Title:       "KV-cache lookup I/O",
-			Description: "4 KiB random reads: p99 completion latency ≤ 500 µs, and IOPS no more than 5 % below the baseline.",
+			Description: "4 KiB random reads: a limit on the p99 completion latency, and IOPS no worse than the baseline by more than a margin.",
 			Profiles:    []string{"kv-cache-lookup"},
 			Spec: GateSetSpec{
 				Criteria: []Criterion{
@@ -255,7 +259,7 @@ func GateSetTemplates() []GateSetTemplate {
 						Name: "read-iops-noninferior", Metric: MetricReadIOPS, Statistic: StatRate, Mode: Relative,
 						Comparator: GreaterOrEqual, Threshold: -5, Unit: "%", Severity: Blocking,
 						StopLoss: tmplPtr(-25.0),
-						Help:     "Non-inferiority: the lower confidence bound of the IOPS change must stay above −5 %.",
+						Help:     "Non-inferiority: the lower confidence bound of the IOPS change must stay above the threshold.",
 					},
 				},
 			},

@@ -93,7 +93,9 @@ func (s *Server) inProgram(next http.Handler) http.Handler {
 			s.serverError(w, r, err)
 			return
 		}
-		ctx := context.WithValue(r.Context(), programKey{}, &programCtx{ProgramAccess: access})
+		pc := &programCtx{ProgramAccess: access}
+		pc.CanManage = pc.can(capOwner)
+		ctx := context.WithValue(r.Context(), programKey{}, pc)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/jobs"
@@ -296,7 +297,10 @@ func (s *Server) renderHost(w http.ResponseWriter, r *http.Request, status int, 
 // renderHostWith shows the host page with the write-places form's state.
 func (s *Server) renderHostWith(w http.ResponseWriter, r *http.Request, status int, h store.Host, scans []web.HostScan, places *web.HostForm) {
 	pr := programFrom(r.Context())
-	d := web.HostPageData{Host: h, Scans: scans, CanEdit: pr.can(capEngineer), CheckQueue: r.URL.Query().Get("checking") == "1", PlacesForm: places}
+	d := web.HostPageData{Host: h, Scans: scans, CanEdit: pr.can(capEngineer), PlacesForm: places}
+	if since, err := strconv.ParseInt(r.URL.Query().Get("checking"), 10, 64); err == nil && !checkDone(h, since) {
+		d.CheckSince = strconv.FormatInt(since, 10)
+	}
 	history, err := s.store.HostFactsHistory(r.Context(), h.ID, 50)
 	if err != nil {
 		s.serverError(w, r, err)
@@ -432,9 +436,44 @@ func (s *Server) checkHost(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
-	s.setFlash(w, "info", "Check queued: this page shows the result when it is done (reload in a few seconds).")
-	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/hosts/%d?checking=1", h.ID)))
+	s.setFlash(w, "info", "Check queued: the page refreshes with the result when it is done.")
+	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/hosts/%d?checking=%d", h.ID, time.Now().UnixMilli())))
 }
+
+// checkWaitLimit is how long a host page waits for a queued check before
+// it refreshes anyway (to show the check still queued, or failed).
+const checkWaitLimit = 2 * time.Minute
+
+// checkDone reports whether the host was checked after since (Unix ms).
+func checkDone(h store.Host, since int64) bool {
+	return h.LastCheckAt != nil && h.LastCheckAt.UnixMilli() >= since
+}
+
+// showHostCheckStatus answers the host page's poll while a check is
+// queued: nothing yet (204), or, once the check is done or the wait is
+// over, a refresh of the page (htmx's HX-Refresh) and the end of polling
+// (htmx stops polling on 286).
+func (s *Server) showHostCheckStatus(w http.ResponseWriter, r *http.Request) {
+	h, ok := s.loadHost(w, r)
+	if !ok {
+		return
+	}
+	since, err := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
+	if err != nil {
+		s.renderError(w, r, http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if checkDone(h, since) || time.Since(time.UnixMilli(since)) > checkWaitLimit {
+		w.Header().Set("HX-Refresh", "true")
+		w.WriteHeader(htmxStopPolling)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// htmxStopPolling is the status with which htmx stops an hx-trigger="every …" poll.
+const htmxStopPolling = 286
 
 // driftComparable is what the drift table compares: the facts that make
 // runs comparable (kernel, GPU driver, NVMe firmware, ...) and the

@@ -92,6 +92,7 @@ func (s *Server) routes() http.Handler {
 					r.With(s.need(capEngineer)).Post("/hosts/{hostID}/pin", s.pinHost)
 					r.With(s.need(capEngineer)).Post("/hosts/{hostID}/check", s.checkHost)
 					r.With(s.need(capEngineer)).Post("/hosts/{hostID}/write-places", s.setHostWritePlaces)
+					r.With(s.need(capView)).Get("/hosts/{hostID}/check-status", s.showHostCheckStatus)
 					r.With(s.need(capView)).Get("/readiness", s.showReadinessMatrix)
 					r.With(s.need(capView)).Get("/readiness/hosts/{hostID}", s.showHostReadiness)
 

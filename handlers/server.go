@@ -77,7 +77,7 @@ type Server struct {
 	egress  *egress.Policy
 	// metricsElsewhere: /metrics is not a web route (Options.MetricsElsewhere).
 	metricsElsewhere bool
-	demo    *web.DemoSignIn
+	demo             *web.DemoSignIn
 
 	handler http.Handler
 }

@@ -119,16 +119,13 @@ var gateSetOps = specOps[acceptance.GateSetSpec]{
 	edit: editGateSet,
 }
 
-// criterionText writes a criterion as a sentence fragment.
+// criterionText writes a criterion's rule (its numbers, from its fields)
+// and, after it, its help (why it is there).
 func criterionText(c acceptance.Criterion) string {
-	target := fmt.Sprintf("%s %s %s %g %s", c.Statistic, c.Metric, c.Comparator, c.Threshold, c.Unit)
-	if c.Mode == acceptance.Relative {
-		target = fmt.Sprintf("%s %s %s %+g %% against the baseline", c.Statistic, c.Metric, c.Comparator, c.Threshold)
+	if c.Help != "" {
+		return c.Rule() + ". " + c.Help
 	}
-	if c.StopLoss != nil {
-		target += fmt.Sprintf("; stop-loss at %g", *c.StopLoss)
-	}
-	return target + " (" + string(c.Severity) + ")"
+	return c.Rule()
 }
 
 // specRoutes declares the pages of one kind of spec inside a program.
@@ -148,7 +145,15 @@ func specRoutes[T any](s *Server, r chi.Router, ops specOps[T]) {
 
 func specCrumbs[T any](pr *programCtx, ops specOps[T], last string) []web.Crumb {
 	return []web.Crumb{{Label: "Programs", Href: "/programs"}, {Label: pr.Name, Href: web.ProgramLink(pr.ID, "")},
-		{Label: strings.ToUpper(ops.nouns.Plural[:1]) + ops.nouns.Plural[1:], Href: web.ProgramLink(pr.ID, "/"+ops.nouns.Path)}, {Label: last}}
+		{Label: capitalized(ops.nouns.Plural), Href: web.ProgramLink(pr.ID, "/"+ops.nouns.Path)}, {Label: last}}
+}
+
+// capitalized writes "gate sets" as "Gate sets", for crumbs and titles.
+func capitalized(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func listSpecs[T any](s *Server, ops specOps[T]) http.HandlerFunc {
@@ -382,7 +387,7 @@ func (s *Server) renderSpecForm(w http.ResponseWriter, r *http.Request, status i
 		title = "Edit " + nouns.Singular
 	}
 	crumbs := []web.Crumb{{Label: "Programs", Href: "/programs"}, {Label: pr.Name, Href: web.ProgramLink(pr.ID, "")},
-		{Label: nouns.Plural, Href: web.ProgramLink(pr.ID, "/"+nouns.Path)}, {Label: title}}
+		{Label: capitalized(nouns.Plural), Href: web.ProgramLink(pr.ID, "/"+nouns.Path)}, {Label: title}}
 	s.renderSpecFormPage(w, r, status, title, crumbs, nouns, f)
 }
 

@@ -50,6 +50,10 @@ type ProgramAccess struct {
 	Program
 	Role    Role
 	IsAdmin bool // access through the site admin role
+	// CanManage says the caller may manage the program (members, the audit
+	// log): the handlers set it from their authorization policy when they
+	// load the program for a request, so that pages offer only what opens.
+	CanManage bool
 }
 
 const programColumns = `p.id, p.name, p.description, p.vendor_org_id, vo.name, p.customer_org_id, co.name, p.created_at`

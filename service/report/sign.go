@@ -281,7 +281,14 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 		return in, err
 	}
 	in.data = Contents{Run: run, Program: program.Name, Vendor: program.VendorName, Customer: program.CustomerName}
-	in.title = fmt.Sprintf("Run #%d: %s v%d on %s", run.ID, run.ProfileName, run.ProfileVersion, run.HostName)
+	// The verifier writes "Run N: <title>": the title does not repeat the run.
+	in.title = fmt.Sprintf("%s v%d", run.ProfileName, run.ProfileVersion)
+	if run.HostName != "" {
+		in.title += " on " + run.HostName
+	}
+	if run.Label != "" {
+		in.title += " (" + run.Label + ")"
+	}
 	ev, err := st.LatestEvaluation(ctx, run.ID)
 	switch {
 	case err == nil:

@@ -66,3 +66,19 @@ func RawText(n *html.Node) string {
 
 // Text is an element's text with white space collapsed, as it reads.
 func Text(n *html.Node) string { return strings.Join(strings.Fields(RawText(n)), " ") }
+
+// Rows reads the rows of the tables under n (n included) as the text of
+// their cells, header rows too.
+func Rows(n *html.Node) [][]string {
+	var out [][]string
+	for _, tr := range All(n, func(e *html.Node) bool { return e.Data == "tr" }) {
+		var row []string
+		for c := tr.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.ElementNode && (c.Data == "td" || c.Data == "th") {
+				row = append(row, Text(c))
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
