@@ -261,3 +261,46 @@ func TestSupersededJobLeavesTheRun(t *testing.T) {
 	_, err = b.store.LeaseOf(ctx, b.hostID)
 	require.ErrorIs(t, err, store.ErrNotFound, "no lease was taken")
 }
+
+// A run ended while its probe could not be stopped (its host unreachable):
+// the host stays that probe's, and a run waiting for it says why; once the
+// reconciler reaches the host and finds nothing of the probe (it stops
+// whatever runs in the folder and claims it), the host is free.
+func TestHostKeptForAProbeLeftBehindUntilItIsStopped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	// Run A: its launch may have happened, then it failed without stopping
+	// its probe.
+	var runA int64
+	require.NoError(t, b.store.InTx(ctx, func(tx *store.Store) error {
+		var err error
+		runA, err = tx.CreateRun(ctx, store.NewRun{ProgramID: b.programID, ProfileVersionID: b.saveProfile(t, b.quickProfile(time.Second)), HostID: b.hostID})
+		return err
+	}))
+	lease, _, err := b.store.AcquireLease(ctx, b.hostID, runA, "gone", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, b.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.CheckFence(ctx, lease); err != nil {
+			return err
+		}
+		return tx.RecordLaunchIntent(ctx, runA, b.runDir(runA), time.Hour)
+	}))
+	require.NoError(t, b.store.SetRunState(ctx, runA, store.RunFailed, "gave up; the probe could not be stopped"))
+	require.NoError(t, b.store.ReleaseLease(ctx, lease))
+
+	runB := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(100*time.Millisecond)), nil, nil)
+	waiting := b.waitFor(t, runB, 30*time.Second, "B waits", func(r store.Run) bool {
+		return r.State == store.RunWaitingForHost && strings.Contains(r.Reason, "ended without its probe being stopped")
+	})
+	require.Contains(t, waiting.Reason, fmt.Sprintf("run #%d", runA))
+
+	_, err = b.river.Insert(ctx, ReconcileRunsArgs{}, nil)
+	require.NoError(t, err)
+	done := b.waitFor(t, runB, 90*time.Second, "B runs once A's folder is stopped", settled)
+	require.Equal(t, store.RunDone, done.State, done.Reason)
+	a, err := b.store.RunByID(ctx, runA)
+	require.NoError(t, err)
+	require.NotNil(t, a.ProbeEndedAt)
+	require.FileExists(t, filepath.Join(b.runDir(runA), wire.LaunchFile), "the folder was claimed: no late launch can start there")
+}

@@ -91,6 +91,10 @@ func (w *ExecuteRunWorker) Work(ctx context.Context, job *river.Job[ExecuteRunAr
 	lease, busyRun, err := st.AcquireLease(ctx, host.ID, run.ID, w.deps.Holder, w.deps.leaseTTL())
 	if errors.Is(err, store.ErrHostBusy) {
 		reason := fmt.Sprintf("waiting for host %s (busy with run #%d)", host.Name, busyRun)
+		if other, err := st.RunByID(ctx, busyRun); err == nil && store.RunFinal(other.State) && other.ProbeMayRun && other.ProbeDeadline != nil {
+			reason = fmt.Sprintf("waiting for host %s: run #%d ended without its probe being stopped (the host could not be reached), so the host stays that probe's until it is stopped or its time limit passes (%s)",
+				host.Name, busyRun, other.ProbeDeadline.UTC().Format("2006-01-02 15:04 UTC"))
+		}
 		if run.State == store.RunQueued || run.State == store.RunWaitingForHost {
 			if err := st.SetRunState(ctx, run.ID, store.RunWaitingForHost, reason); err != nil && !errors.Is(err, store.ErrRunFinal) {
 				return err
