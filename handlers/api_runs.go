@@ -27,7 +27,7 @@ func (s *Server) apiListHosts(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) toAPIRun(run store.Run) apiclient.Run {
 	p := progressView(run)
-	out := apiclient.Run{ID: run.ID, State: run.State, Final: store.RunFinal(run.State), Settled: runSettled(run), Reason: run.Reason, Verdict: run.Verdict,
+	out := apiclient.Run{ID: run.ID, State: run.State, Final: store.RunFinal(run.State), Settled: runSettled(run), Reason: runReason(run), Verdict: run.Verdict,
 		Label: run.Label, Kind: run.Kind, Emulated: run.Emulated, ProfileVersionID: run.ProfileVersionID, GateSetVersionID: run.GateSetVersionID,
 		HostID: run.HostID, Host: run.HostName, BaselineRunID: run.BaselineRunID, Progress: p.Fraction, ProgressText: p.Label,
 		CreatedAt: run.CreatedAt, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, HasReport: run.HasReport, Contaminated: run.Contaminated}

@@ -276,6 +276,25 @@ func writeSSE(w http.ResponseWriter, event string, id int64, data any) {
 	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
 }
 
+// unfollowed says, of a run whose worker stopped renewing its host lease
+// (it is gone: another takes the run over within about the lease's
+// lifetime), that nobody follows it now; "" for any other run.
+func unfollowed(run store.Run) string {
+	if run.LeaseLapsedAt == nil || (run.State != store.RunPreparing && run.State != store.RunRunning && run.State != store.RunCollecting) {
+		return ""
+	}
+	return "no worker is following this run (its host lease lapsed at " + run.LeaseLapsedAt.UTC().Format("15:04:05 UTC") + "); taking over"
+}
+
+// runReason is what a run's page and the API give as its reason: what is
+// happening to it now.
+func runReason(run store.Run) string {
+	if s := unfollowed(run); s != "" {
+		return s
+	}
+	return run.Reason
+}
+
 // progressView describes a run's progress in words.
 func progressView(run store.Run) struct {
 	Fraction float64
@@ -285,11 +304,8 @@ func progressView(run store.Run) struct {
 		Fraction float64
 		Label    string
 	}{}
-	if run.LeaseLapsedAt != nil && (run.State == store.RunPreparing || run.State == store.RunRunning || run.State == store.RunCollecting) {
-		// The worker stopped renewing the run's host lease: it is gone,
-		// and another takes the run over within about the lease's lifetime.
-		out.Label = "no worker is following this run (its host lease lapsed at " +
-			run.LeaseLapsedAt.UTC().Format("15:04:05 UTC") + "); taking over"
+	if s := unfollowed(run); s != "" {
+		out.Label = s
 		return out
 	}
 	switch run.State {

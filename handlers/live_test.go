@@ -90,6 +90,7 @@ func TestRunWithoutAWorkerSaysItIsTakenOver(t *testing.T) {
 	code, body := pb.apiGet(t, pb.engToken, apiPath)
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body["progress_text"], "no worker is following this run")
+	require.Contains(t, body["reason"], "no worker is following this run", "the reason says so too")
 
 	// Another worker takes the lease over: the words are its own again.
 	_, _, err = pb.store.AcquireLease(ctx, host, runID, "worker-b", time.Minute)

@@ -322,6 +322,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, error) {
 	ctx := r.Context()
+	run.Reason = runReason(run)
 	d := web.RunPageData{Run: run, Live: !runSettled(run) || awaitingReport(run)}
 	var err error
 	if d.Transitions, err = s.store.RunTransitions(ctx, run.ID); err != nil {
