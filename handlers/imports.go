@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -172,12 +173,29 @@ func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Rep
 	}
 	files := collectionOf(map[string][]byte{"imported/" + fileSafeName(name): data, ImportReportArtifact: reportJSON})
 	notes := append([]string{fmt.Sprintf("the import read %d fields of %s and ignored %d, each with its reason (%s)", len(rep.Read), name, len(rep.Ignored), ImportReportArtifact)}, rep.Warnings...)
-	runID, err := s.saveImportedRun(r, t, files, res.Measurements, notes, fmt.Sprintf("imported from %s (%s)", name, format))
+	runID, err := s.saveImportedRun(r, t, files, res.Measurements, notes, fmt.Sprintf("imported from %s (%s)", name, format), nil)
 	return runID, rep, "", err
 }
 
 // ImportReportArtifact is where an imported run keeps its import's report.
-const ImportReportArtifact = "imported/" + parse.ReportFile
+const ImportReportArtifact = ingest.ImportedDir + parse.ReportFile
+
+// bundleImportReportArtifact is where a run imported from a report bundle
+// keeps the reports of its reading of the bundle's files (a JSON list of
+// parse.Report). It is named after the run so that it is never one of the
+// bundle's own files: a bundle of a run that was itself imported from a
+// bundle carries that run's.
+func bundleImportReportArtifact(runID string) string {
+	return "accord-import/run-" + runID + "-reports.json"
+}
+
+// reportNameTaken: the bundle holds a file where the run's import reports
+// go (only a bundle made for it can).
+type reportNameTaken struct{ name string }
+
+func (e *reportNameTaken) Error() string {
+	return "it holds a file named " + e.name + ", where this installation keeps its own reading of the bundle: import it again"
+}
 
 // importSignedReport verifies another installation's bundle against the
 // key the user pins, then keeps its artifacts as an imported run whose
@@ -229,7 +247,7 @@ func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	coll := spool.collection()
-	ms, warnings, err := ingest.ReadFolder(coll, t.spec, "imported")
+	folder, err := ingest.ReadFolderReports(coll, t.spec, "imported")
 	if err != nil {
 		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", "The bundle verified, but its raw outputs could not be read: "+err.Error())
 		return
@@ -237,12 +255,22 @@ func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
 	if t.label == "" {
 		t.label = "imported: " + imp.Info.Title
 	}
-	runID, err := s.saveImportedRun(r, t, coll, ms, warnings, fmt.Sprintf("imported from a report signed by %s (run %s of another installation)", imp.Report.Manifest.KeyID, imp.Info.RunID))
+	read, ignored := 0, 0
+	for _, rep := range folder.Reports {
+		read, ignored = read+len(rep.Read), ignored+len(rep.Ignored)
+	}
+	runID, err := s.saveImportedRun(r, t, coll, folder.Measurements, folder.Warnings, fmt.Sprintf("imported from a report signed by %s (run %s of another installation)", imp.Report.Manifest.KeyID, imp.Info.RunID), folder.Reports)
+	var taken *reportNameTaken
+	if errors.As(err, &taken) {
+		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", "The bundle was not imported: "+taken.Error())
+		return
+	}
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	s.setFlash(w, "ok", "The report verified against the pinned key and was imported.")
+	s.setFlash(w, "ok", fmt.Sprintf("The report verified against the pinned key and was imported: %d measurements from %d files, %d fields read, %d ignored (each listed with its reason on the run page).",
+		len(folder.Measurements), len(folder.Reports), read, ignored))
 	redirect(w, r, web.ProgramLink(programFrom(r.Context()).ID, fmt.Sprintf("/runs/%d", runID)))
 }
 
@@ -262,7 +290,7 @@ func collectionOf(files map[string][]byte) *sshrun.Collection {
 // (service/ingest): its files, measurements and chart data (computed
 // first, outside the transaction), judged when it has a gate set; the run
 // and its audit entry in the same transaction.
-func (s *Server) saveImportedRun(r *http.Request, t importTarget, files *sshrun.Collection, ms []acceptance.Measurement, warnings []string, note string) (int64, error) {
+func (s *Server) saveImportedRun(r *http.Request, t importTarget, files *sshrun.Collection, ms []acceptance.Measurement, warnings []string, note string, bundleReports []parse.Report) (int64, error) {
 	pr := programFrom(r.Context())
 	v := viewerFrom(r.Context())
 	ctx := r.Context()
@@ -296,6 +324,21 @@ func (s *Server) saveImportedRun(r *http.Request, t importTarget, files *sshrun.
 		if err := tx.AddRunNote(ctx, runID, "info", note); err != nil {
 			return err
 		}
+		res := res
+		if bundleReports != nil {
+			name := bundleImportReportArtifact(strconv.FormatInt(runID, 10))
+			if res.Files, err = withBundleReports(files, name, bundleReports); err != nil {
+				return err
+			}
+			read, ignored := 0, 0
+			for _, rep := range bundleReports {
+				read, ignored = read+len(rep.Read), ignored+len(rep.Ignored)
+			}
+			if err := tx.AddRunNote(ctx, runID, "info", fmt.Sprintf("the import read %d files of the bundle: %d fields read and %d ignored, each with its reason (%s)",
+				len(bundleReports), read, ignored, name)); err != nil {
+				return err
+			}
+		}
 		if err := ingest.Save(ctx, tx, env, run, res, out); err != nil {
 			return err
 		}
@@ -303,6 +346,25 @@ func (s *Server) saveImportedRun(r *http.Request, t importTarget, files *sshrun.
 			Target: fmt.Sprintf("run %d", runID), ClientAddr: clientAddr(r), Details: map[string]any{"note": note, "measurements": len(ms)}})
 	})
 	return runID, err
+}
+
+// withBundleReports adds the reports of a bundle import to its files, as
+// the run's bundleImportReportArtifact.
+func withBundleReports(files *sshrun.Collection, name string, reports []parse.Report) (*sshrun.Collection, error) {
+	if _, taken := files.File(name); taken {
+		return nil, &reportNameTaken{name: name}
+	}
+	data, err := json.MarshalIndent(reports, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("import: encode the import reports: %w", err)
+	}
+	data = append(data, '\n')
+	sum := sha256.Sum256(data)
+	out := *files
+	out.Files = append(slices.Clone(files.Files), sshrun.File{Name: name, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Data: data})
+	slices.SortFunc(out.Files, func(a, b sshrun.File) int { return strings.Compare(a.Name, b.Name) }) // File looks names up by bisection
+	out.Bytes += int64(len(data))
+	return &out, nil
 }
 
 func fileSafeName(name string) string {

@@ -366,10 +366,8 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	if d.Artifacts, err = s.store.RunArtifacts(ctx, run.ID); err != nil {
 		return d, err
 	}
-	if rep, ok, err := s.importReport(ctx, run, d.Artifacts); err != nil {
+	if d.ImportReports, err = s.importReports(ctx, run, d.Artifacts); err != nil {
 		return d, err
-	} else if ok {
-		d.ImportReport = &rep
 	}
 	if sl, err := s.store.RunStopLoss(ctx, run.ID); err == nil && len(sl) > 0 {
 		var b acceptance.StopLossBreach
@@ -522,25 +520,43 @@ func (s *Server) downloadMetricsCSV(w http.ResponseWriter, r *http.Request) {
 // maxImportReportBytes bounds an import report read back for the run page.
 const maxImportReportBytes = 4 << 20
 
-// importReport reads an imported run's import report (ImportReportArtifact)
-// for the run page; ok is false for runs without one.
-func (s *Server) importReport(ctx context.Context, run store.Run, arts []store.RunArtifact) (rep parse.Report, ok bool, err error) {
+// importReports reads an imported run's import reports for the run page:
+// the list a bundle import keeps (bundleImportReportArtifact), or a result
+// file's one report (ImportReportArtifact); none for other runs.
+func (s *Server) importReports(ctx context.Context, run store.Run, arts []store.RunArtifact) ([]parse.Report, error) {
 	if run.Kind != "imported" {
-		return rep, false, nil
+		return nil, nil
 	}
-	for _, a := range arts {
-		if a.Path != ImportReportArtifact || a.Size > maxImportReportBytes {
-			continue // a larger one is shown as an artifact only
-		}
+	read := func(a store.RunArtifact, v any) error {
 		f, err := s.store.Artifacts().Open(ctx, a.SHA256)
 		if err != nil {
-			return rep, false, fmt.Errorf("open the import report of run %d: %w", run.ID, err)
+			return fmt.Errorf("open the import report of run %d: %w", run.ID, err)
 		}
 		defer f.Close()
-		if err := json.NewDecoder(io.LimitReader(f, maxImportReportBytes)).Decode(&rep); err != nil {
-			return rep, false, fmt.Errorf("decode the import report of run %d: %w", run.ID, err)
+		if err := json.NewDecoder(io.LimitReader(f, maxImportReportBytes)).Decode(v); err != nil {
+			return fmt.Errorf("decode the import report of run %d: %w", run.ID, err)
 		}
-		return rep, true, nil
+		return nil
 	}
-	return rep, false, nil
+	var single *store.RunArtifact
+	for _, a := range arts {
+		if a.Size > maxImportReportBytes {
+			continue // a larger one is shown as an artifact only
+		}
+		switch a.Path {
+		case bundleImportReportArtifact(strconv.FormatInt(run.ID, 10)):
+			var reps []parse.Report
+			return reps, read(a, &reps)
+		case ImportReportArtifact:
+			single = &a
+		}
+	}
+	if single == nil {
+		return nil, nil
+	}
+	var rep parse.Report
+	if err := read(*single, &rep); err != nil {
+		return nil, err
+	}
+	return []parse.Report{rep}, nil
 }

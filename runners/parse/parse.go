@@ -186,6 +186,12 @@ func Import(format Format, data []byte, opts Options) ([]acceptance.Measurement,
 // ImportWithReport parses data in the given format (detected from the
 // content when empty) and reports what it read, what it ignored and why.
 func ImportWithReport(format Format, data []byte, opts Options) (Result, error) {
+	r, err := importWithReport(format, data, opts)
+	r.Report.Step = opts.Step
+	return r, err
+}
+
+func importWithReport(format Format, data []byte, opts Options) (Result, error) {
 	switch format {
 	case FormatProbeRequests:
 		if int64(len(data)) > opts.limit(MaxRecordBytes) {
@@ -221,7 +227,7 @@ func ImportWithReport(format Format, data []byte, opts Options) (Result, error) 
 		if err != nil {
 			return Result{}, err
 		}
-		return ImportWithReport(f, data, opts)
+		return importWithReport(f, data, opts)
 	}
 	return Result{}, fmt.Errorf("parse: unknown format %q (known: %v)", format, Formats)
 }
@@ -259,6 +265,12 @@ func ImportFile(format Format, path string, opts Options) ([]acceptance.Measurem
 
 // ImportFileWithReport is ImportFile with the import's report.
 func ImportFileWithReport(format Format, path string, opts Options) (Result, error) {
+	r, err := importFileWithReport(format, path, opts)
+	r.Report.Step = opts.Step
+	return r, err
+}
+
+func importFileWithReport(format Format, path string, opts Options) (Result, error) {
 	if opts.Name == "" {
 		opts.Name = path
 	}

@@ -20,6 +20,8 @@ type Report struct {
 	Format      Format `json:"format"`
 	Tool        string `json:"tool"`
 	ToolVersion string `json:"tool_version,omitempty"`
+	// Step is the step the measurements were imported as.
+	Step string `json:"step,omitempty"`
 	// Measurements is how many measurements the import made.
 	Measurements int `json:"measurements"`
 	// Read lists the fields measurements were taken from.
