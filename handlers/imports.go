@@ -259,7 +259,10 @@ func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
 	for _, rep := range folder.Reports {
 		read, ignored = read+len(rep.Read), ignored+len(rep.Ignored)
 	}
-	runID, err := s.saveImportedRun(r, t, coll, folder.Measurements, folder.Warnings, fmt.Sprintf("imported from a report signed by %s (run %s of another installation)", imp.Report.Manifest.KeyID, imp.Info.RunID), folder.Reports)
+	// Kept even when empty, so that the page never shows a report that
+	// came with the bundle as this import's.
+	reports := append([]parse.Report{}, folder.Reports...)
+	runID, err := s.saveImportedRun(r, t, coll, folder.Measurements, folder.Warnings, fmt.Sprintf("imported from a report signed by %s (run %s of another installation)", imp.Report.Manifest.KeyID, imp.Info.RunID), reports)
 	var taken *reportNameTaken
 	if errors.As(err, &taken) {
 		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", "The bundle was not imported: "+taken.Error())
