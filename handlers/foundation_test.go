@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/accordlab/accord/web/htmltest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/static"
@@ -100,4 +102,17 @@ func TestCompression(t *testing.T) {
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, "gzip", res.Header.Get("Content-Encoding"))
+}
+
+// The help page says what the probe collects on a lab host: the vendor
+// tools, the exporters a profile may name, the counters and drive wear.
+func TestHelpSaysWhatTheProbeCollects(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, body := b.get(t, b.client(t), "/help")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	section := htmltest.Text(htmltest.ByID(htmltest.Parse(t, body), "probe-collects").Parent)
+	for _, want := range []string{"amd-smi", "npu-smi", "nvidia-smi topo -m", "telemetry.exporters", "DCGM exporter", "RDMA retransmits", "nvme smart-log", "drive_writes_per_day", "SGLang"} {
+		require.Contains(t, section, want)
+	}
 }
