@@ -43,6 +43,18 @@ func gpuProfile(endpoint, target string) acceptance.ProfileSpec {
 
 func mean(a, b float64) float64 { return (a + b) / 2 }
 
+// saveSpec stores a spec as the program's new spec and returns its version.
+func saveSpec[T any](t *testing.T, st *store.Store, programID int64, kind store.SpecKind, name string, canonical func(T) ([]byte, error), digest func(T) (string, error), spec T) store.SpecVersion {
+	t.Helper()
+	c, err := canonical(spec)
+	require.NoError(t, err)
+	d, err := digest(spec)
+	require.NoError(t, err)
+	_, v, err := st.CreateSpec(context.Background(), kind, programID, store.NewSpecVersion{Name: name, Spec: c, Digest: d})
+	require.NoError(t, err)
+	return v
+}
+
 // gpuGates judges what the issue asks a gate to judge: no RDMA
 // retransmits, the CPU's cost per GiB without GPU-direct, the drives'
 // wear; and TTFT against the baseline, which needs comparable hosts.
@@ -147,21 +159,11 @@ func TestGPUPathAndFabricCountersEndToEnd(t *testing.T) {
 
 	p := gpuProfile(endpoint, target)
 	require.Empty(t, acceptance.ValidateProfile(p))
-	canon, err := acceptance.ProfileCanonicalJSON(p)
-	require.NoError(t, err)
-	digest, err := acceptance.ProfileDigest(p)
-	require.NoError(t, err)
-	_, pv, err := cb.store.CreateSpec(ctx, store.KindProfile, cb.programID, store.NewSpecVersion{Name: p.Name, Spec: canon, Digest: digest})
-	require.NoError(t, err)
 	g := gpuGates()
 	require.Empty(t, acceptance.ValidateGateSet(g))
 	require.Empty(t, acceptance.ValidateGateSetForProfile(g, p), "drive wear is the run's, so any profile has it")
-	gc, err := acceptance.GateSetCanonicalJSON(g)
-	require.NoError(t, err)
-	gd, err := acceptance.GateSetDigest(g)
-	require.NoError(t, err)
-	_, gv, err := cb.store.CreateSpec(ctx, store.KindGateSet, cb.programID, store.NewSpecVersion{Name: g.Name, Spec: gc, Digest: gd})
-	require.NoError(t, err)
+	pv := saveSpec(t, cb.store, cb.programID, store.KindProfile, p.Name, acceptance.ProfileCanonicalJSON, acceptance.ProfileDigest, p)
+	gv := saveSpec(t, cb.store, cb.programID, store.KindGateSet, g.Name, acceptance.GateSetCanonicalJSON, acceptance.GateSetDigest, g)
 
 	edit := func(dir string) { addRDMAAndAccelerator(t, dir); addDriveWear(t, dir) }
 	baseline := cb.labRun(t, labRunOpts{profileVersion: pv.ID, gates: true, gateVersion: gv.ID, editFolder: edit, editFacts: withAscend("24.1.RC2")})

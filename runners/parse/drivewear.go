@@ -1,7 +1,6 @@
 package parse
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -27,12 +26,9 @@ const secondsPerDay = 86400
 // whose log is the array's, shared with whatever else uses it.
 func ImportDriveWear(data []byte, opts Options) ([]acceptance.Measurement, []string, error) {
 	in := opts.name(wire.DriveWearFile)
-	if int64(len(data)) > opts.limit(MaxToolJSONBytes) {
-		return nil, nil, tooLarge(in, int64(len(data)), opts.limit(MaxToolJSONBytes))
-	}
 	var w wire.DriveWear
-	if err := json.Unmarshal(data, &w); err != nil {
-		return nil, nil, &Error{Input: in, Err: jsonErr(err)}
+	if err := decodeProbeJSON(in, data, opts, &w); err != nil {
+		return nil, nil, err
 	}
 	var out []acceptance.Measurement
 	var warnings []string

@@ -12,18 +12,27 @@ import (
 // FormatGPUPath is a gpu-path step's result (wire.GPUPathResult).
 const FormatGPUPath Format = "gpu-path-json"
 
+// decodeProbeJSON reads one of the probe's JSON documents within the size
+// limit of a tool's document.
+func decodeProbeJSON(in string, data []byte, opts Options, v any) error {
+	if int64(len(data)) > opts.limit(MaxToolJSONBytes) {
+		return tooLarge(in, int64(len(data)), opts.limit(MaxToolJSONBytes))
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return &Error{Input: in, Err: jsonErr(err)}
+	}
+	return nil
+}
+
 // ImportGPUPath reads a gpu-path step's gpu-path.json into
 // gpu_path_bandwidth and cpu_seconds_per_gib, one pair per path that was
 // measured, with the path (cpu-mediated, gds-gpu-direct, gds-cpu-gpu) as
 // the level. Paths that were not measured become warnings that say why.
 func ImportGPUPath(data []byte, opts Options) ([]acceptance.Measurement, []string, error) {
 	in := opts.name(wire.GPUPathFile)
-	if int64(len(data)) > opts.limit(MaxToolJSONBytes) {
-		return nil, nil, tooLarge(in, int64(len(data)), opts.limit(MaxToolJSONBytes))
-	}
 	var r wire.GPUPathResult
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, nil, &Error{Input: in, Err: jsonErr(err)}
+	if err := decodeProbeJSON(in, data, opts, &r); err != nil {
+		return nil, nil, err
 	}
 	var out []acceptance.Measurement
 	var warnings []string
