@@ -64,10 +64,32 @@ func ReadFolderReports(c *sshrun.Collection, profile acceptance.ProfileSpec, pro
 			return Folder{}, err
 		}
 	}
+	importDriveWear(&out, c)
 	if err := importImportedFiles(&out, c); err != nil {
 		return Folder{}, err
 	}
 	return out, nil
+}
+
+// importDriveWear reads the run's drive wear (smart-log before and after
+// the run), when the probe took it. Like telemetry it is context the run
+// measured beside its steps: a problem with it is a warning.
+func importDriveWear(out *Folder, c *sshrun.Collection) {
+	f, ok := c.File(wire.DriveWearFile)
+	if !ok {
+		return
+	}
+	data, err := readFile(f)
+	if err != nil {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("drive wear not imported: %v", err))
+		return
+	}
+	r, err := parse.ImportWithReport(parse.FormatDriveWear, data, parse.Options{Repetition: 1, Name: f.Name})
+	if err != nil {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("drive wear not imported: %v", err))
+		return
+	}
+	out.add(r)
 }
 
 // ImportedDir holds an imported run's tool output and its import report
