@@ -111,14 +111,35 @@ var latencyMetrics = []struct {
 	{acceptance.MetricE2EL, "E2E", true},
 }
 
-func (f *figureSet) upperLimits(metric, step string, vertical bool) []svgplot.Limit {
+func (f *figureSet) upperLimits(metric, step, level string, vertical bool) []svgplot.Limit {
 	var out []svgplot.Limit
 	for _, l := range f.limits {
-		if l.AppliesTo(metric, step) && l.Comparator == acceptance.LessOrEqual && l.Statistic != "mean" {
-			out = append(out, svgplot.Limit{Value: l.Value, Label: l.Label, Vertical: vertical})
+		if !l.AppliesTo(metric, step) || l.Comparator != acceptance.LessOrEqual || l.Statistic == "mean" {
+			continue
 		}
+		v, label := l.Value, l.Label
+		if l.Relative {
+			// Made absolute with the baseline's figure: the point estimate
+			// of the limit the gate engine judges with an interval.
+			b, ok := stat(f.base, metric, step, level, l.Statistic)
+			if !ok {
+				continue
+			}
+			v = b * (1 + l.Value/100)
+			label += " (" + svgplot.Num(v) + ")"
+		}
+		out = append(out, svgplot.Limit{Value: v, Label: label, Vertical: vertical})
 	}
 	return out
+}
+
+// limitsNote ends a caption: what the red dashed lines are, when any are
+// drawn.
+func limitsNote(limits []svgplot.Limit, on string) string {
+	if len(limits) == 0 {
+		return " The gate set sets no upper limit on " + on + " here."
+	}
+	return " Red dashed lines are the gate set's limits on " + on + " (a relative one at the baseline's figure changed by the allowed share)."
 }
 
 func (f *figureSet) inference(i int, step chartdata.Step) {
@@ -144,14 +165,14 @@ func (f *figureSet) inference(i int, step chartdata.Step) {
 		if bc, ok := baseCurves[m.id]; ok {
 			series = append(series, svgplot.Series{Name: m.name + " " + f.baseName, Baseline: true, Dashed: m.dashed, Points: sharePoints(bc)})
 		}
-		limits = append(limits, f.upperLimits(m.id, step.Name, true)...)
+		limits = append(limits, f.upperLimits(m.id, step.Name, level, true)...)
 	}
 	if len(series) > 0 {
 		caption := "Share of requests answered within each latency (log axis): solid TTFT, dashed end-to-end; blue this run"
 		if len(baseCurves) > 0 {
 			caption += ", grey the baseline"
 		}
-		caption += "; red dashed lines are the gate set's limits."
+		caption += "." + limitsNote(limits, "these latencies")
 		f.add(fmt.Sprintf("fig-cdf-%d", i), "Latency distribution, "+where, caption, func() (string, error) {
 			return svgplot.LinePlot{Title: "Latency distribution, " + where, X: svgplot.Axis{Label: "latency (ms)", Log: true},
 				Y: svgplot.Axis{Label: "share of requests", Min: 0, Max: 1, Percent: true}, Series: series, Limits: limits}.SVG()
@@ -208,9 +229,10 @@ func (f *figureSet) percentiles(id, metric, name, step, level, where, unit strin
 		groups = append(groups, g)
 	}
 	title := name + " percentiles, " + where
-	f.add(id, title, "Each percentile of this run (blue) beside the baseline's (grey), Accord's nearest rank over every request; red dashed lines are the gate set's limits on "+name+".",
+	limits := f.upperLimits(metric, step, level, false)
+	f.add(id, title, "Each percentile of this run (blue) beside the baseline's (grey), Accord's nearest rank over every request."+limitsNote(limits, name),
 		func() (string, error) {
-			return svgplot.BarPlot{Title: title, Y: svgplot.Axis{Label: name + " (" + unit + ")"}, Groups: groups, Limits: f.upperLimits(metric, step, false)}.SVG()
+			return svgplot.BarPlot{Title: title, Y: svgplot.Axis{Label: name + " (" + unit + ")"}, Groups: groups, Limits: limits}.SVG()
 		})
 }
 
@@ -249,7 +271,7 @@ func (f *figureSet) knee(i int, step chartdata.Step) {
 	}
 	var limits []svgplot.Limit
 	for _, l := range f.limits {
-		if l.AppliesTo(acceptance.MetricTTFT, step.Name) && l.Statistic == "p99" && l.Comparator == acceptance.LessOrEqual {
+		if l.AppliesTo(acceptance.MetricTTFT, step.Name) && l.Statistic == "p99" && l.Comparator == acceptance.LessOrEqual && !l.Relative {
 			limits = append(limits, svgplot.Limit{Value: l.Value, Label: l.Label})
 		}
 	}
@@ -318,15 +340,17 @@ func (f *figureSet) fio(steps []chartdata.Step) {
 	var limits []svgplot.Limit
 	for _, d := range fioDirections {
 		for _, s := range steps {
-			for _, l := range f.upperLimits(d.clat, s.Name, false) {
-				if !slices.Contains(limits, l) {
-					limits = append(limits, l)
+			for _, lv := range s.Levels {
+				for _, l := range f.upperLimits(d.clat, s.Name, lv, false) {
+					if !slices.Contains(limits, l) {
+						limits = append(limits, l)
+					}
 				}
 			}
 		}
 	}
 	title := "I/O completion latency percentiles per fio job"
-	f.add("fig-fio", title, "fio's completion latency (clat) of each job and direction, all repetitions pooled, on a log axis: this run beside the baseline (grey); red dashed lines are the gate set's limits.",
+	f.add("fig-fio", title, "fio's completion latency (clat) of each job and direction, all repetitions pooled, on a log axis: this run beside the baseline (grey)."+limitsNote(limits, "completion latency"),
 		func() (string, error) {
 			return svgplot.BarPlot{Title: title, Y: svgplot.Axis{Label: "completion latency (µs)", Log: lo > 0}, Groups: groups, Limits: limits}.SVG()
 		})

@@ -177,3 +177,48 @@ func slicesContainsValue(bars []*html.Node, series, group string, want float64) 
 	}
 	return false
 }
+
+// A relative criterion's limit is drawn where the baseline has the
+// statistic, at the baseline's figure changed by the allowed share, and a
+// caption speaks of red dashed lines only on a chart that has some.
+func TestReportChartsDrawRelativeLimitsAndSayWhenThereAreNone(t *testing.T) {
+	t.Parallel()
+	baselineID := int64(41)
+	candMs, baseMs := sampleRun(1, 1), sampleRun(100, 1.3)
+	cand := chartdata.Compute(chartdata.Input{Measurements: candMs, BaselineRunID: &baselineID, Baseline: baseMs})
+	base := chartdata.Compute(chartdata.Input{Measurements: baseMs})
+	render := func(limits []report.Limit) map[string]*html.Node {
+		var out bytes.Buffer
+		require.NoError(t, RenderReport(context.Background(), &out, report.Contents{
+			Run: store.Run{ID: 42, BaselineRunID: &baselineID}, Program: "P", Vendor: "V", Customer: "C",
+			Measurements: rowsOf(t, candMs), Charts: &cand, Limits: limits,
+			Baseline: &report.BaselineContents{RunID: baselineID, Measurements: rowsOf(t, baseMs), Charts: &base},
+		}))
+		figures := map[string]*html.Node{}
+		for _, f := range htmltest.All(htmltest.Parse(t, out.String()), func(n *html.Node) bool { return n.Data == "figure" }) {
+			figures[htmltest.Attr(f, "id")] = f
+		}
+		return figures
+	}
+	isLimit := func(n *html.Node) bool { return htmltest.Attr(n, "class") == "limit" }
+
+	relative := report.Limit{Metric: acceptance.MetricTTFT, Statistic: "p99", Comparator: acceptance.LessOrEqual, Value: -20, Relative: true,
+		Label: "p99 Time to first token ≤ -20 % against the baseline"}
+	figures := render([]report.Limit{relative})
+	bp99, ok := base.Stat(acceptance.MetricTTFT, "serve", "c=8", "p99")
+	require.True(t, ok)
+	lines := htmltest.All(figures["fig-pct-1-0"], isLimit)
+	require.Len(t, lines, 1)
+	got, err := strconv.ParseFloat(htmltest.Attr(lines[0], "data-value"), 64)
+	require.NoError(t, err)
+	require.InDelta(t, bp99*0.8, got, 1e-9, "the baseline's p99 less 20 %")
+	require.Contains(t, htmltest.Text(figures["fig-pct-1-0"]), "Red dashed lines are the gate set's limits on TTFT")
+	require.Len(t, htmltest.All(figures["fig-knee-1"], isLimit), 0, "a relative limit has no one value across a sweep")
+
+	figures = render(nil)
+	for _, id := range []string{"fig-cdf-1", "fig-pct-1-0", "fig-pct-1-1", "fig-fio"} {
+		require.Empty(t, htmltest.All(figures[id], isLimit), id)
+		require.NotContains(t, htmltest.Text(figures[id]), "Red dashed lines", "%s: no line, no word of one", id)
+		require.Contains(t, htmltest.Text(figures[id]), "The gate set sets no upper limit on", id)
+	}
+}

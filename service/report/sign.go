@@ -65,8 +65,10 @@ type BaselineContents struct {
 	Charts       *chartdata.Aggregates
 }
 
-// Limit is an absolute criterion of the gate set, in the metric's
-// canonical unit: "p99 TTFT ≤ 2000 ms" for Step (or every step).
+// Limit is a criterion of the gate set, drawn on the charts: absolute, in
+// the metric's canonical unit ("p99 TTFT ≤ 2000 ms"), or relative, the
+// allowed change in percent of the baseline's figure ("p99 TTFT ≤ −20 %
+// against the baseline"), for Step (or every step).
 type Limit struct {
 	Metric     string
 	Statistic  string
@@ -74,6 +76,9 @@ type Limit struct {
 	Comparator acceptance.Comparator
 	Value      float64
 	Label      string
+	// Relative: Value is a change in percent, drawn where the baseline
+	// has the statistic (at the baseline's figure × (1 + Value/100)).
+	Relative bool
 }
 
 // AppliesTo says whether the limit holds for a metric in a step.
@@ -81,24 +86,33 @@ func (l Limit) AppliesTo(metric, step string) bool {
 	return l.Metric == metric && (l.Step == "" || l.Step == step)
 }
 
-// gateLimits reads a gate set's absolute criteria.
+// gateLimits reads a gate set's criteria as limits to draw.
 func gateLimits(g acceptance.GateSetSpec) []Limit {
 	var out []Limit
 	for _, c := range g.Criteria {
 		m, ok := acceptance.LookupMetric(c.Metric)
-		if !ok || c.Mode != acceptance.Absolute {
+		if !ok {
 			continue
-		}
-		v, err := acceptance.ConvertToCanonical(c.Threshold, c.Unit, m)
-		if err != nil {
-			continue // the gate engine refuses such a criterion and says so in the verdict
 		}
 		op := "≤"
 		if c.Comparator == acceptance.GreaterOrEqual {
 			op = "≥"
 		}
-		out = append(out, Limit{Metric: c.Metric, Statistic: string(c.Statistic), Step: c.Step, Comparator: c.Comparator, Value: v,
-			Label: fmt.Sprintf("%s %s %s %s %s", c.Statistic, m.Name, op, strconv.FormatFloat(v, 'g', 6, 64), m.Unit)})
+		l := Limit{Metric: c.Metric, Statistic: string(c.Statistic), Step: c.Step, Comparator: c.Comparator}
+		switch {
+		case c.Mode == acceptance.Absolute:
+			v, err := acceptance.ConvertToCanonical(c.Threshold, c.Unit, m)
+			if err != nil {
+				continue // the gate engine refuses such a criterion and says so in the verdict
+			}
+			l.Value, l.Label = v, fmt.Sprintf("%s %s %s %s %s", c.Statistic, m.Name, op, strconv.FormatFloat(v, 'g', 6, 64), m.Unit)
+		case c.Mode == acceptance.Relative && c.Unit == "%":
+			l.Value, l.Relative = c.Threshold, true
+			l.Label = fmt.Sprintf("%s %s %s %+g %% against the baseline", c.Statistic, m.Name, op, c.Threshold)
+		default:
+			continue
+		}
+		out = append(out, l)
 	}
 	return out
 }
