@@ -1082,10 +1082,10 @@ func pointEstimateOnly(cc *critCtx, sr SeriesResult, who string, tools []string)
 		if cc.c.Mode == Relative {
 			value = fmt.Sprintf(" (it changed by %s against the baseline by those figures)", fmtPct(*sr.Estimate))
 		} else {
-			value = fmt.Sprintf(" (%s by %s)", fmtValue(*sr.Estimate, cc.m.Unit), toolPhrase(tools))
+			value = fmt.Sprintf(" (%s)", fmtValue(*sr.Estimate, cc.m.Unit))
 		}
 	}
-	sr.Explanation = fmt.Sprintf("%s is known on %s only from %s's own summary%s: a point estimate, with no per-request samples or histogram to bound it, so it is not judged. "+
+	sr.Explanation = fmt.Sprintf("%s is known on %s only from %s%s: a point estimate, with no per-request samples or histogram to bound it, so it is not judged. "+
 		"To judge it, import the per-request data (vLLM's --save-detailed result, AIPerf's profile_export.jsonl, fio's json+ output) or run the step with Accord's probe; "+
 		"or let the gate set judge this criterion on point estimates (point_estimate: true), which every verdict and report then shows.",
 		capitalize(statLabel(cc.c.Statistic, cc.m)), who, toolPhrase(tools), value)

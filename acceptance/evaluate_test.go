@@ -351,7 +351,7 @@ func TestSummaryOnlyIsInconclusiveByDefault(t *testing.T) {
 		require.Contains(t, sr.Explanation, "profile_export.jsonl")
 		require.NotNil(t, sr.Needed)
 	}
-	require.Contains(t, ev.Criteria[0].Series[0].Explanation, "950 µs by the own summary of fio 3.33")
+	require.Contains(t, ev.Criteria[0].Series[0].Explanation, "p99 read completion latency is known on the run only from fio 3.33's own summary (950 µs): a point estimate")
 
 	// A side with samples against a summary is no better: one side is a point estimate.
 	samples := []Measurement{{Metric: MetricReadCLat, Step: "randread", Repetition: 1, Values: []float64{100, 200, 300}, Source: Source{Tool: "accord-probe"}}}
@@ -384,7 +384,7 @@ func TestSummaryOnlyWithPointEstimatesDecidesOnThePointEstimate(t *testing.T) {
 	require.Nil(t, abs.PValue)
 	require.Equal(t, dataSummary, abs.Candidate.Data)
 	require.Contains(t, abs.Method, "point_estimate: true")
-	require.Equal(t, "p99 read completion latency is 950 µs by the own summary of fio 3.33; there are no samples, so there is no confidence interval (interval: none) and the verdict rests on the point estimate alone, as the gate set allows for this criterion (point_estimate: true): under the 1,000 µs limit.", abs.Explanation)
+	require.Equal(t, "p99 read completion latency is 950 µs by fio 3.33's own summary; there are no samples, so there is no confidence interval (interval: none) and the verdict rests on the point estimate alone, as the gate set allows for this criterion (point_estimate: true): under the 1,000 µs limit.", abs.Explanation)
 
 	require.Equal(t, Fail, ev.Criteria[1].Verdict)
 	rel := ev.Criteria[2].Series[0]

@@ -2,6 +2,7 @@ package acceptance
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/accordlab/accord/acceptance/stats"
 	"math"
@@ -309,11 +310,23 @@ func explainMax(cc *critCtx, sr SeriesResult, v float64) string {
 	return fmt.Sprintf("The largest %s is %s (%s), below the %s minimum; a maximum has no confidence bound, so this rests on the observed value alone (interval: none).", label, val, size, limit)
 }
 
+// toolPhrase names the tools' own summaries a figure comes from: "fio
+// 3.33's own summary", "the own summaries of vllm-bench and aiperf" (each
+// tool once).
 func toolPhrase(tools []string) string {
-	if len(tools) == 0 {
-		return "the tool's own summary"
+	var names []string
+	for _, t := range tools {
+		if !slices.Contains(names, t) {
+			names = append(names, t)
+		}
 	}
-	return "the own summary of " + joinList(tools)
+	switch len(names) {
+	case 0:
+		return "the tool's own summary"
+	case 1:
+		return names[0] + "'s own summary"
+	}
+	return "the own summaries of " + joinList(names)
 }
 
 func explainSummary(cc *critCtx, sr SeriesResult, v float64, tools []string) string {
