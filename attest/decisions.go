@@ -202,7 +202,8 @@ type ChainReport struct {
 	Head            string
 	CheckpointTime  time.Time
 	CheckpointKeyID string
-	// KeyIDs are the keys that signed records, in order of first use.
+	// KeyIDs are the keys that signed records and checkpoints, in order of
+	// first use.
 	KeyIDs []string
 	// EarlierCheckpoints counts the superseded checkpoints checked.
 	EarlierCheckpoints int
