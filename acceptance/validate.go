@@ -1,6 +1,7 @@
 package acceptance
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -228,6 +229,17 @@ func (c *specChecker) absPath(p, v string) bool {
 		return true
 	}
 	return false
+}
+
+// CheckEndpointURL checks an inference endpoint's URL as profiles do: an
+// http:// or https:// URL without credentials or a fragment, on one line.
+func CheckEndpointURL(v string) error {
+	c := &specChecker{}
+	c.httpURL("url", v)
+	if errs := c.result(); len(errs) > 0 {
+		return errors.New(errs[0].Message)
+	}
+	return nil
 }
 
 func (c *specChecker) httpURL(p, v string) {

@@ -106,6 +106,18 @@ type Run struct {
 	// alone); such a run is never judged PASS.
 	Contaminated  bool     `json:"contaminated"`
 	Contamination []string `json:"contamination,omitempty"`
+	// Warnings is what the pre-run check said of the request: criteria
+	// that could not all be judged (no baseline for a relative criterion,
+	// a baseline of another shape or host, too few requests for a
+	// percentile). The run started anyway; they are kept with it.
+	Warnings []RunWarning `json:"warnings,omitempty"`
+}
+
+// RunWarning is one thing the pre-run check found.
+type RunWarning struct {
+	Kind      string `json:"kind"` // no-baseline, profile-shape, host-facts, too-few-requests
+	Criterion string `json:"criterion,omitempty"`
+	Message   string `json:"message"`
 }
 
 // StageGate is what Accord tells a deployer (an Argo Rollouts analysis, a

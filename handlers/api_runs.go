@@ -34,6 +34,10 @@ func (s *Server) toAPIRun(run store.Run) apiclient.Run {
 	if run.ProfileName != "" {
 		out.Profile = fmt.Sprintf("%s v%d", run.ProfileName, run.ProfileVersion)
 	}
+	if len(run.Warnings) > 0 {
+		// Written by this server from []acceptance.RunWarning, which has the same fields.
+		_ = json.Unmarshal(run.Warnings, &out.Warnings)
+	}
 	if run.GateSetName != "" {
 		out.GateSet = fmt.Sprintf("%s v%d", run.GateSetName, run.GateSetVersion)
 	}
@@ -61,9 +65,10 @@ func (s *Server) apiListRuns(w http.ResponseWriter, r *http.Request) {
 // readiness checks and the request did not confirm.
 func (s *Server) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 	var req RunRequest
+	var err error
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err = dec.Decode(&req); err != nil {
 		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: "the body must be a JSON run request: " + err.Error(), RequestID: requestID(r.Context())})
 		return
 	}
@@ -76,6 +81,12 @@ func (s *Server) apiCreateRun(w http.ResponseWriter, r *http.Request) {
 		if s.answerRepeatedRequest(w, r, req) {
 			return
 		}
+	}
+	// The pre-run check's warnings do not stop a pipeline's run: they are
+	// kept with it and in the answer.
+	if req.Warnings, err = s.runWarnings(r, req); err != nil {
+		s.serverError(w, r, err)
+		return
 	}
 	runID, errs, failing, err := s.submitRun(r, req)
 	if errors.Is(err, store.ErrConflict) && req.IdempotencyKey != "" && s.answerRepeatedRequest(w, r, req) {

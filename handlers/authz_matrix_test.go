@@ -121,6 +121,8 @@ var baseRoutes = []routeCase{
 	rc("GET", "/programs/{programID}/hosts/{hostID}/check-status", inProgramNeeds(capView), http.StatusBadRequest),
 	rc("GET", "/programs/{programID}/runs", inProgramNeeds(capView)),
 	rc("GET", "/programs/{programID}/runs/new", inProgramNeeds(capEngineer)),
+	rc("GET", "/programs/{programID}/runs/precheck", inProgramNeeds(capEngineer)),
+	rc("POST", "/programs/{programID}/endpoint-test", inProgramNeeds(capEngineer)),
 	rc("POST", "/programs/{programID}/runs", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
 	rc("GET", "/programs/{programID}/runs/{runID}", inProgramNeeds(capView)),
 	rc("POST", "/programs/{programID}/runs/{runID}/cancel", inProgramNeeds(capEngineer), http.StatusSeeOther),

@@ -66,6 +66,9 @@ type setupOpts struct {
 	egress *egress.Policy
 	// demo is what the sign-in page lists of a demo (dev mode).
 	demo *web.DemoSignIn
+	// probe is the accord binary the server uploads to lab hosts (for
+	// tests that reach a host from a page); empty: none.
+	probe string
 }
 
 func setup(t *testing.T, opts ...setupOpts) *testBundle {
@@ -109,7 +112,8 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	}
 	b.server = New(Options{Log: log, Pool: pool, Store: st, Keys: keys, BaseURL: base, Dev: o.dev, Registry: prometheus.NewRegistry(), RiverUI: riverUI,
 		River: rc, Sealer: sealer, Keyring: b.keyring, Egress: o.egress, Demo: o.demo,
-		Runner: runners.Config{Options: sshrun.Options{DialTimeout: 2 * time.Second, HandshakeTimeout: 3 * time.Second}}})
+		Runner: runners.Config{Options: sshrun.Options{DialTimeout: 2 * time.Second, HandshakeTimeout: 3 * time.Second, RemoteBase: t.TempDir()},
+			Probe: sshrun.ProbeSource{File: o.probe}}})
 	b.ts.Config.Handler = b.server
 	t.Cleanup(b.server.Close) // runs before the pool closes (registered later)
 	t.Cleanup(b.ts.Close)

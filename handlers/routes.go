@@ -93,6 +93,7 @@ func (s *Server) routes() http.Handler {
 					r.With(s.need(capEngineer)).Post("/hosts/{hostID}/check", s.checkHost)
 					r.With(s.need(capEngineer)).Post("/hosts/{hostID}/write-places", s.setHostWritePlaces)
 					r.With(s.need(capView)).Get("/hosts/{hostID}/check-status", s.showHostCheckStatus)
+					r.With(s.need(capEngineer)).Post("/endpoint-test", s.testEndpoint)
 					r.With(s.need(capView)).Get("/readiness", s.showReadinessMatrix)
 					r.With(s.need(capView)).Get("/readiness/hosts/{hostID}", s.showHostReadiness)
 
@@ -105,6 +106,7 @@ func (s *Server) routes() http.Handler {
 					// Runs, their results, reports and imports.
 					r.With(s.need(capView)).Get("/runs", s.listRuns)
 					r.With(s.need(capEngineer)).Get("/runs/new", s.showNewRun)
+					r.With(s.need(capEngineer)).Get("/runs/precheck", s.showRunPrecheck)
 					r.With(s.need(capEngineer)).Post("/runs", s.createRun)
 					r.With(s.need(capView)).Get("/runs/{runID}", s.showRun)
 					r.With(s.need(capEngineer)).Post("/runs/{runID}/cancel", s.cancelRun)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"github.com/accordlab/accord/apiclient"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/parse"
+	"github.com/accordlab/accord/service/runplan"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -93,13 +95,62 @@ func (s *Server) runChoices(r *http.Request, f *web.RunForm) error {
 }
 
 func (s *Server) showNewRun(w http.ResponseWriter, r *http.Request) {
-	f := web.RunForm{}
-	q := r.URL.Query()
-	f.Profile, _ = strconv.ParseInt(q.Get("profile_version"), 10, 64)
-	f.Host, _ = strconv.ParseInt(q.Get("host"), 10, 64)
-	f.GateSet, _ = strconv.ParseInt(q.Get("gate_set_version"), 10, 64)
-	f.Baseline, _ = strconv.ParseInt(q.Get("baseline"), 10, 64)
+	f := runFormFrom(r.URL.Query())
+	if err := s.proposeRun(r, &f); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	s.renderNewRun(w, r, http.StatusOK, f)
+}
+
+// runFormFrom reads the run form's choices from a query or a posted form.
+func runFormFrom(v url.Values) web.RunForm {
+	f := web.RunForm{Label: v.Get("label"), Confirmed: v.Get("confirm_readiness") == "1", ConfirmWarnings: v.Get("confirm_warnings") == "1"}
+	f.Profile, _ = strconv.ParseInt(v.Get("profile_version"), 10, 64)
+	f.Host, _ = strconv.ParseInt(v.Get("host"), 10, 64)
+	f.GateSet, _ = strconv.ParseInt(v.Get("gate_set_version"), 10, 64)
+	f.Baseline, _ = strconv.ParseInt(v.Get("baseline"), 10, 64)
+	return f
+}
+
+// proposeRun fills what the form was not given with runplan's proposal:
+// the program's most recent profile, its gate set, the last passing run on
+// its baseline path; and the host, when the program has one pinned host.
+func (s *Server) proposeRun(r *http.Request, f *web.RunForm) error {
+	pr := programFrom(r.Context())
+	d, err := runplan.Propose(r.Context(), s.store, pr.ID, f.Profile)
+	if err != nil {
+		return err
+	}
+	f.Proposed = map[string]string{}
+	if f.Profile == 0 && d.ProfileVersionID != 0 {
+		f.Profile, f.Proposed["profile_version"] = d.ProfileVersionID, "Proposed: "+d.ProfileWhy+"."
+	}
+	if f.GateSet == 0 && d.GateSetVersionID != 0 {
+		f.GateSet, f.Proposed["gate_set_version"] = d.GateSetVersionID, "Proposed: "+d.GateSetWhy+"."
+	}
+	if f.Baseline == 0 && d.BaselineRunID != 0 {
+		f.Baseline, f.Proposed["baseline"] = d.BaselineRunID, "Proposed: "+d.BaselineWhy+"."
+	}
+	return nil
+}
+
+// runWarnings is the pre-run check of a request (runplan.Check).
+func (s *Server) runWarnings(r *http.Request, req RunRequest) ([]acceptance.RunWarning, error) {
+	return runplan.Check(r.Context(), s.store, runplan.Request{ProgramID: programFrom(r.Context()).ID, ProfileVersionID: req.ProfileVersionID,
+		GateSetVersionID: req.GateSetVersionID, BaselineRunID: req.BaselineRunID, HostID: req.HostID})
+}
+
+// showRunPrecheck answers the run form as its choices change (htmx): what
+// the pre-run check says of them.
+func (s *Server) showRunPrecheck(w http.ResponseWriter, r *http.Request) {
+	f := runFormFrom(r.URL.Query())
+	var err error
+	if f.Warnings, err = s.runWarnings(r, RunRequest{RunRequest: f.Request()}); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, web.RunPrecheck(f))
 }
 
 func (s *Server) renderNewRun(w http.ResponseWriter, r *http.Request, status int, f web.RunForm) {
@@ -107,6 +158,13 @@ func (s *Server) renderNewRun(w http.ResponseWriter, r *http.Request, status int
 	if err := s.runChoices(r, &f); err != nil {
 		s.serverError(w, r, err)
 		return
+	}
+	if f.Warnings == nil {
+		var err error
+		if f.Warnings, err = s.runWarnings(r, RunRequest{RunRequest: f.Request()}); err != nil {
+			s.serverError(w, r, err)
+			return
+		}
 	}
 	p := s.page(r, "Start a run", "programs", s.runCrumbs(pr, "Start")...)
 	s.render(w, r, status, web.RunNewPage(p, pr.ProgramAccess, f))
@@ -118,6 +176,8 @@ type RunRequest struct {
 	apiclient.RunRequest
 	// IdempotencyKey comes from the API's Idempotency-Key header.
 	IdempotencyKey string `json:"-"`
+	// Warnings is what the pre-run check said, kept with the run.
+	Warnings []acceptance.RunWarning `json:"-"`
 }
 
 // digest identifies the request's fields (not its key), to tell a request
@@ -220,7 +280,7 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 		var err error
 		runID, err = tx.CreateRun(ctx, store.NewRun{
 			ProgramID: pr.ID, ProfileVersionID: pv.ID, GateSetVersionID: gateID, HostID: host.ID, BaselineRunID: baseID,
-			Label: strings.TrimSpace(req.Label), Emulated: emulated, ReadinessOverride: override, CreatedBy: v.ID,
+			Label: strings.TrimSpace(req.Label), Emulated: emulated, ReadinessOverride: override, Warnings: warningsJSON(req.Warnings), CreatedBy: v.ID,
 			IdempotencyKey: req.IdempotencyKey, RequestDigest: req.digest(),
 		})
 		if err != nil {
@@ -236,6 +296,9 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 		details := map[string]any{"profile_version_id": pv.ID, "host": host.Name}
 		if override != nil {
 			details["readiness_override"] = failing
+		}
+		if len(req.Warnings) > 0 {
+			details["started_despite_warnings"] = len(req.Warnings)
 		}
 		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "run_submitted", ProgramID: &pr.ID,
 			Target: fmt.Sprintf("run %d", runID), ClientAddr: clientAddr(r), Details: details})
@@ -269,23 +332,41 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusBadRequest)
 		return
 	}
-	form := web.RunForm{Label: r.PostFormValue("label"), Confirmed: r.PostFormValue("confirm_readiness") == "1"}
-	form.Profile, _ = strconv.ParseInt(r.PostFormValue("profile_version"), 10, 64)
-	form.Host, _ = strconv.ParseInt(r.PostFormValue("host"), 10, 64)
-	form.GateSet, _ = strconv.ParseInt(r.PostFormValue("gate_set_version"), 10, 64)
-	form.Baseline, _ = strconv.ParseInt(r.PostFormValue("baseline"), 10, 64)
-	runID, errs, failing, err := s.submitRun(r, RunRequest{RunRequest: apiclient.RunRequest{ProfileVersionID: form.Profile, HostID: form.Host, GateSetVersionID: form.GateSet,
-		BaselineRunID: form.Baseline, Label: form.Label, ConfirmReadiness: form.Confirmed}})
+	form := runFormFrom(r.PostForm)
+	req := RunRequest{RunRequest: form.Request()}
+	warnings, err := s.runWarnings(r, req)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
+	// The form says what the pre-run check found before anything starts;
+	// starting anyway is a choice the engineer makes on it.
+	if len(warnings) > 0 && !form.ConfirmWarnings {
+		form.Warnings, form.NeedsConfirm = warnings, true
+		s.renderNewRun(w, r, http.StatusUnprocessableEntity, form)
+		return
+	}
+	req.Warnings = warnings
+	runID, errs, failing, err := s.submitRun(r, req)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
 	}
 	if len(errs) > 0 || len(failing) > 0 {
-		form.Errors, form.Readiness = errs, failing
+		form.Errors, form.Readiness, form.Warnings = errs, failing, warnings
 		s.renderNewRun(w, r, http.StatusUnprocessableEntity, form)
 		return
 	}
 	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d", runID)))
+}
+
+// warningsJSON is the warnings as a run keeps them (nil: none).
+func warningsJSON(ws []acceptance.RunWarning) json.RawMessage {
+	if len(ws) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(ws)
+	return b
 }
 
 // loadRun loads {runID} within the program.

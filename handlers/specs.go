@@ -243,6 +243,7 @@ func showSpec[T any](s *Server, ops specOps[T]) http.HandlerFunc {
 		p := s.page(r, sp.Name+" · "+pr.Name, "programs", specCrumbs(pr, ops, sp.Name)...)
 		s.render(w, r, http.StatusOK, web.SpecShowPage(p, pr.ProgramAccess, ops.nouns, web.SpecShowData{
 			Spec: sp, Version: sv, Versions: versions, YAML: string(yml), Summary: ops.summary(spec), CanEdit: pr.can(capEngineer),
+			CanRun: ops.kind == store.KindProfile && pr.can(capEngineer),
 		}))
 	}
 }
@@ -321,7 +322,16 @@ func showNewSpec[T any](s *Server, ops specOps[T]) http.HandlerFunc {
 			}
 		}
 		action := web.ProgramLink(pr.ID, "/"+ops.nouns.Path)
-		s.renderSpecForm(w, r, http.StatusOK, ops, &spec, nil, specFormState{action: action, mode: r.URL.Query().Get("mode"), pageURL: r.URL})
+		st := specFormState{action: action, mode: r.URL.Query().Get("mode"), pageURL: r.URL}
+		if p, ok := any(&spec).(*acceptance.ProfileSpec); ok && r.URL.Query().Get("template") != "" {
+			known, err := s.knownEndpoints(r.Context(), pr.ID)
+			if err != nil {
+				s.serverError(w, r, err)
+				return
+			}
+			st.notice = localizeTemplate(p, known)
+		}
+		s.renderSpecForm(w, r, http.StatusOK, ops, &spec, nil, st)
 	}
 }
 
@@ -351,6 +361,7 @@ type specFormState struct {
 	note    string
 	yamlRaw string // the user's YAML text when it did not parse
 	pageURL *url.URL
+	notice  string // what Accord changed in a template
 }
 
 func (s *Server) renderSpecFormPage(w http.ResponseWriter, r *http.Request, status int, title string, crumbs []web.Crumb, nouns web.SpecNouns, f web.SpecEditForm) {
@@ -378,9 +389,21 @@ func (s *Server) renderSpecForm(w http.ResponseWriter, r *http.Request, status i
 	yamlURL := page.String()
 	f := web.SpecEditForm{
 		Action: st.action, SpecID: st.specID, Base: st.base, Sections: sections, General: general,
-		YAML: yml, Mode: st.mode, Note: st.note, AddKinds: ops.addKinds(), FormURL: formURL, YAMLURL: yamlURL,
+		YAML: yml, Mode: st.mode, Note: st.note, AddKinds: ops.addKinds(), FormURL: formURL, YAMLURL: yamlURL, Notice: st.notice,
 	}
 	pr := programFrom(r.Context())
+	if _, ok := spec.(*acceptance.ProfileSpec); ok {
+		var err error
+		if f.Endpoints, err = s.knownEndpoints(r.Context(), pr.ID); err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		if f.TestHosts, err = s.testHosts(r.Context(), pr.ID); err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		f.EndpointTestURL = web.ProgramLink(pr.ID, "/endpoint-test")
+	}
 	nouns := ops.nounsAny()
 	title := "New " + nouns.Singular
 	if st.specID != 0 {

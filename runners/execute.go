@@ -311,6 +311,21 @@ func (c Config) Check(ctx context.Context, target sshrun.Target) (CheckResult, e
 	return CheckResult{Facts: f.JSON, RTT: f.RTT, Probe: p}, nil
 }
 
+// CheckEndpoint connects, makes sure the probe is there, and has it send
+// one small request to an inference endpoint from the host.
+func (c Config) CheckEndpoint(ctx context.Context, target sshrun.Target, endpoint, model, api string, timeout time.Duration) (wire.EndpointCheck, error) {
+	client, err := sshrun.Dial(ctx, target, c.Options)
+	if err != nil {
+		return wire.EndpointCheck{}, classify(err)
+	}
+	defer client.Close()
+	if _, err := client.EnsureProbe(ctx, c.Probe); err != nil {
+		return wire.EndpointCheck{}, classify(err)
+	}
+	check, err := client.CheckEndpoint(ctx, endpoint, model, api, timeout)
+	return check, classify(err)
+}
+
 // classify marks failures that no retry can fix.
 func classify(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

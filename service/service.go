@@ -7,6 +7,7 @@
 //	service/report      a judged run signed: statements, report bundle
 //	service/rollout     rollout state from the plan and the signed decision log; decisions, webhooks, production watches
 //	service/labhost     a lab host's row → an SSH target
+//	service/runplan     before a run: whether its gate set can judge it (the pre-run check), and the run form's proposal
 //
 // The service layer calls store, acceptance, attest and runners; it never
 // imports handlers, jobs or web. Follow-up jobs go through Queue, which

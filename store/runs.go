@@ -98,6 +98,9 @@ type Run struct {
 	// Contaminated: another run was active on the host while this one
 	// measured (RunNeighbours says which): it is never judged PASS.
 	Contaminated bool
+	// Warnings is what the pre-run check said when the run was started
+	// anyway (a JSON list of acceptance.RunWarning; nil: nothing).
+	Warnings json.RawMessage
 }
 
 // DisplayLabel names the run in lists.
@@ -117,7 +120,7 @@ const runColumns = `r.id, r.program_id, r.kind, r.profile_version_id, pv.profile
 	r.attempt, r.launched, r.launch_intent_at, r.probe_ended_at, r.probe_deadline, ` + probeMayRunSQL + `,
 	(SELECT hl.expires_at FROM host_leases hl WHERE hl.host_id = r.host_id AND hl.run_id = r.id AND hl.expires_at < now()), r.remote_dir, r.events_offset, r.progress, coalesce(r.verdict, ''), r.readiness_override, r.river_job_id,
 	r.created_by, coalesce(u.display_name, ''), r.created_at, r.started_at, r.finished_at, r.state_changed_at,
-	EXISTS (SELECT 1 FROM run_reports rr WHERE rr.run_id = r.id), EXISTS (SELECT 1 FROM run_neighbours rn WHERE rn.run_id = r.id)`
+	EXISTS (SELECT 1 FROM run_reports rr WHERE rr.run_id = r.id), EXISTS (SELECT 1 FROM run_neighbours rn WHERE rn.run_id = r.id), r.warnings`
 
 const runJoins = ` FROM runs r
 	LEFT JOIN profile_versions pv ON pv.id = r.profile_version_id
@@ -133,7 +136,7 @@ func scanRun(row pgx.Row) (Run, error) {
 		&r.GateSetVersionID, &r.GateSetID, &r.GateSetName, &r.GateSetVersion,
 		&r.HostID, &r.HostName, &r.BaselineRunID, &r.State, &r.Reason, &r.Label, &r.Emulated,
 		&r.Attempt, &r.Launched, &r.LaunchIntentAt, &r.ProbeEndedAt, &r.ProbeDeadline, &r.ProbeMayRun, &r.LeaseLapsedAt, &r.RemoteDir, &r.EventsOffset, &r.Progress, &r.Verdict, &r.ReadinessOverride, &r.RiverJobID,
-		&r.CreatedBy, &r.CreatedByName, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.StateChangedAt, &r.HasReport, &r.Contaminated)
+		&r.CreatedBy, &r.CreatedByName, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.StateChangedAt, &r.HasReport, &r.Contaminated, &r.Warnings)
 	return r, err
 }
 
@@ -167,7 +170,9 @@ type NewRun struct {
 	Label             string
 	Emulated          bool
 	ReadinessOverride json.RawMessage
-	CreatedBy         int64
+	// Warnings is what the pre-run check said, when the run starts anyway.
+	Warnings  json.RawMessage
+	CreatedBy int64
 	// IdempotencyKey (optional) names the request that asked for the run;
 	// RequestDigest is that request's digest. See RunByIdempotencyKey.
 	IdempotencyKey string
@@ -183,10 +188,10 @@ func (s *Store) CreateRun(ctx context.Context, r NewRun) (int64, error) {
 		kind = "executed"
 	}
 	err := s.db.QueryRow(ctx, `INSERT INTO runs (program_id, kind, profile_version_id, gate_set_version_id, host_id, baseline_run_id,
-		state, label, emulated, readiness_override, created_by, idempotency_key, request_digest)
-		VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, NULLIF($11, ''), NULLIF($12, '')) RETURNING id`,
+		state, label, emulated, readiness_override, created_by, idempotency_key, request_digest, warnings)
+		VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, NULLIF($11, ''), NULLIF($12, ''), $13) RETURNING id`,
 		r.ProgramID, kind, r.ProfileVersionID, r.GateSetVersionID, nullID(r.HostID), r.BaselineRunID, r.Label, r.Emulated, nullJSON(r.ReadinessOverride), nullID(r.CreatedBy),
-		r.IdempotencyKey, r.RequestDigest).Scan(&id)
+		r.IdempotencyKey, r.RequestDigest, nullJSON(r.Warnings)).Scan(&id)
 	if isUniqueViolation(err) && r.IdempotencyKey != "" {
 		return 0, fmt.Errorf("store: create run: idempotency key: %w", ErrConflict)
 	}

@@ -41,6 +41,8 @@ commands:
   status --dir DIR                  where the run stands, as JSON
   stop   --dir DIR [--grace 5s]     stop the run and confirm nothing is left
   pack   --dir DIR                  write MANIFEST.sha256, stream DIR as tar on stdout
+  endpoint --url URL --model M [--api chat] [--timeout 15s]
+                                    one small streaming request to an inference endpoint, as JSON
 `
 
 // Main runs `accord probe ARGS...` and returns the process exit code.
@@ -65,6 +67,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdStop(ctx, rest, stdout, stderr)
 	case "pack":
 		return cmdPack(ctx, rest, stdout, stderr)
+	case "endpoint":
+		return cmdEndpoint(ctx, rest, stdout, stderr)
 	case guardianCommand:
 		// Internal: the fault guardian that the run starts in its own session.
 		return cmdGuardian(ctx, rest, stdout, stderr)

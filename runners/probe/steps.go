@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -332,7 +331,7 @@ func inferenceLevels(s *acceptance.InferenceStep) ([]loadgen.Level, error) {
 			if v < 1 || v > 100000 || v != math.Trunc(v) {
 				return nil, fmt.Errorf("concurrency %v must be a whole number from 1 to 100000", v)
 			}
-			out = append(out, loadgen.Level{Concurrency: int(v), Label: "c=" + strconv.Itoa(int(v))})
+			out = append(out, loadgen.Level{Concurrency: int(v), Label: acceptance.ConcurrencyLevel(int(v))})
 		}
 		return out, nil
 	case "rate":
@@ -344,7 +343,7 @@ func inferenceLevels(s *acceptance.InferenceStep) ([]loadgen.Level, error) {
 			if !(v > 0 && v <= 1e6) {
 				return nil, fmt.Errorf("rate %v must be above 0 and at most 1000000 requests per second", v)
 			}
-			out = append(out, loadgen.Level{Rate: v, Label: "r=" + strconv.FormatFloat(v, 'g', -1, 64)})
+			out = append(out, loadgen.Level{Rate: v, Label: acceptance.RateLevel(v)})
 		}
 		return out, nil
 	}

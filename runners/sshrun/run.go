@@ -215,6 +215,24 @@ func (c *Client) Facts(ctx context.Context) (Facts, error) {
 	return Facts{JSON: json.RawMessage(out), RTT: rtts[1]}, nil
 }
 
+// CheckEndpoint has the probe send one small request to an inference
+// endpoint from the host (`probe endpoint`), the URL and model passed as
+// arguments of their own, never through a shell.
+func (c *Client) CheckEndpoint(ctx context.Context, endpoint, model, api string, timeout time.Duration) (wire.EndpointCheck, error) {
+	var out wire.EndpointCheck
+	res, err := c.probeCmd(ctx, "endpoint", "--url", endpoint, "--model", model, "--api", api, "--timeout", timeout.String())
+	if err != nil {
+		return out, err
+	}
+	if res.ExitCode != 0 {
+		return out, fmt.Errorf("sshrun: probe endpoint: exit %d: %s", res.ExitCode, firstLine(res.Stderr))
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(res.Stdout), &out); err != nil {
+		return out, fmt.Errorf("sshrun: probe endpoint: answer is not JSON: %q", firstLine(res.Stdout))
+	}
+	return out, nil
+}
+
 // probeCmd runs `PROBE probe SUB ARGS...`, checking the run folder
 // argument that follows --dir.
 func (c *Client) probeCmd(ctx context.Context, sub string, args ...string) (Result, error) {

@@ -25,6 +25,9 @@
 //	                                         {"signalled":bool,"killed":bool,"remaining":0}
 //	accord probe pack --dir DIR              write ManifestFile (sha256sum -c format) over every
 //	                                         file of DIR, then stream DIR as a tar to stdout
+//	accord probe endpoint --url URL --model M [--api chat|completions] [--timeout 15s]
+//	                                         one small streaming request to an inference endpoint
+//	                                         by the load generator: EndpointCheck
 package wire
 
 import (
@@ -470,4 +473,27 @@ type GPUPathMode struct {
 	CopySeconds float64 `json:"copy_seconds,omitempty"`
 	ODirect     bool    `json:"o_direct,omitempty"`
 	Output      string  `json:"output,omitempty"` // the tool's own output file
+}
+
+// EndpointCheck is what `accord probe endpoint` saw of one small streaming
+// request to an inference endpoint, sent from the lab host by the load
+// generator (so TTFT means what it means in a run). Times are
+// milliseconds from the request's send; zero when it did not happen.
+//
+//	accord probe endpoint --url URL --model M --api chat|completions [--timeout 15s]
+type EndpointCheck struct {
+	URL          string  `json:"url"`
+	Model        string  `json:"model"`
+	API          string  `json:"api"`
+	OK           bool    `json:"ok"`
+	HTTPStatus   int     `json:"http_status,omitempty"`
+	TTFTMs       float64 `json:"ttft_ms,omitempty"`
+	E2EMs        float64 `json:"e2e_ms,omitempty"`
+	OutputTokens int     `json:"output_tokens,omitempty"`
+	PromptTokens int     `json:"prompt_tokens,omitempty"`
+	Chunks       int     `json:"chunks,omitempty"`
+	// UsageCounted: the server sent no usage; tokens were counted from chunks.
+	UsageCounted bool   `json:"usage_counted,omitempty"`
+	ErrorKind    string `json:"error_kind,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
