@@ -558,7 +558,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "Manifest %s signed by %s (%s, %s)\n", FileManifest, r.Manifest.KeyID, r.Manifest.Algorithm, statusText(r.Manifest))
 	for _, c := range r.CoSignatures {
-		fmt.Fprintf(&b, "Co-signed in %s by %s, key %s (%s)\n", c.File, c.Principal, c.KeyID, statusText(c))
+		fmt.Fprintf(&b, "Co-signed in %s by %s (as its unsigned allowed_signers file says), key %s (%s)\n", c.File, c.Principal, c.KeyID, statusText(c))
 		if c.Signer != "" {
 			fmt.Fprintf(&b, "  %s\n", c.Signer)
 		}
