@@ -1,9 +1,12 @@
 package loadgen
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 )
 
@@ -36,8 +39,90 @@ var errNotObject = errors.New("chunk is not a JSON object")
 // is case-sensitive; encoding/json's case folding is not copied), and a
 // repeated key counts as its last occurrence, as in any JSON object decoder.
 func decodeChunk(data []byte, c *chunk) error {
+	s := scanner{data: data, textStart: -1}
+	return s.decode(c)
+}
+
+// chunkMemo decodes the chunks of one stream. The chunks of a stream are
+// alike: from one token to the next, only the token's text differs. So the
+// memo keeps the last chunk decoded in full and where in it the text of
+// its first non-empty content, reasoning or completion string lay; a chunk
+// equal to it before and after that place, with a non-empty valid string
+// body in between, decodes as the kept one did, for only the emptiness of
+// that string counts. Anything else is decoded in full. The result is
+// decodeChunk's, always (FuzzChunkMemo).
+type chunkMemo struct {
+	prev       []byte
+	start, end int // the text's raw contents in prev
+	c          chunk
+	ok         bool
+}
+
+func (m *chunkMemo) decode(data []byte, c *chunk) error {
+	if m.ok {
+		tail := len(m.prev) - m.end
+		if len(data) > m.start+tail && bytes.Equal(data[:m.start], m.prev[:m.start]) &&
+			bytes.Equal(data[len(data)-tail:], m.prev[m.end:]) && stringBody(data[m.start:len(data)-tail]) {
+			*c = m.c
+			return nil
+		}
+	}
+	s := scanner{data: data, textStart: -1}
+	err := s.decode(c)
+	m.ok = err == nil && s.textStart >= 0 && !c.failed
+	if m.ok {
+		if cap(m.prev) > 1<<16 {
+			m.prev = nil // not kept for a huge chunk
+		}
+		m.prev = append(m.prev[:0], data...)
+		m.start, m.end, m.c = s.textStart, s.textEnd, *c
+	}
+	return err
+}
+
+// stringBody says whether b is the whole inside of a JSON string: no quote
+// or control character, every escape complete.
+func stringBody(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"' || c < 0x20:
+			return false
+		case c == '\\':
+			if i+1 >= len(b) {
+				return false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+6 > len(b) {
+					return false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHex(h) {
+						return false
+					}
+				}
+				i += 5
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// text notes where the first non-empty text string's raw contents lie
+// (for chunkMemo).
+func (s *scanner) text(raw []byte) {
+	if s.textStart < 0 && len(raw) > 0 {
+		s.textEnd = s.pos - 1 // before the closing quote
+		s.textStart = s.textEnd - len(raw)
+	}
+}
+
+func (s *scanner) decode(c *chunk) error {
 	*c = chunk{}
-	s := scanner{data: data}
 	s.ws()
 	if s.pos >= len(s.data) || s.data[s.pos] != '{' {
 		if err := s.value(); err != nil {
@@ -216,6 +301,9 @@ func (s *scanner) choice() (tokens, content bool, err error) {
 				return false, false, err
 			}
 			text = isStr && len(raw) > 0
+			if isStr {
+				s.text(raw)
+			}
 		default:
 			if err := s.value(); err != nil {
 				return false, false, err
@@ -253,6 +341,9 @@ func (s *scanner) delta() (tokens, content bool, err error) {
 				return false, false, err
 			}
 			nonEmpty := isStr && len(raw) > 0
+			if isStr {
+				s.text(raw)
+			}
 			switch string(key) {
 			case "content":
 				hasContent = nonEmpty
@@ -355,6 +446,8 @@ type scanner struct {
 	data  []byte
 	pos   int
 	depth int
+	// textStart and textEnd: see text; -1 when none was seen.
+	textStart, textEnd int
 }
 
 func (s *scanner) errorf(format string, args ...any) error {
@@ -363,12 +456,11 @@ func (s *scanner) errorf(format string, args ...any) error {
 
 func (s *scanner) ws() {
 	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
+		c := s.data[s.pos]
+		if c > ' ' || (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+			return // the usual case: no whitespace at all
 		}
+		s.pos++
 	}
 }
 
@@ -566,6 +658,19 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	s.pos++ // opening quote
 	start := s.pos
 	for s.pos < len(s.data) {
+		// Eight bytes at a time up to the first that ends the string,
+		// starts an escape or is a control character: most of a chunk
+		// is strings.
+		for s.pos+8 <= len(s.data) {
+			if m := strStops(binary.LittleEndian.Uint64(s.data[s.pos:])); m != 0 {
+				s.pos += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			s.pos += 8
+		}
+		if s.pos >= len(s.data) {
+			break
+		}
 		b := s.data[s.pos]
 		switch {
 		case b == '"':
@@ -641,6 +746,17 @@ func (s *scanner) number() error {
 		}
 	}
 	return nil
+}
+
+// strStops marks, in the high bit of each byte, the bytes of x (eight of a
+// string, the first in the lowest byte) that are '"', '\\' or below 0x20.
+// Only the lowest mark is exact (a borrow may mark a byte above a true
+// one), and only it is used.
+func strStops(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (ones * '"')
+	bs := x ^ (ones * '\\')
+	return ((q-ones)&^q | (bs-ones)&^bs | (x-ones*0x20)&^x) & highs
 }
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }

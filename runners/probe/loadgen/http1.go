@@ -101,10 +101,18 @@ func validHeaderName(s string) bool {
 type conn struct {
 	nc       net.Conn
 	tr       timedReader
-	br       *bufio.Reader
+	br       *connReader
 	lastUsed time.Time
 	reused   bool // a request was answered on it before
 }
+
+// receiveBuffer is each connection's SO_RCVBUF. A fixed buffer twice the
+// default holds a stream's many small segments (each taking far more
+// buffer than its bytes) without shrinking the window, so the kernel
+// acknowledges them as they arrive rather than in the client's reads, and
+// leaves autotuning off: BenchmarkCapacity measured about a fifth less
+// CPU per request than with the default.
+const receiveBuffer = 256 << 10
 
 func (e *endpoint) dial(ctx context.Context, c clock) (*conn, error) {
 	nc, err := e.dialer.DialContext(ctx, "tcp", e.addr)
@@ -113,6 +121,7 @@ func (e *endpoint) dial(ctx context.Context, c clock) (*conn, error) {
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+		_ = tc.SetReadBuffer(receiveBuffer) // best effort: a lower limit only costs CPU
 	}
 	if e.tls != nil {
 		tc := tls.Client(nc, e.tls)
@@ -123,7 +132,7 @@ func (e *endpoint) dial(ctx context.Context, c clock) (*conn, error) {
 		nc = tc
 	}
 	cn := &conn{nc: nc, tr: timedReader{r: nc, clock: c}}
-	cn.br = bufio.NewReaderSize(&cn.tr, 16<<10)
+	cn.br = newConnReader(&cn.tr, 16<<10)
 	return cn, nil
 }
 
@@ -187,7 +196,7 @@ type response struct {
 var errMalformed = errors.New("malformed HTTP response")
 
 // readResponse reads a response head, skipping 1xx interim responses.
-func readResponse(br *bufio.Reader, r *response) error {
+func readResponse(br *connReader, r *response) error {
 	for {
 		if err := readHead(br, r); err != nil {
 			return err
@@ -198,7 +207,7 @@ func readResponse(br *bufio.Reader, r *response) error {
 	}
 }
 
-func readHead(br *bufio.Reader, r *response) error {
+func readHead(br *connReader, r *response) error {
 	*r = response{length: -1}
 	total := 0
 	line, err := headLine(br, &total)
@@ -279,7 +288,7 @@ func readHead(br *bufio.Reader, r *response) error {
 }
 
 // headLine reads one line of a response head, without its CRLF (or LF).
-func headLine(br *bufio.Reader, total *int) ([]byte, error) {
+func headLine(br *connReader, total *int) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	*total += len(line)
 	if errors.Is(err, bufio.ErrBufferFull) || *total > maxHeaderBytes {
@@ -299,17 +308,19 @@ func headLine(br *bufio.Reader, total *int) ([]byte, error) {
 }
 
 // body reads a response body: chunked, of a known length, or up to EOF.
-// A Read never blocks once it has data to return: the CRLF after a chunk
-// is consumed by the next call.
+// view hands out the body's bytes where they lie in the connection's
+// buffer, so that the event stream is parsed without copying it; Read
+// copies them, for the rest. The CRLF after a chunk is consumed by the
+// next call, so that neither ever blocks once it has data to return.
 type body struct {
-	br       *bufio.Reader
+	br       *connReader
 	chunked  bool
 	left     int64 // bytes left in this chunk, or of the Content-Length; -1: to EOF
 	needCRLF bool
 	done     bool
 }
 
-func (b *body) reset(br *bufio.Reader, r *response) {
+func (b *body) reset(br *connReader, r *response) {
 	*b = body{br: br, chunked: r.chunked, left: r.length}
 	if r.chunked {
 		b.left = 0
@@ -322,70 +333,74 @@ func (b *body) reset(br *bufio.Reader, r *response) {
 var errChunk = errors.New("malformed chunked encoding")
 
 func (b *body) Read(p []byte) (int, error) {
+	v, err := b.view(len(p))
+	return copy(p, v), err
+}
+
+// view returns the next bytes of the body, at most max, and consumes them.
+// They are the connection buffer's own: valid until the next call on b or
+// on its reader. It reads from the connection (once) only when nothing is
+// buffered. At the end it returns io.EOF.
+func (b *body) view(max int) ([]byte, error) {
 	if b.done {
-		return 0, io.EOF
+		return nil, io.EOF
 	}
-	if len(p) == 0 {
-		return 0, nil
+	if max <= 0 {
+		return nil, nil
 	}
-	if !b.chunked {
-		if b.left >= 0 && int64(len(p)) > b.left {
-			p = p[:b.left]
-		}
-		n, err := b.br.Read(p)
-		if b.left >= 0 {
-			b.left -= int64(n)
-			if b.left == 0 {
-				b.done = true
-			} else if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-		} else if errors.Is(err, io.EOF) {
-			b.done = true
-		}
-		if n > 0 && errors.Is(err, io.EOF) {
-			err = nil
-		}
-		return n, err
-	}
-	if b.left == 0 {
+	if b.chunked && b.left == 0 {
 		if b.needCRLF {
 			if err := b.crlf(); err != nil {
-				return 0, err
+				return nil, err
 			}
 			b.needCRLF = false
 		}
 		size, err := b.chunkSize()
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if size == 0 {
 			if err := b.trailer(); err != nil {
-				return 0, err
+				return nil, err
 			}
 			b.done = true
-			return 0, io.EOF
+			return nil, io.EOF
 		}
 		b.left = size
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.br.Read(p)
-	b.left -= int64(n)
-	if b.left == 0 {
-		b.needCRLF = true
-	}
-	if errors.Is(err, io.EOF) {
-		if n > 0 {
-			return n, nil
+	if b.br.Buffered() == 0 {
+		if err := b.br.fill(); err != nil { // one read from the connection
+			if !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			if !b.chunked && b.left < 0 {
+				b.done = true // the body ends with the connection
+				return nil, io.EOF
+			}
+			return nil, io.ErrUnexpectedEOF
 		}
-		return 0, io.ErrUnexpectedEOF
 	}
-	return n, err
+	v := b.br.unread()
+	v = v[:min(len(v), max)]
+	if b.left >= 0 && int64(len(v)) > b.left {
+		v = v[:b.left]
+	}
+	b.br.discard(len(v))
+	n := len(v)
+	if b.left > 0 {
+		if b.left -= int64(n); b.left == 0 {
+			b.needCRLF = b.chunked
+			b.done = !b.chunked
+		}
+	}
+	return v, nil
 }
 
 func (b *body) crlf() error {
+	if p := b.br.unread(); len(p) >= 2 && p[0] == '\r' && p[1] == '\n' {
+		b.br.discard(2) // the usual case, without a read
+		return nil
+	}
 	c, err := b.br.ReadByte()
 	if err == nil && c == '\r' {
 		c, err = b.br.ReadByte()
@@ -401,6 +416,22 @@ func (b *body) crlf() error {
 
 // chunkSize reads a chunk-size line: hex digits, optional extensions.
 func (b *body) chunkSize() (int64, error) {
+	// The usual line, hex digits and CRLF, read where it lies.
+	if p := b.br.unread(); len(p) >= 3 {
+		var n int64
+		i := 0
+		for ; i < len(p) && i < 15; i++ {
+			d := unhex(p[i])
+			if d < 0 {
+				break
+			}
+			n = n<<4 | int64(d)
+		}
+		if i > 0 && i+1 < len(p) && p[i] == '\r' && p[i+1] == '\n' {
+			b.br.discard(i + 2)
+			return n, nil
+		}
+	}
 	line, err := b.br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		return 0, fmt.Errorf("%w: chunk size line too long", errChunk)
@@ -446,6 +477,19 @@ func (b *body) trailer() error {
 			return nil
 		}
 	}
+}
+
+// unhex is the value of a hex digit, or -1.
+func unhex(c byte) int {
+	switch {
+	case isDigit(c):
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }
 
 func eofIsUnexpected(err error) error {

@@ -17,7 +17,7 @@ import (
 // parseResponse reads a whole response with the generator's HTTP code.
 func parseResponse(in, sizes []byte) (response, []byte, error) {
 	tr := &timedReader{r: &pieces{data: in, sizes: sizes}, clock: clock{t0: time.Now()}}
-	br := bufio.NewReaderSize(tr, 4096)
+	br := newConnReader(tr, 4096)
 	var r response
 	if err := readResponse(br, &r); err != nil {
 		return r, nil, err
@@ -158,7 +158,7 @@ func FuzzChunked(f *testing.F) {
 		f.Add([]byte(s), []byte{3})
 	}
 	f.Fuzz(func(t *testing.T, in, sizes []byte) {
-		br := bufio.NewReaderSize(&pieces{data: in, sizes: sizes}, 4096)
+		br := newConnReader(&pieces{data: in, sizes: sizes}, 4096)
 		var b body
 		b.reset(br, &response{status: 200, chunked: true, length: -1})
 		out, err := io.ReadAll(&b)

@@ -428,6 +428,7 @@ type worker struct {
 	sse     *sseReader
 	ev      event
 	ch      chunk
+	memo    chunkMemo
 	itl     []int64
 	rec     wire.RequestRecord
 	out     []byte
@@ -443,7 +444,7 @@ func (g *generator) getWorker() *worker {
 		return w
 	}
 	g.freeMu.Unlock()
-	return &worker{sse: newSSEReader(8 << 10), scratch: make([]byte, 4<<10)}
+	return &worker{sse: newSSEReader(), scratch: make([]byte, 4<<10)}
 }
 
 func (g *generator) putWorker(w *worker) {
@@ -598,6 +599,15 @@ func (g *generator) failed(rec *wire.RequestRecord, kind string, err error, dead
 
 var doneData = []byte("[DONE]")
 
+// isDone says the event is data: [DONE]. Chunks are JSON objects, which
+// are told apart by their first byte without trimming them.
+func isDone(data []byte) bool {
+	if len(data) > 0 && data[0] == '{' {
+		return false
+	}
+	return bytes.Equal(bytes.TrimSpace(data), doneData)
+}
+
 // stream reads the event stream of a 2xx response. It returns whether the
 // body was read to its end, so that the connection can be reused.
 func (g *generator) stream(w *worker, deadline time.Time) (clean bool) {
@@ -626,7 +636,7 @@ func (g *generator) stream(w *worker, deadline time.Time) (clean bool) {
 			break
 		}
 		ev := &w.ev
-		if bytes.Equal(bytes.TrimSpace(ev.data), doneData) {
+		if isDone(ev.data) {
 			sawDone = true
 			rec.Done = ev.at
 			break
@@ -641,7 +651,7 @@ func (g *generator) stream(w *worker, deadline time.Time) (clean bool) {
 			break
 		}
 		c := &w.ch
-		if err := decodeChunk(ev.data, c); err != nil {
+		if err := w.memo.decode(ev.data, c); err != nil {
 			rec.Done = ev.at
 			rec.ErrorKind, rec.Error = ErrStream, "undecodable chunk: "+err.Error()
 			break
@@ -680,8 +690,7 @@ func (g *generator) stream(w *worker, deadline time.Time) (clean bool) {
 	}
 	if sawDone {
 		// Read the end of the body so that the connection can be reused.
-		_, err := io.CopyN(io.Discard, s.br, 64<<10)
-		clean = errors.Is(err, io.EOF)
+		clean = s.drain(64 << 10)
 	}
 	if sawUsage {
 		rec.PromptTokens, rec.OutputTokens = int(promptUsage), int(outputUsage)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -44,14 +45,23 @@ var chunkSeeds = []string{
 	"{\"x\":\"\x01\"}",
 	`{"x":1.}`,
 	`{"x":tru}`,
+	`{"":1e700}`,
+	`{"usage":{"prompt_tokens":1e700,"completion_tokens":2}}`,
 }
 
 // oracleChunk decodes with encoding/json and applies decodeChunk's rules
 // the slow, obvious way.
 func oracleChunk(data []byte) (chunk, error) {
+	// Numbers as json.Number: a number beyond float64 (1e700) is valid
+	// JSON, which only a float64 refuses.
 	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
 		return chunk{}, err
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return chunk{}, fmt.Errorf("trailing data after the value (%v)", err)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -82,8 +92,9 @@ func oracleChunk(data []byte) (chunk, error) {
 		}
 	}
 	count := func(x any) int64 {
-		f, ok := x.(float64)
-		if !ok || f < 0 || f > 1e15 {
+		n, ok := x.(json.Number)
+		f, err := n.Float64()
+		if !ok || err != nil || f < 0 || f > 1e15 {
 			return 0
 		}
 		return int64(f)
@@ -147,6 +158,29 @@ func TestDecodeChunk(t *testing.T) {
 	require.Equal(t, chunk{usage: true, promptTokens: 32, completionTokens: 8}, c)
 	require.NoError(t, decodeChunk([]byte(chunkSeeds[9]), &c))
 	require.Equal(t, chunk{failed: true, errMsg: "boom"}, c)
+}
+
+// A stream's memo decodes every chunk as decodeChunk does, whatever came
+// before it.
+func FuzzChunkMemo(f *testing.F) {
+	for i, a := range chunkSeeds {
+		f.Add([]byte(a), []byte(chunkSeeds[(i+1)%len(chunkSeeds)]))
+		f.Add([]byte(a), []byte(a))
+	}
+	tok := `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"%s"},"finish_reason":null}]}`
+	for _, pair := range [][2]string{{"a", "bb"}, {"a", ""}, {"a", `\"`}, {"a", `x\`}, {"a", `\u00e9`}, {"a", `\u00`}, {"a", `","x":"`}, {"a", "\x01"}} {
+		f.Add([]byte(fmt.Sprintf(tok, pair[0])), []byte(fmt.Sprintf(tok, pair[1])))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var m chunkMemo
+		for _, data := range [][]byte{a, b, a} {
+			var got, want chunk
+			err := m.decode(data, &got)
+			werr := decodeChunk(data, &want)
+			require.Equal(t, werr == nil, err == nil, "%q after %q: %v vs %v", data, a, err, werr)
+			require.Equal(t, want, got, "%q after %q", data, a)
+		}
+	})
 }
 
 func FuzzDecodeChunk(f *testing.F) {
@@ -220,10 +254,19 @@ func (p *pieces) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// sseOver is an sseReader over r as a body read to its end, through a
+// buffer of bufSize bytes (the connection's).
+func sseOver(r io.Reader, bufSize int) *sseReader {
+	tr := &timedReader{r: r, clock: clock{t0: time.Now()}}
+	var b body
+	b.reset(newConnReader(tr, bufSize), &response{status: 200, length: -1})
+	s := newSSEReader()
+	s.reset(&b, tr)
+	return s
+}
+
 func readEvents(t *testing.T, in, sizes []byte, bufSize int) []string {
-	s := newSSEReader(bufSize)
-	tr := &timedReader{r: &pieces{data: in, sizes: sizes}, clock: clock{t0: time.Now()}}
-	s.reset(tr, tr)
+	s := sseOver(&pieces{data: in, sizes: sizes}, bufSize)
 	var out []string
 	var ev event
 	for {
@@ -265,9 +308,7 @@ func TestSSETimestampsArrival(t *testing.T) {
 	// Two events in one read share its time; an event completed by a later
 	// read gets that read's time.
 	r, w := io.Pipe()
-	s := newSSEReader(4096)
-	tr := &timedReader{r: r, clock: clock{t0: time.Now()}}
-	s.reset(tr, tr)
+	s := sseOver(r, 4096)
 	go func() {
 		_, _ = w.Write([]byte("data: a\n\ndata: b\n\ndata: c"))
 		time.Sleep(20 * time.Millisecond)

@@ -1,10 +1,10 @@
 package loadgen
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"time"
 )
 
@@ -39,30 +39,42 @@ func (t *timedReader) Read(p []byte) (int, error) {
 // or CRLF (a lone CR is not treated as a line end: no OpenAI-compatible
 // server sends one). Each event carries the arrival time of the network
 // read that completed its last data line, taken from the timedReader under
-// the body (the connection's). Buffers are reused across requests.
+// the body (the connection's).
+//
+// It reads the body's bytes where they lie in the connection's buffer
+// (body.view): a line, and an event's data, are used in place, and copied
+// only when they straddle two reads. Buffers are reused across requests.
 type sseReader struct {
+	src   *body
 	times *timedReader
-	br    *bufio.Reader
-	long  []byte // a line longer than br's buffer is assembled here
-	data  []byte // the current event's data lines, joined by LF
-	kind  []byte // the current event's "event:" field
+	cur   []byte // what is left of the current view
+	long  []byte // a line begun in an earlier view is assembled here
+
+	data    []byte // the current event's data lines, joined by LF
+	owned   bool   // data is in dataBuf, not in the view
+	dataBuf []byte
+	kind    []byte // the current event's "event:" field
+	has     bool   // a data line was seen
+	at      int64
 }
 
-func newSSEReader(bufSize int) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(nil, bufSize)}
-}
+func newSSEReader() *sseReader { return &sseReader{} }
 
 // reset points the reader at a new body whose bytes arrive through times.
-func (s *sseReader) reset(body io.Reader, times *timedReader) {
-	s.times = times
-	s.br.Reset(body)
+func (s *sseReader) reset(body *body, times *timedReader) {
+	s.src, s.times, s.cur = body, times, nil
 	if cap(s.long) > 1<<20 {
 		s.long = nil // give back a buffer grown by one huge line
 	}
-	if cap(s.data) > 1<<20 {
-		s.data = nil
+	if cap(s.dataBuf) > 1<<20 {
+		s.dataBuf = nil
 	}
-	s.data = s.data[:0]
+	s.long = s.long[:0]
+	s.clear()
+}
+
+func (s *sseReader) clear() {
+	s.data, s.owned, s.has = nil, false, false
 	s.kind = s.kind[:0]
 }
 
@@ -78,36 +90,31 @@ type event struct {
 // at EOF is still returned (servers that close right after "data: [DONE]\n"
 // exist), while a line cut off by EOF is dropped.
 func (s *sseReader) next(ev *event) error {
-	s.data = s.data[:0]
-	s.kind = s.kind[:0]
-	hasData := false
-	var at int64
+	s.clear()
 	for {
-		line, complete, err := s.line()
-		eof := errors.Is(err, io.EOF)
-		if err != nil && !eof {
-			return err
-		}
-		if len(line) > 0 && complete {
-			s.field(line, &hasData, &at)
-		}
-		if (len(line) == 0 && complete) || eof {
-			if hasData && len(s.data) > 0 {
-				*ev = event{data: s.data, kind: s.kind, at: at}
+		line, assembled, err := s.line()
+		if err != nil {
+			if errors.Is(err, io.EOF) && s.has && len(s.data) > 0 {
+				*ev = event{data: s.data, kind: s.kind, at: s.at}
 				return nil
 			}
-			if eof {
-				return io.EOF
-			}
-			hasData = false
-			s.data = s.data[:0]
-			s.kind = s.kind[:0]
+			return err
 		}
+		if len(line) == 0 {
+			if s.has && len(s.data) > 0 {
+				*ev = event{data: s.data, kind: s.kind, at: s.at}
+				return nil
+			}
+			s.clear()
+			continue
+		}
+		s.field(line, assembled)
 	}
 }
 
-// field applies one non-empty line to the event being assembled.
-func (s *sseReader) field(line []byte, hasData *bool, at *int64) {
+// field applies one non-empty line to the event being assembled; assembled
+// says the line is in s.long, which the next line reuses.
+func (s *sseReader) field(line []byte, assembled bool) {
 	if line[0] == ':' {
 		return // comment (keep-alive)
 	}
@@ -120,43 +127,83 @@ func (s *sseReader) field(line []byte, hasData *bool, at *int64) {
 	}
 	switch string(name) {
 	case "data":
-		if *hasData {
-			s.data = append(s.data, '\n')
+		switch {
+		case s.has: // another data line: joined to the others
+			s.own()
+			s.dataBuf = append(append(s.dataBuf, '\n'), value...)
+			s.data = s.dataBuf
+		case assembled:
+			s.dataBuf = append(s.dataBuf[:0], value...)
+			s.data, s.owned = s.dataBuf, true
+		default:
+			s.data, s.owned = value, false // in place
 		}
-		s.data = append(s.data, value...)
-		*hasData = true
-		*at = s.times.at
+		s.has = true
+		s.at = s.times.at
 	case "event":
 		s.kind = append(s.kind[:0], value...)
 	}
 }
 
-// line returns the next line without its line end, and whether the line
-// end was there (false for bytes cut off by the end of the body). The slice
-// is valid until the next call.
+// own moves the event's data out of the view, before the view changes.
+func (s *sseReader) own() {
+	if !s.owned {
+		s.dataBuf = append(s.dataBuf[:0], s.data...)
+		s.data, s.owned = s.dataBuf, true
+	}
+}
+
+// line returns the next complete line without its line end, and whether it
+// was assembled from several views (then it is valid only until the next
+// call). Bytes cut off by the end of the body are dropped, with io.EOF.
 func (s *sseReader) line() ([]byte, bool, error) {
-	b, err := s.br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		s.long = append(s.long[:0], b...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(s.long) > maxLineBytes {
+	for {
+		if i := bytes.IndexByte(s.cur, '\n'); i >= 0 {
+			line := s.cur[:i]
+			s.cur = s.cur[i+1:]
+			assembled := len(s.long) > 0
+			if assembled {
+				if len(s.long)+len(line) > maxLineBytes {
+					return nil, false, errLineTooLong
+				}
+				line = append(s.long, line...)
+				s.long = line[:0]
+			}
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
+			}
+			return line, assembled, nil
+		}
+		if len(s.cur) > 0 {
+			if len(s.long)+len(s.cur) > maxLineBytes {
 				return nil, false, errLineTooLong
 			}
-			b, err = s.br.ReadSlice('\n')
-			s.long = append(s.long, b...)
+			s.long = append(s.long, s.cur...)
+			s.cur = nil
 		}
-		b = s.long
+		if s.has {
+			s.own()
+		}
+		v, err := s.src.view(math.MaxInt)
+		if err != nil {
+			s.long = s.long[:0]
+			return nil, false, err
+		}
+		s.cur = v
 	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, false, err
+}
+
+// drain reads the rest of the body, at most limit bytes; true when it
+// reached the end.
+func (s *sseReader) drain(limit int) bool {
+	limit -= len(s.cur)
+	s.cur = nil
+	for limit >= 0 {
+		v, err := s.src.view(limit + 1)
+		if err != nil {
+			return errors.Is(err, io.EOF)
+		}
+		limit -= len(v)
 	}
-	n := len(b)
-	if n == 0 || b[n-1] != '\n' {
-		return b, false, err
-	}
-	b = b[:n-1]
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		b = b[:n-1]
-	}
-	return b, true, err
+	return false
 }
