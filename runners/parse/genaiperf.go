@@ -487,6 +487,9 @@ func (d *perfDoc) measurement(pm perfMetric, st *perfStat, factor float64, field
 		m.Values = []float64{x}
 		m.ToolSummary = map[string]float64{"rate": x}
 		d.rep.read(field+".avg", pm.metric, toolName(d.tool)+"'s own figure")
+		if st.unit != nil {
+			d.rep.read(field+".unit", pm.metric, "the figure's unit, converted from")
+		}
 		return m, nil
 	}
 	summary := map[string]float64{}

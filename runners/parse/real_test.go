@@ -550,3 +550,47 @@ func TestRealAIPerf01RecordsAgreeWithItsSummary(t *testing.T) {
 	}
 	requireAccounted(t, rec.Report, ks...)
 }
+
+// GenAI-Perf's and AIPerf's summaries account for every field of every
+// metric object, not only for the objects: a throughput's unit (which the
+// import converts from) is listed beside its avg.
+func TestSummaryExportsAccountForEveryMetricField(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		format Format
+	}{
+		{"genai-perf-pa298-streaming.json", FormatGenAIPerf},
+		{"genai-perf-2024-exporter-test.json", FormatGenAIPerf},
+		{"genai-perf-profile_export_genai_perf.json", FormatGenAIPerf},
+		{"aiperf-profile_export_aiperf.json", FormatAIPerf},
+	} {
+		data := readTestdata(t, c.name)
+		r, err := ImportWithReport(c.format, data, Options{Step: "serve", Repetition: 1, Name: c.name})
+		require.NoError(t, err, c.name)
+		var doc map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(data, &doc))
+		var fields []string
+		for k, raw := range doc {
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(raw, &obj) != nil || k == "input_config" {
+				continue
+			}
+			for f := range obj {
+				fields = append(fields, k+"."+f)
+			}
+		}
+		sort.Strings(fields)
+		for _, f := range fields {
+			parent, _, _ := strings.Cut(f, ".")
+			accounted := false
+			for _, rd := range r.Report.Read {
+				accounted = accounted || rd.Field == f || rd.Field == parent
+			}
+			for _, ig := range r.Report.Ignored {
+				accounted = accounted || ig.Field == f || ig.Field == parent
+			}
+			require.True(t, accounted, "%s: %s is neither read nor reported as ignored", c.name, f)
+		}
+	}
+}
