@@ -232,8 +232,9 @@ func importWithReport(format Format, data []byte, opts Options) (Result, error) 
 	return Result{}, fmt.Errorf("parse: unknown format %q (known: %v)", format, Formats)
 }
 
-// plainResult wraps an importer of Accord's own formats, whose every field
-// is read: the report lists the fields the measurements came from.
+// plainResult wraps an importer of Accord's own formats: the report lists
+// the fields the measurements came from, and the format's other fields
+// (ownFormatFields) with what became of them.
 func plainResult(f Format, tool, in, version string) func([]acceptance.Measurement, []string, error) (Result, error) {
 	return func(ms []acceptance.Measurement, warnings []string, err error) (Result, error) {
 		if err != nil {
@@ -245,11 +246,42 @@ func plainResult(f Format, tool, in, version string) func([]acceptance.Measureme
 		for _, m := range ms {
 			rep.read(m.Source.Field, m.Metric, m.Source.PercentileMethod)
 		}
+		for _, o := range ownFormatFields[f] {
+			if o.read {
+				rep.read(o.field, "", o.why)
+			} else {
+				rep.ignore(o.field, o.why)
+			}
+		}
 		if err := rep.finish(ms); err != nil {
 			return Result{}, err
 		}
 		return Result{Measurements: ms, Report: *rep}, nil
 	}
+}
+
+// ownFormatFields are the fields of the probe's own records that no
+// measurement is named after: used otherwise (read), or not imported
+// (ignored), each with why.
+var ownFormatFields = map[Format][]struct {
+	field, why string
+	read       bool
+}{
+	FormatProbeRequests: {
+		{field: "warmup", read: true, why: "when set: a warm-up request, left out of every metric"},
+		{field: "error_kind, error, http_status", read: true, why: "when set: a failed request, counted in error_rate and left out of the latencies"},
+		{field: "usage_counted", read: true, why: "whether output_tokens came from the server's usage; counting chunks instead is said in a warning"},
+		{field: "id", why: "the request's number: not a measurement"},
+		{field: "t_first_chunk", why: "the first chunk whatever it carries (vLLM and SGLang send a role-only one first): TTFT is taken at t_first_token"},
+		{field: "t_last_token", why: "the last token's arrival: TPOT runs to t_done, as vLLM's does"},
+		{field: "chunks", why: "chunks received: the ITL comes from the level's histogram in result.json"},
+	},
+	FormatProbeTelemetry: {
+		{field: "t", why: "the sample's time in the step: a step's samples are pooled (the run page charts them over time)"},
+		{field: "mem_used", why: "host memory in use: not a catalog metric (kept in the file)"},
+		{field: "disk_read_bps, disk_write_bps", why: "checked and charted on the run page: not catalog metrics"},
+		{field: "counter_detail", why: "the per-device values behind counters: kept in the file"},
+	},
 }
 
 // ImportFile imports the file at path, refusing it before reading when it

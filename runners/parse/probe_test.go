@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -363,4 +364,61 @@ func TestImportFileDetectsLargeToolJSON(t *testing.T) {
 	got, _, err := ImportFile("", path, Options{})
 	require.NoError(t, err)
 	require.Equal(t, ToolVLLM, got[0].Source.Tool)
+}
+
+// The probe's own records account for every field of their format in the
+// import's report: each JSON field of wire.RequestRecord and
+// wire.TelemetrySample is named by a line read or ignored.
+func TestProbeFormatsAccountForEveryField(t *testing.T) {
+	t.Parallel()
+	fieldsOf := func(v any) []string {
+		var out []string
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if name != "" && name != "-" {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	named := func(rep Report, field string) bool {
+		mentions := func(line string) bool {
+			for _, part := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" ,:()/+−.[]", r) }) {
+				if part == field {
+					return true
+				}
+			}
+			return false
+		}
+		for _, r := range rep.Read {
+			if mentions(r.Field) {
+				return true
+			}
+		}
+		for _, ig := range rep.Ignored {
+			if mentions(ig.Field) {
+				return true
+			}
+		}
+		return false
+	}
+	recs := jsonl(t, wire.RequestRecord{ID: 1, Intended: 1e6, Sent: 1e6, FirstChunk: 2e6, FirstToken: 3e6, FirstContent: 3e6, LastToken: 9e6, Done: 1e7,
+		PromptTokens: 10, OutputTokens: 5, UsageCounted: true, Chunks: 5},
+		wire.RequestRecord{ID: 2, Sent: 2e6, Done: 3e6, ErrorKind: "http", Error: "503", HTTPStatus: 503})
+	r, err := ImportWithReport(FormatProbeRequests, recs, Options{Result: fuzzResult()})
+	require.NoError(t, err)
+	for _, f := range fieldsOf(wire.RequestRecord{}) {
+		require.True(t, named(r.Report, f), "requests.jsonl: %s is neither read nor ignored\n%v\n%v", f, r.Report.Read, r.Report.Ignored)
+	}
+
+	gpu, mem, power := 50.0, int64(1<<30), 300.0
+	tel, err := json.Marshal(wire.TelemetrySample{T: 1, CPUBusyPct: 10, MemUsedBytes: 1 << 30, DiskReadBps: 1, DiskWriteBps: 1, DiskBusyPct: 1, NICRxBps: 1, NICTxBps: 1,
+		GPUUtilPct: &gpu, GPUs: []wire.GPUSample{{Tool: "nvidia-smi", UtilPct: &gpu, MemUsedBytes: &mem, PowerW: &power}}, Counters: map[string]float64{acceptance.MetricNICDrops: 1}, CounterDetail: map[string]float64{"eth0": 1}})
+	require.NoError(t, err)
+	r, err = ImportWithReport(FormatProbeTelemetry, append(tel, '\n'), Options{})
+	require.NoError(t, err)
+	for _, f := range fieldsOf(wire.TelemetrySample{}) {
+		require.True(t, named(r.Report, f), "telemetry.jsonl: %s is neither read nor ignored\n%v\n%v", f, r.Report.Read, r.Report.Ignored)
+	}
 }
