@@ -89,7 +89,8 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 	if err != nil {
 		return fmt.Errorf("config: signing keys (ACCORD_DATA_DIR, ACCORD_SIGNING_KEY_FILE): %w", err)
 	}
-	outbound := egress.NewPolicy(cfg.WebhookAllow, nil)
+	// Every outbound call to a URL a user gave goes through one policy.
+	outbound := egress.NewPolicy(cfg.EgressAllow, nil)
 	deps := jobs.Deps{Log: log, Store: st, Runner: runner, Sealer: sealer, Holder: holderName(), Version: version, LeaseTTL: cfg.LeaseTTL, Keyring: keyring,
 		Report: web.RenderReport, BaseURL: cfg.BaseURL, Egress: outbound}
 	if err := os.MkdirAll(runner.Limits.TempDir, 0o700); err != nil {

@@ -40,7 +40,7 @@ type Config struct {
 	LeaseTTL        time.Duration
 	RemoteDir       string
 	AgentSockets    []string       // ssh-agent sockets lab hosts may authenticate with
-	WebhookAllow    []netip.Prefix // internal networks webhooks may reach nonetheless
+	EgressAllow     []netip.Prefix // internal networks outbound calls (webhooks, watches) may reach nonetheless
 	Demo            bool
 	DemoSSHPort     int
 	DemoPorts       [2]int // the emulators: the NVMe-oF path, the local-NVMe path
@@ -78,7 +78,8 @@ var envVars = []envVar{
 	{"ACCORD_LEASE_TTL", "30s", "a host lease not renewed for this long means its worker is gone: another worker takes the run over about a third of it later (or once River has elected a new leader, about 15s, if the leader died); the heartbeat renews it every third of it; at least 3s"},
 	{"ACCORD_REMOTE_DIR", ".accord/<installation id>", "folder on lab hosts (relative to the login's home) for the probe cache and run folders"},
 	{"ACCORD_SSH_AGENT_SOCKETS", "", "comma-separated absolute paths of ssh-agent sockets lab hosts may authenticate with (empty: agent authentication is off; hosts use the key Accord generates)"},
-	{"ACCORD_WEBHOOK_ALLOW_CIDRS", "", "comma-separated CIDRs webhooks may reach although they are the server's own networks (loopback, private, CGNAT, unique-local, link-local); empty: none"},
+	{"ACCORD_EGRESS_ALLOW_CIDRS", "", "comma-separated CIDRs that outbound calls to URLs users give (webhooks, production watches' Prometheus) may reach although they are the server's own networks (loopback, private, CGNAT, unique-local, link-local), for example the network of production Prometheus; cloud metadata addresses stay refused; empty: none"},
+	{"ACCORD_WEBHOOK_ALLOW_CIDRS", "", "the former name of ACCORD_EGRESS_ALLOW_CIDRS, still read (its CIDRs are added to it)"},
 	{"ACCORD_RESCUE_AFTER", "10m", "a job other than a run's (evaluating, signing, notifying) whose worker vanished is handed to another worker after this long, or after the job's own time limit if that is longer; at least 1m, River's time limit of a job that sets none: a shorter delay would hand over jobs still being worked. Runs are taken over sooner, through their host lease (ACCORD_LEASE_TTL)"},
 }
 
@@ -251,9 +252,16 @@ func loadConfig(getenv func(string) string) (Config, error) {
 			c.AgentSockets = append(c.AgentSockets, p)
 		}
 	}
-	if v, ok := get("ACCORD_WEBHOOK_ALLOW_CIDRS"); ok {
-		if c.WebhookAllow, err = egress.ParseCIDRs(v); err != nil {
-			return c, &configError{"ACCORD_WEBHOOK_ALLOW_CIDRS", v, err.Error()}
+	// ACCORD_WEBHOOK_ALLOW_CIDRS is the variable's name from when only
+	// webhooks went through the egress policy; an installation that set
+	// it keeps what it allowed.
+	for _, name := range []string{"ACCORD_EGRESS_ALLOW_CIDRS", "ACCORD_WEBHOOK_ALLOW_CIDRS"} {
+		if v, ok := get(name); ok {
+			allow, err := egress.ParseCIDRs(v)
+			if err != nil {
+				return c, &configError{name, v, err.Error()}
+			}
+			c.EgressAllow = append(c.EgressAllow, allow...)
 		}
 	}
 	return c, nil

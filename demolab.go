@@ -374,6 +374,8 @@ func alive(pid int) bool {
 	return err == nil && len(f) > 0 && f[0] != "Z"
 }
 
+// answers dials the demo lab's own sshd or emulator on 127.0.0.1 (ports
+// of the configuration, never a user's URL): outside the egress policy.
 func answers(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err == nil {
@@ -430,6 +432,7 @@ func (l *demoLab) removeKVFiles() {
 	}
 }
 
+// waitForPort dials the demo lab's own port on 127.0.0.1, as answers does.
 func waitForPort(ctx context.Context, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {

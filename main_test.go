@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -59,6 +60,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		"ACCORD_RESCUE_AFTER":        "30s",  // shorter than River's job time limit
 		"ACCORD_LEASE_TTL":           "1s",
 		"ACCORD_WEBHOOK_ALLOW_CIDRS": "intranet",
+		"ACCORD_EGRESS_ALLOW_CIDRS":  "10.0.0.0/33",
 		"ACCORD_METRICS_LISTEN":      "9464",
 	}
 	for name, value := range bad {
@@ -66,6 +68,14 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		require.Error(t, err, name)
 		require.Contains(t, err.Error(), name, "the error names the variable")
 	}
+	// The egress allow-list under its name and its former one: both are
+	// read, their CIDRs together.
+	both, err := loadConfig(envMap(map[string]string{"ACCORD_EGRESS_ALLOW_CIDRS": "10.20.0.0/16", "ACCORD_WEBHOOK_ALLOW_CIDRS": "192.168.5.7"}))
+	require.NoError(t, err)
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("192.168.5.7/32")}, both.EgressAllow)
+	old, err := loadConfig(envMap(map[string]string{"ACCORD_WEBHOOK_ALLOW_CIDRS": "fd12::/64"}))
+	require.NoError(t, err)
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("fd12::/64")}, old.EgressAllow)
 	// A password in DATABASE_URL is never echoed.
 	_, err = loadConfig(envMap(map[string]string{"DATABASE_URL": "mysql://u:hunter2@h/db"}))
 	require.NotContains(t, err.Error(), "hunter2")

@@ -43,6 +43,9 @@ type Client struct {
 }
 
 // New returns a client; the base URL's trailing slashes are dropped.
+// (It runs in `accord submit` on its user's machine, toward the Accord
+// server that user names: no call of the server's own, so outside the
+// server's egress policy.)
 func New(cfg Config) *Client {
 	base := *cfg.BaseURL
 	base.Path = strings.TrimRight(base.Path, "/")

@@ -1,9 +1,13 @@
 // Package egress decides which addresses Accord's outbound calls to
-// user-given URLs (webhooks) may reach. By default they may not reach the
-// server's own networks: loopback, private, CGNAT, unique-local,
-// link-local (cloud metadata among them), multicast and reserved ranges,
-// nor names that stand for them (localhost, metadata.google.internal). An
-// operator can allow CIDRs (ACCORD_WEBHOOK_ALLOW_CIDRS).
+// URLs its users give (webhooks, production watches' Prometheus APIs) may
+// reach. By default they may not reach the server's own networks:
+// loopback, private, CGNAT, unique-local, link-local, multicast and
+// reserved ranges, nor names that stand for them (localhost,
+// metadata.google.internal). An operator can allow CIDRs
+// (ACCORD_EGRESS_ALLOW_CIDRS), for example the private network where
+// production Prometheus lives. Cloud metadata addresses are refused
+// whatever the operator allows: no watch or webhook has a reason to
+// reach them, and an allow-list written as a wide CIDR must not open them.
 //
 // A URL is checked when it is registered (CheckURL) and again at every
 // connection (Policy.DialContext): the address actually dialed, after
@@ -25,7 +29,8 @@ import (
 	"time"
 )
 
-// ErrRefused is wrapped by every refusal of this package.
+// ErrRefused is wrapped by every refusal of this package; the text after
+// "egress: refused: " says why, fit for the user who gave the URL.
 var ErrRefused = errors.New("egress: refused")
 
 // blocked are the ranges of the server's own networks and of addresses no
@@ -46,6 +51,19 @@ var blocked = mustPrefixes(
 	"fc00::/7",       // unique-local (fd00:ec2::254: a cloud's metadata)
 	"fe80::/10",      // link-local
 	"ff00::/8",       // multicast
+)
+
+// metadata are the addresses of cloud metadata and host services that
+// hand out credentials: refused even inside an allowed CIDR.
+var metadata = mustPrefixes(
+	"169.254.169.254/32", // AWS, GCP, Azure, OpenStack, Oracle, DigitalOcean... instance metadata
+	"169.254.170.2/32",   // AWS ECS task metadata and credentials
+	"169.254.170.23/32",  // AWS EKS Pod Identity agent
+	"100.100.100.200/32", // Alibaba Cloud metadata
+	"192.0.0.192/32",     // Oracle Cloud (classic) metadata
+	"168.63.129.16/32",   // Azure WireServer (a public address: outside every blocked range)
+	"fd00:ec2::254/128",  // AWS instance metadata over IPv6
+	"fd00:ec2::23/128",   // AWS EKS Pod Identity agent over IPv6
 )
 
 // metadataNames are host names that stand for cloud metadata services or
@@ -101,11 +119,15 @@ func ParseCIDRs(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// CheckAddr refuses an address of the blocked ranges unless allowed. An
-// IPv4 address written as IPv6 (::ffff:a.b.c.d, NAT64 64:ff9b::/96) is
-// judged as the IPv4 address it stands for.
+// CheckAddr refuses a cloud metadata address always, and an address of
+// the blocked ranges unless allowed. An IPv4 address written as IPv6
+// (::ffff:a.b.c.d, NAT64 64:ff9b::/96) is judged as the IPv4 address it
+// stands for.
 func (p *Policy) CheckAddr(a netip.Addr) error {
 	a = a.Unmap().WithZone("") // a zoned address is in no prefix otherwise
+	if err := checkMetadata(a); err != nil {
+		return err
+	}
 	for _, pre := range p.allow {
 		if pre.Contains(a) {
 			return nil
@@ -122,6 +144,45 @@ func (p *Policy) CheckAddr(a netip.Addr) error {
 	return nil
 }
 
+// checkMetadata refuses a cloud metadata address, also written as IPv6.
+func checkMetadata(a netip.Addr) error {
+	a = a.Unmap().WithZone("")
+	if v4, ok := embeddedIPv4(a); ok {
+		a = v4
+	}
+	for _, pre := range metadata {
+		if pre.Contains(a) {
+			return metadataError{a}
+		}
+	}
+	return nil
+}
+
+// ErrMetadata is wrapped by the refusal of a cloud metadata address,
+// which no allow-list opens.
+var ErrMetadata = errors.New("egress: cloud metadata address")
+
+type metadataError struct{ addr netip.Addr }
+
+func (e metadataError) Error() string {
+	return fmt.Sprintf("%s: %s is a cloud metadata address, which outbound calls never reach", ErrRefused, e.addr)
+}
+
+func (e metadataError) Is(target error) bool { return target == ErrRefused || target == ErrMetadata }
+
+// RefuseMetadata is a net.Dialer Control function that refuses only cloud
+// metadata addresses (the address the socket is about to connect to). It
+// is for dials to addresses that are rightly on the server's own
+// networks, such as the lab hosts engineers register (SSH), which the
+// full policy would refuse.
+func RefuseMetadata(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %s is not an address", ErrRefused, address)
+	}
+	return checkMetadata(ap.Addr())
+}
+
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
 func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
@@ -132,16 +193,32 @@ func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
 	return netip.AddrFrom4([4]byte(b[12:16])), true
 }
 
-// CheckURL checks a webhook URL when it is registered: http or https, no
-// user name, a host that is neither a blocked address (in any spelling:
-// decimal, hex, octal or short IPv4 forms are refused outright) nor a
-// metadata name, and whose every resolved address is allowed.
+// CheckURL checks a webhook's URL when it is registered: http or https, no
+// user name, and a host CheckEndpoint would accept.
 func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return fmt.Errorf("%w: give an http:// or https:// URL without a user name or password", ErrRefused)
 	}
-	host := u.Hostname()
+	return p.checkHost(ctx, u.Hostname())
+}
+
+// CheckEndpoint checks a production watch's endpoint when it is set: an
+// http or https URL (credentials allowed: a Prometheus behind basic
+// authentication) whose host is neither a blocked address (in any
+// spelling: decimal, hex, octal or short IPv4 forms are refused outright)
+// nor a metadata name, and whose every resolved address is allowed.
+func (p *Policy) CheckEndpoint(ctx context.Context, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: give an http:// or https:// URL", ErrRefused)
+	}
+	return p.checkHost(ctx, u.Hostname())
+}
+
+// checkHost checks a URL's host: an address, or a name and every address
+// it resolves to.
+func (p *Policy) checkHost(ctx context.Context, host string) error {
 	if a, err := netip.ParseAddr(strings.TrimSuffix(host, ".")); err == nil {
 		return p.CheckAddr(a)
 	}

@@ -174,3 +174,66 @@ func TestDialChecksTheAddressAfterResolution(t *testing.T) {
 	_, err = strict.DialContext(ctx, "tcp", "nowhere.example.test:80")
 	require.True(t, errors.As(err, &dnsErr), fmt.Sprint(err))
 }
+
+// Cloud metadata addresses are refused whatever the operator allows: an
+// allow-list written as a wide CIDR (all of link-local, all of IPv4, the
+// AWS IPv6 range) opens its networks but never the metadata services in
+// them, in any spelling, and names resolving to them are refused too.
+// Nothing here dials.
+func TestMetadataAddressesRefusedWhateverIsAllowed(t *testing.T) {
+	t.Parallel()
+	allow, err := ParseCIDRs("169.254.0.0/16, 0.0.0.0/0, fd00::/8, 100.64.0.0/10")
+	require.NoError(t, err)
+	resolver := FakeResolver{"imds.example.test": addrs("169.254.169.254"), "wire.example.test": addrs("10.0.0.1", "168.63.129.16")}
+	open := NewPolicy(allow, resolver)
+	ctx := context.Background()
+	for _, target := range []string{
+		"http://169.254.169.254/latest/meta-data/", "http://169.254.170.2/v2/credentials", "http://169.254.170.23/v1/credentials",
+		"http://100.100.100.200/latest/meta-data/", "http://168.63.129.16/machine", "http://[fd00:ec2::254]/", "http://[fd00:ec2::23]/",
+		"http://[::ffff:169.254.169.254]/", "http://[64:ff9b::a9fe:a9fe]/", "http://imds.example.test/", "http://wire.example.test/",
+		"http://metadata.google.internal/",
+	} {
+		require.ErrorIs(t, open.CheckEndpoint(ctx, target), ErrRefused, target)
+		require.ErrorIs(t, open.CheckURL(ctx, target), ErrRefused, target)
+	}
+	// The rest of what was allowed is open.
+	for _, target := range []string{"http://169.254.1.2:9090/", "http://10.1.2.3:9090/", "http://[fd00:1::5]:9090/", "http://100.64.0.9/"} {
+		require.NoError(t, open.CheckEndpoint(ctx, target), target)
+	}
+	// At the socket too, for the full policy and for the metadata-only
+	// check that SSH dials to lab hosts use.
+	for _, address := range []string{"169.254.169.254:80", "[fd00:ec2::254]:80", "[::ffff:169.254.169.254]:80", "168.63.129.16:80"} {
+		require.ErrorIs(t, open.control("tcp", address, nil), ErrRefused, address)
+		require.ErrorIs(t, RefuseMetadata("tcp", address, nil), ErrRefused, address)
+	}
+	for _, address := range []string{"127.0.0.1:22", "10.1.2.3:22", "192.168.7.7:2222", "[fe80::1%eth0]:22"} {
+		require.NoError(t, RefuseMetadata("tcp", address, nil), address)
+	}
+}
+
+// A watch's endpoint may carry credentials (a Prometheus behind basic
+// authentication); a webhook's URL may not. Both refuse the server's own
+// networks alike.
+func TestCheckEndpointAllowsCredentialsButNotInternalAddresses(t *testing.T) {
+	t.Parallel()
+	p := NewPolicy(nil, FakeResolver{"prom.example.test": addrs("203.0.113.10"), "prom.internal.test": addrs("10.9.0.4")})
+	ctx := context.Background()
+	require.NoError(t, p.CheckEndpoint(ctx, "https://watch:s3cret@prom.example.test/"))
+	require.ErrorIs(t, p.CheckURL(ctx, "https://watch:s3cret@prom.example.test/"), ErrRefused)
+	for _, target := range []string{"http://prom.internal.test:9090/", "http://10.9.0.4:9090", "http://u:p@127.0.0.1:9090/", "ftp://prom.example.test/", "http:///x"} {
+		require.ErrorIs(t, p.CheckEndpoint(ctx, target), ErrRefused, target)
+	}
+	allowed := NewPolicy(mustPrefixes("10.9.0.0/24"), FakeResolver{"prom.internal.test": addrs("10.9.0.4")})
+	require.NoError(t, allowed.CheckEndpoint(ctx, "http://prom.internal.test:9090/"))
+}
+
+func TestMetadataRefusalIsItsOwnKind(t *testing.T) {
+	t.Parallel()
+	p := NewPolicy(nil, nil)
+	err := p.CheckAddr(netip.MustParseAddr("169.254.169.254"))
+	require.ErrorIs(t, err, ErrRefused)
+	require.ErrorIs(t, err, ErrMetadata)
+	err = p.CheckAddr(netip.MustParseAddr("169.254.1.1"))
+	require.ErrorIs(t, err, ErrRefused)
+	require.NotErrorIs(t, err, ErrMetadata, "the rest of link-local an allow-list may open")
+}

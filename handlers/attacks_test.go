@@ -171,13 +171,63 @@ func TestAttackWebhookRegistrationTargetsTheServersOwnNetwork(t *testing.T) {
 	} {
 		status, page := register(target)
 		require.Equal(t, http.StatusUnprocessableEntity, status, target)
-		require.Contains(t, page, "ACCORD_WEBHOOK_ALLOW_CIDRS", target)
+		require.Contains(t, page, "Refused: ", target)
+		if !strings.Contains(target, "169.254.169.254") && !strings.Contains(target, "0xa9fea9fe") && !strings.Contains(target, "metadata") {
+			require.Contains(t, page, "ACCORD_EGRESS_ALLOW_CIDRS", target)
+		}
 	}
 	hooks, err := b.store.ListWebhooks(ctx, pid)
 	require.NoError(t, err)
 	require.Empty(t, hooks, "none was registered")
 	status, _ := register("https://argo.example.test/api/v1/events")
 	require.Equal(t, http.StatusOK, status)
+}
+
+// A production watch's endpoint was accepted whatever it pointed at (its
+// checks refused only link-local addresses). It is checked by the egress
+// policy when it is set now, as a webhook's URL is: the server's own
+// networks are refused with the reason and the variable that opens them;
+// cloud metadata is refused even when the operator's allow-list is as
+// wide as all of link-local; an allowed private Prometheus (the usual
+// case) and one behind basic authentication are accepted. (The dial-time
+// check is jobs' TestAttackWatchQueryReachesTheServersOwnNetwork.)
+func TestAttackWatchEndpointTargetsTheServersOwnNetwork(t *testing.T) {
+	t.Parallel()
+	resolver := tableResolver{
+		"prom.example.test":       {netip.MustParseAddr("203.0.113.9")},
+		"prom.intranet.test":      {netip.MustParseAddr("10.20.4.5")},
+		"elsewhere.intranet.test": {netip.MustParseAddr("10.99.0.1")},
+		"imds.example.test":       {netip.MustParseAddr("169.254.169.254")},
+	}
+	allow, err := egress.ParseCIDRs("10.20.0.0/16, 169.254.0.0/16")
+	require.NoError(t, err)
+	rb := setupRollout(t, setupOpts{egress: egress.NewPolicy(allow, resolver)})
+	rb.addStages(t, "lab-acceptance")
+	lab := rb.stageID(t, "lab-acceptance")
+	set := func(endpoint string) (int, string) {
+		res, page := rb.post(t, rb.owner, rb.url(fmt.Sprintf("/rollout/stages/%d/watch", lab)), url.Values{"name": {"p99 TTFT"}, "endpoint": {endpoint},
+			"query": {"up"}, "comparator": {"<="}, "line": {"2"}, "unit": {"s"}, "consecutive": {"3"}, "interval": {"30"}})
+		return res.StatusCode, html.UnescapeString(page)
+	}
+	for _, endpoint := range []string{"http://127.0.0.1:9090", "http://10.99.0.1:9090", "http://elsewhere.intranet.test:9090", "http://[fd00::1]:9090",
+		"http://192.168.1.1:9090", "http://2130706433:9090", "http://localhost:9090"} {
+		status, page := set(endpoint)
+		require.Equal(t, http.StatusUnprocessableEntity, status, endpoint)
+		require.Contains(t, page, "Production watches may not reach the server's own networks", endpoint)
+		require.Contains(t, page, "ACCORD_EGRESS_ALLOW_CIDRS", endpoint)
+	}
+	for _, endpoint := range []string{"http://169.254.169.254/latest/meta-data/", "http://imds.example.test/", "http://[fd00:ec2::254]/", "http://metadata.google.internal/"} {
+		status, page := set(endpoint)
+		require.Equal(t, http.StatusUnprocessableEntity, status, endpoint)
+		require.Contains(t, page, "Refused: ", endpoint)
+	}
+	ws, err := rb.store.ListWatches(context.Background(), rb.programID)
+	require.NoError(t, err)
+	require.Empty(t, ws, "none was set")
+	for _, endpoint := range []string{"http://prom.intranet.test:9090/", "http://10.20.0.7:9090", "https://watch:s3cret@prom.example.test/", "http://169.254.1.2:9090"} {
+		status, page := set(endpoint)
+		require.Equal(t, http.StatusSeeOther, status, endpoint+": "+page)
+	}
 }
 
 // A viewer could halt a stage in the browser while the API asked for the

@@ -60,9 +60,9 @@ type setupOpts struct {
 	// httpsBase makes the public URL https (a TLS proxy in front), while
 	// the test still talks plain HTTP to the server.
 	httpsBase bool
-	// egress is the webhook policy (default: loopback allowed, as an
-	// operator's ACCORD_WEBHOOK_ALLOW_CIDRS would, for the hook servers
-	// the tests start).
+	// egress is the outbound policy of webhooks and watches (default:
+	// loopback allowed, as an operator's ACCORD_EGRESS_ALLOW_CIDRS would,
+	// for the servers the tests start).
 	egress *egress.Policy
 	// demo is what the sign-in page lists of a demo (dev mode).
 	demo *web.DemoSignIn

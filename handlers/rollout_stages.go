@@ -515,6 +515,13 @@ func (s *Server) setWatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, nw := parseWatchForm(r)
+	if f.Errors["endpoint"] == "" {
+		// The policy the checks dial through, now, so that a refused
+		// endpoint is said on the form rather than on every check.
+		if err := s.egress.CheckEndpoint(ctx, f.Endpoint); err != nil {
+			f.Errors["endpoint"] = egressProblem(err, "Production watches")
+		}
+	}
 	if len(f.Errors) > 0 {
 		s.renderStagesEditor(w, r, http.StatusUnprocessableEntity, stageErrors{stageID: stage.ID, watchForm: &f})
 		return

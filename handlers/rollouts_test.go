@@ -42,9 +42,9 @@ type rolloutBundle struct {
 	viewer         *http.Client // view@customer.example
 }
 
-func setupRollout(t *testing.T) *rolloutBundle {
+func setupRollout(t *testing.T, opts ...setupOpts) *rolloutBundle {
 	t.Helper()
-	b := setup(t)
+	b := setup(t, opts...)
 	ctx := context.Background()
 	vendor := b.createOrg(t, "Acme Storage", "vendor")
 	customer := b.createOrg(t, "BigCloud", "customer")

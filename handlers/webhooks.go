@@ -90,12 +90,19 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 // webhookURLProblem says why a webhook URL was refused, for the form.
-func webhookURLProblem(err error) string {
+func webhookURLProblem(err error) string { return egressProblem(err, "Webhooks") }
+
+// egressProblem says why the egress policy refused a URL, for a form:
+// what may not be reached, and who can open it.
+func egressProblem(err error, what string) string {
 	why := strings.TrimPrefix(err.Error(), egress.ErrRefused.Error()+": ")
 	if strings.HasPrefix(why, "give ") {
 		return "G" + why[1:] + "."
 	}
-	return "Refused: " + why + ". Webhooks may not reach the server's own networks (loopback, private, CGNAT, unique-local, link-local, cloud metadata) unless an operator allows them with ACCORD_WEBHOOK_ALLOW_CIDRS."
+	if errors.Is(err, egress.ErrMetadata) {
+		return "Refused: " + why + "."
+	}
+	return "Refused: " + why + ". " + what + " may not reach the server's own networks (loopback, private, CGNAT, unique-local, link-local) unless an operator allows them with ACCORD_EGRESS_ALLOW_CIDRS; cloud metadata addresses never."
 }
 
 // redactedURL drops a URL's query (it may carry a token) for the audit log.

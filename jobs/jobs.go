@@ -51,8 +51,9 @@ type Deps struct {
 	// worker vanished does not wait for it: TakeOverRunsArgs gives it to
 	// another worker once its lease lapses.)
 	AttemptBudget time.Duration
-	// Egress says which addresses webhook deliveries may reach (nil: none
-	// of the server's own networks).
+	// Egress says which addresses outbound calls to URLs users give (webhook
+	// deliveries, production watches' Prometheus queries) may reach (nil:
+	// none of the server's own networks).
 	Egress *egress.Policy
 }
 

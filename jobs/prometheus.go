@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/accordlab/accord/egress"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 )
@@ -28,21 +30,55 @@ var ErrNoData = errors.New("the query returned no data")
 const promQueryLimit = 4 << 20
 
 // PrometheusAPI is the production watch's source: a Prometheus-compatible
-// HTTP API, asked with Client (nil: a client with a 10 s timeout that
-// refuses internal addresses).
+// HTTP API, asked with Client (NewPrometheusAPI: through the egress
+// policy). Log (nil: none) hears why a connection failed, which the
+// watch's own record does not say.
 type PrometheusAPI struct {
 	Client *http.Client
+	Log    *slog.Logger
+}
+
+// promTimeout bounds one query.
+const promTimeout = 10 * time.Second
+
+// NewPrometheusAPI asks through the egress policy (nil: none of the
+// server's own networks), which checks the address dialed at every
+// connection, redirects included.
+func NewPrometheusAPI(policy *egress.Policy, log *slog.Logger) PrometheusAPI {
+	if policy == nil {
+		policy = egress.NewPolicy(nil, nil)
+	}
+	return PrometheusAPI{Client: &http.Client{Timeout: promTimeout, Transport: policy.Transport()}, Log: log}
 }
 
 // Value implements rollout.Prometheus with QueryPrometheus.
 func (p PrometheusAPI) Value(ctx context.Context, endpoint, query, comparator string) (float64, error) {
-	return QueryPrometheus(ctx, p.Client, endpoint, query, comparator)
+	v, err := QueryPrometheus(ctx, p.Client, endpoint, query, comparator)
+	p.logConnectError(err, endpoint)
+	return v, err
 }
 
 // Range implements rollout.Prometheus with QueryPrometheusRange.
 func (p PrometheusAPI) Range(ctx context.Context, endpoint, query, comparator string, start, end time.Time, step time.Duration) ([]store.WatchPoint, error) {
-	return QueryPrometheusRange(ctx, p.Client, endpoint, query, comparator, start, end, step)
+	points, err := QueryPrometheusRange(ctx, p.Client, endpoint, query, comparator, start, end, step)
+	p.logConnectError(err, endpoint)
+	return points, err
 }
+
+func (p PrometheusAPI) logConnectError(err error, endpoint string) {
+	var ce *connectError
+	if p.Log != nil && errors.As(err, &ce) {
+		p.Log.Info("production watch could not connect", "endpoint", rollout.RedactEndpoint(endpoint), "err", ce.detail)
+	}
+}
+
+// connectError is a query that found no answer: its record says only
+// "could not connect", as a webhook delivery's does (the socket's own
+// error would make a port scanner of the watch page); the detail goes to
+// the server's log.
+type connectError struct{ detail string }
+
+func (e *connectError) Error() string { return "could not connect" }
 
 // QueryPrometheus asks a Prometheus-compatible API for a query's value now
 // (GET endpoint/api/v1/query?query=...). Of several series it returns the
@@ -90,7 +126,10 @@ func promTime(t time.Time) string {
 // most promQueryLimit bytes, with its status.
 func promGet(ctx context.Context, client *http.Client, endpoint, name string, params url.Values) ([]byte, int, error) {
 	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second, Transport: outboundTransport()}
+		// A client of one call: the strict policy, no idle connection kept.
+		t := egress.NewPolicy(nil, nil).Transport()
+		t.DisableKeepAlives = true
+		client = &http.Client{Timeout: promTimeout, Transport: t}
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -110,7 +149,19 @@ func promGet(ctx context.Context, client *http.Client, endpoint, name string, pa
 	req.Header.Set("User-Agent", "Accord-Watch/1")
 	res, err := client.Do(req)
 	if err != nil {
-		return nil, 0, errors.New(redactURLError(err))
+		if errors.Is(err, egress.ErrRefused) {
+			// The policy's reason: it names the address and its range,
+			// which the owner needs to ask the operator for an opening.
+			why := strings.TrimPrefix(redactURLError(err), "Get: "+egress.ErrRefused.Error()+": ")
+			if errors.Is(err, egress.ErrMetadata) {
+				return nil, 0, fmt.Errorf("refused: %s", why)
+			}
+			return nil, 0, fmt.Errorf("refused: %s (the operator can allow a network with ACCORD_EGRESS_ALLOW_CIDRS)", why)
+		}
+		if ctx.Err() != nil {
+			return nil, 0, fmt.Errorf("no answer: %w", ctx.Err())
+		}
+		return nil, 0, &connectError{detail: redactURLError(err)}
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, promQueryLimit+1))

@@ -9,8 +9,8 @@ import (
 // registerRollouts adds the rollout workers (production watch, webhooks).
 func registerRollouts(workers *river.Workers, d Deps) {
 	river.AddWorker(workers, &WatchTickWorker{deps: d})
-	river.AddWorker(workers, &WatchCheckWorker{deps: d})
-	river.AddWorker(workers, &DeliverWebhookWorker{deps: d})
+	river.AddWorker(workers, &WatchCheckWorker{deps: d, prom: NewPrometheusAPI(d.Egress, d.Log)})
+	river.AddWorker(workers, &DeliverWebhookWorker{deps: d, client: webhookClient(d.Egress)})
 }
 
 // WatchTick is how often River looks for production watches due a check;

@@ -51,8 +51,8 @@ func setupRollouts(t *testing.T, stages ...string) *rolloutBundle {
 	b := &rolloutBundle{store: store.New(pool)}
 	sealer, err := runners.NewSealer([]byte("0123456789abcdef0123456789abcdef-rollouts"))
 	require.NoError(t, err)
-	// The hook servers listen on loopback, which only an operator's
-	// allow-list opens (ACCORD_WEBHOOK_ALLOW_CIDRS).
+	// The hook and Prometheus servers listen on loopback, which only an
+	// operator's allow-list opens (ACCORD_EGRESS_ALLOW_CIDRS).
 	b.deps = Deps{Log: quietLogger(), Store: b.store, Sealer: sealer, Holder: "test", Version: "test", Report: web.RenderReport,
 		Egress: egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil)}
 	// The key is made before the decisions the tests date on a fixed clock.

@@ -3,9 +3,6 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
-	"syscall"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -98,6 +95,7 @@ func (WatchCheckArgs) InsertOpts() river.InsertOpts {
 type WatchCheckWorker struct {
 	river.WorkerDefaults[WatchCheckArgs]
 	deps Deps
+	prom PrometheusAPI // through deps.Egress, one client for every check
 }
 
 // Timeout bounds a check.
@@ -109,7 +107,11 @@ func (w *WatchCheckWorker) Work(ctx context.Context, job *river.Job[WatchCheckAr
 	if err != nil {
 		return err
 	}
-	_, err = rollout.CheckWatch(ctx, w.deps.Store, rollout.Env{Keyring: w.deps.Keyring, Queue: NewQueue(ins)}, PrometheusAPI{}, job.Args.WatchID, time.Now())
+	prom := w.prom
+	if prom.Client == nil {
+		prom = NewPrometheusAPI(w.deps.Egress, w.deps.Log)
+	}
+	_, err = rollout.CheckWatch(ctx, w.deps.Store, rollout.Env{Keyring: w.deps.Keyring, Queue: NewQueue(ins)}, prom, job.Args.WatchID, time.Now())
 	return err
 }
 
@@ -118,29 +120,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// outboundTransport is the HTTP transport of the calls Accord makes to
-// URLs its users configure (production watches, webhooks): it refuses to
-// connect to link-local, multicast and unspecified addresses, so that such
-// a URL cannot reach a cloud metadata service (169.254.169.254 and the
-// like), whatever name it uses.
-func outboundTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: refuseInternalAddresses}
-	t.DialContext = d.DialContext
-	t.Proxy = nil
-	return t
-}
-
-func refuseInternalAddresses(network, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-		return fmt.Errorf("connecting to %s is not allowed (link-local, multicast or unspecified address)", host)
-	}
-	return nil
 }

@@ -102,7 +102,8 @@ func TestWatchQueryReadsVLLMMetricsThroughPrometheus(t *testing.T) {
 	prom.WaitUp(t, 1)
 	ctx := context.Background()
 
-	value := func(query string) (float64, error) { return QueryPrometheus(ctx, nil, prom.URL, query, "<=") }
+	client := loopbackClient()
+	value := func(query string) (float64, error) { return QueryPrometheus(ctx, client, prom.URL, query, "<=") }
 	waitFor := func(what, query string, ok func(float64) bool) float64 {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
@@ -177,7 +178,7 @@ func TestWatchHaltsTheStageOnABreachSeenThroughPrometheus(t *testing.T) {
 		time.Sleep(time.Until(next))
 		at := time.Now()
 		next = at.Add(interval)
-		res, err := rollout.CheckWatch(ctx, b.store, b.env(ins), PrometheusAPI{}, watchID, at)
+		res, err := rollout.CheckWatch(ctx, b.store, b.env(ins), NewPrometheusAPI(b.deps.Egress, nil), watchID, at)
 		require.NoError(t, err)
 		require.False(t, res.Skipped)
 		return res, at

@@ -69,13 +69,17 @@ func (w *DeliverWebhookWorker) httpClient() *http.Client {
 	if w.client != nil {
 		return w.client
 	}
-	policy := w.deps.Egress
+	return webhookClient(w.deps.Egress)
+}
+
+// webhookClient delivers through the egress policy (nil: none of the
+// server's own networks): every connection is checked, the address dialed
+// after resolution. Redirects are not followed: a webhook answers where it
+// was registered.
+func webhookClient(policy *egress.Policy) *http.Client {
 	if policy == nil {
 		policy = egress.NewPolicy(nil, nil)
 	}
-	// Every connection goes through the egress policy (the address dialed,
-	// after resolution). Redirects are not followed: a webhook answers
-	// where it was registered.
 	return &http.Client{Timeout: webhookTimeout, Transport: policy.Transport(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }

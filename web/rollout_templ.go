@@ -3200,7 +3200,7 @@ func watchFields(f WatchForm, key string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = rolloutIDField("endpoint-"+key, "endpoint", "Prometheus-compatible API", f.Endpoint, f.Errors["endpoint"], "The base URL: Accord calls /api/v1/query on it, for example http://prometheus.monitoring:9090.").Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = rolloutIDField("endpoint-"+key, "endpoint", "Prometheus-compatible API", f.Endpoint, f.Errors["endpoint"], "The base URL: Accord calls /api/v1/query on it, for example http://prometheus.monitoring:9090. An address on the server's own networks (private, loopback) is reached only if the operator allows its network (ACCORD_EGRESS_ALLOW_CIDRS).").Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

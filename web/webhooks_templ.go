@@ -311,7 +311,7 @@ func WebhooksPage(p Page, pr store.ProgramAccess, d WebhooksData) templ.Componen
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = textField("url", "URL", d.Form.URL, d.Form.Errors["url"], "http:// or https://; redirects are not followed. The server's own networks (loopback, private, link-local, cloud metadata) are refused unless the operator allows them.").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = textField("url", "URL", d.Form.URL, d.Form.Errors["url"], "http:// or https://; redirects are not followed. The server's own networks (loopback, private, link-local) are refused unless the operator allows them (ACCORD_EGRESS_ALLOW_CIDRS); cloud metadata always.").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/accordlab/accord/egress"
 )
 
 // Options tune a connection. Zero fields take the defaults below.
@@ -127,13 +129,20 @@ func Dial(ctx context.Context, t Target, opts Options) (*Client, error) {
 }
 
 // dialConn opens a TCP connection to addr, directly or through prev.
+//
+// Lab hosts and jump hosts are outside the egress policy that webhooks and
+// production watches go through (package egress): they are the lab's own
+// machines, registered by the program's engineers with pinned host keys,
+// and rightly on private networks (loopback in the demo). Only cloud
+// metadata addresses are refused, at the socket: no lab host lives there.
+// A hop through a jump host is dialed by that host, inside its own lab.
 func dialConn(ctx context.Context, prev *ssh.Client, addr string, timeout time.Duration) (net.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var conn net.Conn
 	var err error
 	if prev == nil {
-		var d net.Dialer
+		d := net.Dialer{Control: egress.RefuseMetadata}
 		conn, err = d.DialContext(dctx, "tcp", addr)
 	} else {
 		conn, err = prev.DialContext(dctx, "tcp", addr)

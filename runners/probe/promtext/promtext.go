@@ -277,7 +277,9 @@ func Delta(before, after *Doc) map[string]float64 {
 // MaxScrape bounds the text read from one scrape.
 const MaxScrape = 32 << 20
 
-// Scrape fetches a Prometheus endpoint's text within timeout.
+// Scrape fetches a Prometheus endpoint's text within timeout. It runs in
+// the probe on a lab host, scraping that host's exporters: no call of the
+// server's, so outside the server's egress policy.
 func Scrape(ctx context.Context, url string, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
