@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
-	"github.com/accordlab/accord/acceptance/chartdata"
 	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web/browsertest"
@@ -25,10 +24,8 @@ import (
 // are kept whole, and Chromium makes a PDF of it.
 func TestReportOpensOfflineAndPrints(t *testing.T) {
 	t.Parallel()
-	baselineID := int64(41)
-	candMs, baseMs := sampleRun(1, 1), sampleRun(100, 1.3)
-	cand := chartdata.Compute(chartdata.Input{Measurements: candMs, BaselineRunID: &baselineID, Baseline: baseMs})
-	base := chartdata.Compute(chartdata.Input{Measurements: baseMs})
+	sr := newSampleRuns()
+	baselineID, candMs, baseMs, cand, base := sr.baselineID, sr.candMs, sr.baseMs, sr.cand, sr.base
 	var out bytes.Buffer
 	require.NoError(t, RenderReport(context.Background(), &out, report.Contents{
 		Run: store.Run{ID: 42, BaselineRunID: &baselineID, ProfileName: "kv", GateSetName: "gates"}, Program: "P", Vendor: "V", Customer: "C",

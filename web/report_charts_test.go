@@ -36,6 +36,21 @@ func sampleRun(seed uint64, scale float64) []acceptance.Measurement {
 	return ms
 }
 
+// sampleRuns are a candidate (run 42) and its slower baseline (run 41),
+// with their chart data.
+type sampleRuns struct {
+	baselineID     int64
+	candMs, baseMs []acceptance.Measurement
+	cand, base     chartdata.Aggregates
+}
+
+func newSampleRuns() sampleRuns {
+	r := sampleRuns{baselineID: 41, candMs: sampleRun(1, 1), baseMs: sampleRun(100, 1.3)}
+	r.cand = chartdata.Compute(chartdata.Input{Measurements: r.candMs, BaselineRunID: &r.baselineID, Baseline: r.baseMs})
+	r.base = chartdata.Compute(chartdata.Input{Measurements: r.baseMs})
+	return r
+}
+
 func rowsOf(t *testing.T, ms []acceptance.Measurement) []store.MeasurementRow {
 	t.Helper()
 	var out []store.MeasurementRow
@@ -55,10 +70,8 @@ func rowsOf(t *testing.T, ms []acceptance.Measurement) []store.MeasurementRow {
 // figures beside the run's, and a print stylesheet is there. No script.
 func TestReportChartsAndBaselineFigures(t *testing.T) {
 	t.Parallel()
-	baselineID := int64(41)
-	candMs, baseMs := sampleRun(1, 1), sampleRun(100, 1.3)
-	cand := chartdata.Compute(chartdata.Input{Measurements: candMs, BaselineRunID: &baselineID, Baseline: baseMs})
-	base := chartdata.Compute(chartdata.Input{Measurements: baseMs})
+	sr := newSampleRuns()
+	baselineID, candMs, baseMs, cand, base := sr.baselineID, sr.candMs, sr.baseMs, sr.cand, sr.base
 	require.Empty(t, cand.Meta.Notes)
 	p99, ok := cand.Stat(acceptance.MetricTTFT, "serve", "c=8", "p99")
 	require.True(t, ok)
@@ -183,10 +196,8 @@ func slicesContainsValue(bars []*html.Node, series, group string, want float64) 
 // caption speaks of red dashed lines only on a chart that has some.
 func TestReportChartsDrawRelativeLimitsAndSayWhenThereAreNone(t *testing.T) {
 	t.Parallel()
-	baselineID := int64(41)
-	candMs, baseMs := sampleRun(1, 1), sampleRun(100, 1.3)
-	cand := chartdata.Compute(chartdata.Input{Measurements: candMs, BaselineRunID: &baselineID, Baseline: baseMs})
-	base := chartdata.Compute(chartdata.Input{Measurements: baseMs})
+	sr := newSampleRuns()
+	baselineID, candMs, baseMs, cand, base := sr.baselineID, sr.candMs, sr.baseMs, sr.cand, sr.base
 	render := func(limits []report.Limit) map[string]*html.Node {
 		var out bytes.Buffer
 		require.NoError(t, RenderReport(context.Background(), &out, report.Contents{
