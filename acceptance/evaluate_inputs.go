@@ -73,6 +73,12 @@ func MeasurementsDigest(ms []Measurement) string {
 			w.byte(0xfe)
 			w.str(string(m.Source.PercentileDefinition))
 		}
+		if m.Host != "" {
+			// Only for one host's values of a multi-host run (gates judge
+			// the hosts combined, which carry none).
+			w.byte(0xfd)
+			w.str(m.Host)
+		}
 		if m.Trials > 0 {
 			// Only when known, so that digests of measurements made before
 			// Trials existed are unchanged. 0xff cannot start the next
@@ -104,7 +110,7 @@ func FactsDigest(facts map[string]string) string {
 
 func compareMeasurementKeys(a, b Measurement) int {
 	return cmp.Or(cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Step, b.Step),
-		cmp.Compare(a.Level, b.Level), cmp.Compare(a.Repetition, b.Repetition))
+		cmp.Compare(a.Level, b.Level), cmp.Compare(a.Repetition, b.Repetition), cmp.Compare(a.Host, b.Host))
 }
 
 // digestWriter frames values into a SHA-256 through a buffer.

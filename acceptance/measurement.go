@@ -32,7 +32,11 @@ type Measurement struct {
 	Metric string `json:"metric"`
 	Step   string `json:"step"`
 	// Level is the load level within a sweep ("c=16", "r=8"); empty otherwise.
-	Level      string    `json:"level,omitempty"`
+	Level string `json:"level,omitempty"`
+	// Host names the lab host of a multi-host run the values come from;
+	// empty for a one-host run and for the hosts combined (CombineHosts),
+	// which is what gates judge.
+	Host       string    `json:"host,omitempty"`
 	Repetition int       `json:"repetition"`
 	Values     []float64 `json:"-"`
 	// Counts, when set, makes Values a histogram: Values[i] (a bucket's

@@ -1,6 +1,9 @@
 package acceptance
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Defaults filled by Normalize. A saved version is always normalized, so
 // what it means does not depend on the defaults of the build that reads it.
@@ -42,6 +45,13 @@ func (p ProfileSpec) Clone() ProfileSpec {
 			t.Exporters = append(t.Exporters, e)
 		}
 		out.Telemetry = &t
+	}
+	if p.Roles != nil {
+		out.Roles = make([]RoleSpec, len(p.Roles))
+		for i, r := range p.Roles {
+			r.Steps = slices.Clone(r.Steps)
+			out.Roles[i] = r
+		}
 	}
 	return out
 }
@@ -114,6 +124,9 @@ func (p ProfileSpec) Normalized() ProfileSpec {
 	}
 	for i := range out.Steps {
 		normalizeStep(&out.Steps[i])
+	}
+	if len(out.Roles) == 0 {
+		out.Roles = nil
 	}
 	// A telemetry block without exporters says nothing (a form posts one).
 	if out.Telemetry != nil && len(out.Telemetry.Exporters) == 0 {

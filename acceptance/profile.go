@@ -45,6 +45,10 @@ type ProfileSpec struct {
 	// Telemetry adds sources to the per-second telemetry the probe takes
 	// during every measuring step.
 	Telemetry *TelemetrySpec `json:"telemetry,omitempty" yaml:"telemetry,omitempty"`
+	// Roles make the profile a multi-host one: a run names lab hosts for
+	// each role, and every host of a role runs that role's steps (see
+	// roles.go). Empty: the profile runs on one host, every step on it.
+	Roles []RoleSpec `json:"roles,omitempty" yaml:"roles,omitempty"`
 }
 
 // TelemetrySpec lists further telemetry sources.
@@ -127,6 +131,10 @@ type StepSpec struct {
 	Pause     *PauseStep     `json:"pause,omitempty" yaml:"pause,omitempty"`
 	Fault     *FaultStep     `json:"fault,omitempty" yaml:"fault,omitempty"`
 	GPUPath   *GPUPathStep   `json:"gpu_path,omitempty" yaml:"gpu_path,omitempty"`
+	// Group runs the step at the same time as the steps next to it with
+	// the same group name (a parallel group); the group ends when all of
+	// its steps have ended. Empty: the step runs on its own, in order.
+	Group string `json:"group,omitempty" yaml:"group,omitempty"`
 }
 
 // GPUPathStep reads Size bytes of Target in BlockSize I/Os along every

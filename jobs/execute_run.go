@@ -74,6 +74,9 @@ func (w *ExecuteRunWorker) Work(ctx context.Context, job *river.Job[ExecuteRunAr
 	if run.HostID == nil || run.ProfileVersionID == nil {
 		return w.fail(ctx, run, nil, "the run has no host or profile")
 	}
+	if run.MultiHost() {
+		return w.workMultiHost(ctx, job, run)
+	}
 	host, err := st.GetHost(ctx, run.ProgramID, *run.HostID)
 	if err != nil {
 		return fmt.Errorf("execute run %d: %w", run.ID, err)
@@ -107,7 +110,7 @@ func (w *ExecuteRunWorker) Work(ctx context.Context, job *river.Job[ExecuteRunAr
 	}
 	workCtx, cancelWork := context.WithCancelCause(ctx)
 	defer cancelWork(nil)
-	stopHeartbeat := w.heartbeat(workCtx, cancelWork, lease)
+	stopHeartbeat := w.heartbeat(workCtx, cancelWork, []store.Lease{lease})
 	defer stopHeartbeat()
 	budgetCtx, cancelBudget := context.WithTimeoutCause(workCtx, w.deps.attemptBudget(), errHandOver)
 	defer cancelBudget()
@@ -140,13 +143,14 @@ func (w *ExecuteRunWorker) releaseLease(ctx context.Context, runID int64, lease 
 	_ = w.deps.Store.ReleaseLease(ctx, lease)
 }
 
-// heartbeat renews the lease until stopped, also while the work ends
-// after its context was cancelled (stopping a probe takes a while, and a
-// lapsed lease would have the run taken over). Losing the lease cancels
+// heartbeat renews the run's leases (every host's, for a multi-host run)
+// until stopped, also while the work ends after its context was cancelled
+// (stopping a probe takes a while, and a lapsed lease would have the run
+// taken over). Losing the lease cancels
 // the work with ErrFenced as the cause; a cancel the user asked for (which
 // River may not have delivered: the job may have been taken over) cancels
 // it with errCancelRequested.
-func (w *ExecuteRunWorker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, lease store.Lease) func() {
+func (w *ExecuteRunWorker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, leases []store.Lease) func() {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	ttl := w.deps.leaseTTL()
@@ -160,16 +164,16 @@ func (w *ExecuteRunWorker) heartbeat(ctx context.Context, cancel context.CancelC
 			case <-done:
 				return
 			case <-t.C:
-				err := w.deps.Store.RenewLease(ctx, lease, ttl)
+				err := w.deps.Store.RenewLeases(ctx, leases, ttl)
 				if errors.Is(err, store.ErrFenced) {
 					cancel(store.ErrFenced)
 					return
 				}
 				if err != nil {
-					w.deps.Log.Warn("lease heartbeat failed", "host_id", lease.HostID, "err", err)
+					w.deps.Log.Warn("lease heartbeat failed", "run_id", leases[0].RunID, "err", err)
 					continue
 				}
-				if requested, err := w.deps.Store.CancelRequested(ctx, lease.RunID); err == nil && requested {
+				if requested, err := w.deps.Store.CancelRequested(ctx, leases[0].RunID); err == nil && requested {
 					cancel(errCancelRequested)
 				}
 			}
@@ -487,7 +491,13 @@ func (w *ExecuteRunWorker) recordNeighbours(ctx context.Context, run store.Run, 
 	if err != nil {
 		return err
 	}
-	rejudge, err := w.deps.Store.RecordNeighbours(ctx, run.ID, lease, fresh.RemoteDir, seen)
+	return w.recordNeighboursOf(ctx, run, lease, fresh.RemoteDir, "this host", seen)
+}
+
+// recordNeighboursOf records what the probe in selfDir on host (for the
+// run's log) saw, fenced by that host's lease.
+func (w *ExecuteRunWorker) recordNeighboursOf(ctx context.Context, run store.Run, lease store.Lease, selfDir, host string, seen []store.SightedNeighbour) error {
+	rejudge, err := w.deps.Store.RecordNeighbours(ctx, run.ID, lease, selfDir, seen)
 	if err != nil {
 		return err
 	}
@@ -496,7 +506,7 @@ func (w *ExecuteRunWorker) recordNeighbours(ctx context.Context, run store.Run, 
 		if n.RunID > 0 {
 			who = fmt.Sprintf("run #%d (%s)", n.RunID, n.Dir)
 		}
-		_ = w.deps.Store.AddRunNote(ctx, run.ID, "error", "another Accord run was active on this host while this one measured: "+who+"; this run is contaminated and cannot pass")
+		_ = w.deps.Store.AddRunNote(ctx, run.ID, "error", "another Accord run was active on "+host+" while this one measured: "+who+"; this run is contaminated and cannot pass")
 	}
 	if len(rejudge) == 0 {
 		return nil
@@ -588,6 +598,8 @@ func decodeEvent(line []byte) (decodedEvent, error) {
 		d.snapshot = &s
 	case ev.Result != nil:
 		d.event.Data, _ = json.Marshal(ev.Result)
+	case ev.Barrier != nil:
+		d.event.Data, _ = json.Marshal(ev.Barrier)
 	case ev.Status != nil:
 		d.event.Data, _ = json.Marshal(ev.Status)
 	case ev.Neighbour != nil:

@@ -82,6 +82,12 @@ func stopProbesLeftBehind(ctx context.Context, d Deps) error {
 	}
 	var errs []error
 	for _, run := range runs {
+		if run.MultiHost() {
+			if err := stopMultiHostLeftBehind(ctx, d, run); err != nil {
+				errs = append(errs, fmt.Errorf("run %d: %w", run.ID, err))
+			}
+			continue
+		}
 		host, err := st.GetHost(ctx, run.ProgramID, *run.HostID)
 		if err != nil {
 			errs = append(errs, err)
@@ -117,6 +123,9 @@ func endLeftBehindRun(ctx context.Context, d Deps, run store.Run, jobState strin
 	d.Log.Warn("ending a run its job left behind", "run_id", run.ID, "job_state", jobState)
 	if run.HostID == nil {
 		return st.SetRunState(ctx, run.ID, store.RunFailed, "its job ended ("+jobState+") before the run started")
+	}
+	if run.MultiHost() {
+		return endLeftBehindMultiHost(ctx, d, run, jobState)
 	}
 	host, err := st.GetHost(ctx, run.ProgramID, *run.HostID)
 	if err != nil {

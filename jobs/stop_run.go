@@ -40,6 +40,9 @@ func (w *StopRunWorker) Work(ctx context.Context, job *river.Job[StopRunArgs]) e
 	if run.HostID == nil {
 		return st.SetRunState(ctx, run.ID, store.RunCancelled, "cancelled by a user")
 	}
+	if run.MultiHost() {
+		return stopMultiHost(ctx, w.deps, run, nil, store.RunCancelled, "cancelled by a user")
+	}
 	host, err := st.GetHost(ctx, run.ProgramID, *run.HostID)
 	if err != nil {
 		return err

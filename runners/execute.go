@@ -37,6 +37,10 @@ type RunTarget struct {
 	Launched bool   // the probe was launched already (by this or an earlier worker)
 	Offset   int64  // events already persisted, as a byte offset
 	Probe    string // the probe's path on the host from an earlier worker, if known
+	// DirSuffix tells the run folders of a multi-host run's hosts apart
+	// (BASE/runs/<run>-<attempt>-<suffix>), so that hosts sharing a file
+	// system never share a folder.
+	DirSuffix string
 }
 
 // Hooks persist what happens. Each may return an error to stop the run;
@@ -133,6 +137,9 @@ func (c Config) Execute(ctx context.Context, rt RunTarget, h Hooks) (Outcome, er
 		note("info", fmt.Sprintf("uploaded the probe (%s, %d bytes, sha256 %.12s…)", probe.Arch, probe.BytesSent, probe.SHA256))
 	}
 	out.Dir = client.RunDir(rt.RunID, max(rt.Attempt, 1))
+	if rt.DirSuffix != "" {
+		out.Dir += "-" + rt.DirSuffix
+	}
 
 	// From here on the probe may start: say so durably first.
 	if err := h.Launching(ctx, out.Dir); err != nil {

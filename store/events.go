@@ -37,7 +37,7 @@ func (s *Store) AppendFollowed(ctx context.Context, runID int64, lease Lease, u 
 		if err := tx.CheckFence(ctx, lease); err != nil {
 			return err
 		}
-		if err := tx.insertEvents(ctx, runID, u.Events); err != nil {
+		if err := tx.insertEvents(ctx, runID, nil, u.Events); err != nil {
 			return err
 		}
 		_, err := tx.db.Exec(ctx, `UPDATE runs SET events_offset = greatest(events_offset, $2), progress = coalesce($3, progress) WHERE id = $1`,
@@ -49,14 +49,16 @@ func (s *Store) AppendFollowed(ctx context.Context, runID int64, lease Lease, u 
 	})
 }
 
-func (s *Store) insertEvents(ctx context.Context, runID int64, events []RunEvent) error {
+// insertEvents stores a probe's events: of the run's one host (host nil)
+// or of the host at that ordinal of a multi-host run.
+func (s *Store) insertEvents(ctx context.Context, runID int64, host *int, events []RunEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
 	batch := &pgx.Batch{}
 	for _, e := range events {
-		batch.Queue(`INSERT INTO run_events (run_id, seq, at, type, level, message, data) VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (run_id, seq) DO NOTHING`, runID, e.Seq, e.At, e.Type, e.Level, truncate(e.Message, 4000), nullJSON(e.Data))
+		batch.Queue(`INSERT INTO run_events (run_id, seq, at, type, level, message, data, host_ordinal) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (run_id, (coalesce(host_ordinal, -1)), seq) DO NOTHING`, runID, e.Seq, e.At, e.Type, e.Level, truncate(e.Message, 4000), nullJSON(e.Data), host)
 	}
 	if err := s.db.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("store: run %d events: %w", runID, err)

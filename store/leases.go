@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,51 +43,9 @@ func (s *Store) AcquireLease(ctx context.Context, hostID, runID int64, holder st
 	var l Lease
 	var busyRun int64
 	err := s.InTx(ctx, func(tx *Store) error {
-		// Lock the host's lease row first. A holder's fenced write (its
-		// launch intent among them) locks it too: it either committed
-		// before, and the queries below see it, or it waits for this
-		// transaction and then finds its token stale.
-		var holderRun int64
-		var expired bool
-		err := tx.db.QueryRow(ctx, `SELECT run_id, expires_at < now() FROM host_leases WHERE host_id = $1 FOR UPDATE`, hostID).
-			Scan(&holderRun, &expired)
-		held := err == nil
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("store: lease of host %d: %w", hostID, err)
-		}
-		if held && holderRun != runID && !expired {
-			busyRun = holderRun
-			return ErrHostBusy
-		}
-		if blocker, err := tx.probeOnHost(ctx, hostID, runID); err != nil {
-			return err
-		} else if blocker != 0 {
-			busyRun = blocker
-			return ErrHostBusy
-		}
-		// No row: insert, and if another run's insert won the race, the
-		// host is that run's. A row (locked above): take it over.
-		q := `INSERT INTO host_leases (host_id, run_id, token, holder, expires_at)
-			VALUES ($1, $2, nextval('host_lease_token'), $3, now() + $4 * interval '1 millisecond')
-			ON CONFLICT (host_id) DO NOTHING
-			RETURNING host_id, run_id, token, holder, expires_at`
-		if held {
-			q = `UPDATE host_leases SET run_id = $2, token = nextval('host_lease_token'), holder = $3,
-					acquired_at = now(), expires_at = now() + $4 * interval '1 millisecond'
-				WHERE host_id = $1
-				RETURNING host_id, run_id, token, holder, expires_at`
-		}
-		err = tx.db.QueryRow(ctx, q, hostID, runID, holder, ttl.Milliseconds()).Scan(&l.HostID, &l.RunID, &l.Token, &l.Holder, &l.ExpiresAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			if qerr := tx.db.QueryRow(ctx, `SELECT run_id FROM host_leases WHERE host_id = $1`, hostID).Scan(&busyRun); qerr != nil && !errors.Is(qerr, pgx.ErrNoRows) {
-				return fmt.Errorf("store: lease of host %d: %w", hostID, qerr)
-			}
-			return ErrHostBusy
-		}
-		if err != nil {
-			return fmt.Errorf("store: acquire lease of host %d: %w", hostID, err)
-		}
-		return nil
+		var err error
+		l, busyRun, err = tx.acquireLease(ctx, hostID, runID, holder, ttl)
+		return err
 	})
 	if errors.Is(err, ErrHostBusy) {
 		return Lease{}, busyRun, ErrHostBusy
@@ -97,12 +56,100 @@ func (s *Store) AcquireLease(ctx context.Context, hostID, runID int64, holder st
 	return l, 0, nil
 }
 
+// AcquireLeases takes every host of a multi-host run, all or none, as
+// AcquireLease takes one: in one transaction, locking the hosts' lease
+// rows in ascending host id order, so that two runs asking for
+// overlapping sets never wait for each other in a cycle, and a set of
+// which one host is busy is given up whole (the transaction rolls back:
+// no host of it was ever held). Busy: ErrHostBusy with the host and the
+// run that keeps it.
+func (s *Store) AcquireLeases(ctx context.Context, hostIDs []int64, runID int64, holder string, ttl time.Duration) ([]Lease, int64, int64, error) {
+	ids := slices.Clone(hostIDs)
+	slices.Sort(ids)
+	var leases []Lease
+	var busyHost, busyRun int64
+	err := s.InTx(ctx, func(tx *Store) error {
+		leases = leases[:0]
+		for _, id := range ids {
+			l, busy, err := tx.acquireLease(ctx, id, runID, holder, ttl)
+			if errors.Is(err, ErrHostBusy) {
+				busyHost, busyRun = id, busy
+			}
+			if err != nil {
+				return err
+			}
+			leases = append(leases, l)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrHostBusy) {
+		return nil, busyHost, busyRun, ErrHostBusy
+	}
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return leases, 0, 0, nil
+}
+
+// acquireLease is AcquireLease inside the caller's transaction.
+func (tx *Store) acquireLease(ctx context.Context, hostID, runID int64, holder string, ttl time.Duration) (Lease, int64, error) {
+	var l Lease
+	var busyRun int64
+	// Lock the host's lease row first. A holder's fenced write (its
+	// launch intent among them) locks it too: it either committed
+	// before, and the queries below see it, or it waits for this
+	// transaction and then finds its token stale.
+	var holderRun int64
+	var expired bool
+	err := tx.db.QueryRow(ctx, `SELECT run_id, expires_at < now() FROM host_leases WHERE host_id = $1 FOR UPDATE`, hostID).
+		Scan(&holderRun, &expired)
+	held := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return l, 0, fmt.Errorf("store: lease of host %d: %w", hostID, err)
+	}
+	if held && holderRun != runID && !expired {
+		return l, holderRun, ErrHostBusy
+	}
+	if blocker, err := tx.probeOnHost(ctx, hostID, runID); err != nil {
+		return l, 0, err
+	} else if blocker != 0 {
+		return l, blocker, ErrHostBusy
+	}
+	// No row: insert, and if another run's insert won the race, the
+	// host is that run's. A row (locked above): take it over.
+	q := `INSERT INTO host_leases (host_id, run_id, token, holder, expires_at)
+		VALUES ($1, $2, nextval('host_lease_token'), $3, now() + $4 * interval '1 millisecond')
+		ON CONFLICT (host_id) DO NOTHING
+		RETURNING host_id, run_id, token, holder, expires_at`
+	if held {
+		q = `UPDATE host_leases SET run_id = $2, token = nextval('host_lease_token'), holder = $3,
+				acquired_at = now(), expires_at = now() + $4 * interval '1 millisecond'
+			WHERE host_id = $1
+			RETURNING host_id, run_id, token, holder, expires_at`
+	}
+	err = tx.db.QueryRow(ctx, q, hostID, runID, holder, ttl.Milliseconds()).Scan(&l.HostID, &l.RunID, &l.Token, &l.Holder, &l.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if qerr := tx.db.QueryRow(ctx, `SELECT run_id FROM host_leases WHERE host_id = $1`, hostID).Scan(&busyRun); qerr != nil && !errors.Is(qerr, pgx.ErrNoRows) {
+			return l, 0, fmt.Errorf("store: lease of host %d: %w", hostID, qerr)
+		}
+		return l, busyRun, ErrHostBusy
+	}
+	if err != nil {
+		return l, 0, fmt.Errorf("store: acquire lease of host %d: %w", hostID, err)
+	}
+	return l, 0, nil
+}
+
 // probeOnHost returns another run (not runID) whose probe may be on the
-// host (0 when none).
+// host (0 when none): a one-host run on it, or a multi-host run of which
+// it is a host whose probe was not seen to end.
 func (s *Store) probeOnHost(ctx context.Context, hostID, runID int64) (int64, error) {
 	var id int64
 	err := s.db.QueryRow(ctx, `SELECT r.id FROM runs r
-		WHERE r.host_id = $1 AND r.id <> $2 AND r.launch_intent_at IS NOT NULL AND r.probe_ended_at IS NULL AND `+probeMayRunSQL+`
+		WHERE r.id <> $2 AND r.launch_intent_at IS NOT NULL AND r.probe_ended_at IS NULL AND `+probeMayRunSQL+`
+			AND CASE WHEN EXISTS (SELECT 1 FROM run_hosts rh WHERE rh.run_id = r.id)
+				THEN EXISTS (SELECT 1 FROM run_hosts rh WHERE rh.run_id = r.id AND rh.host_id = $1 AND rh.probe_ended_at IS NULL)
+				ELSE r.host_id = $1 END
 		ORDER BY r.id LIMIT 1`, hostID, runID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
@@ -131,6 +178,37 @@ func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
 	_, err := s.db.Exec(ctx, `DELETE FROM host_leases WHERE host_id = $1 AND token = $2`, l.HostID, l.Token)
 	if err != nil {
 		return fmt.Errorf("store: release lease: %w", err)
+	}
+	return nil
+}
+
+// RenewLeases extends every lease of a multi-host run; ErrFenced when
+// any was taken over.
+func (s *Store) RenewLeases(ctx context.Context, leases []Lease, ttl time.Duration) error {
+	for _, l := range leases {
+		if err := s.RenewLease(ctx, l, ttl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReleaseLeases gives every host of a multi-host run back.
+func (s *Store) ReleaseLeases(ctx context.Context, leases []Lease) error {
+	for _, l := range leases {
+		if err := s.ReleaseLease(ctx, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckFences is CheckFence for every lease of a multi-host run.
+func (s *Store) CheckFences(ctx context.Context, leases []Lease) error {
+	for _, l := range leases {
+		if err := s.CheckFence(ctx, l); err != nil {
+			return err
+		}
 	}
 	return nil
 }

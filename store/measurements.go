@@ -61,6 +61,8 @@ type MeasurementRow struct {
 	ToolSummary map[string]float64
 	Source      acceptance.Source
 	Summary     Summary
+	// Host is the lab host of a multi-host run's own row (HostMeasurementSummaries).
+	Host string
 }
 
 // SaveMeasurements stores a run's measurements with their summaries.
@@ -86,12 +88,12 @@ func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptan
 		if m.Trials > 0 {
 			trials = &m.Trials
 		}
-		batch.Queue(`INSERT INTO measurements (run_id, metric, step, level, repetition, n, values_f64, counts, tool_summary, source, summary, trials)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-			ON CONFLICT (run_id, metric, step, level, repetition) DO UPDATE SET n = EXCLUDED.n, values_f64 = EXCLUDED.values_f64,
+		batch.Queue(`INSERT INTO measurements (run_id, metric, step, level, repetition, n, values_f64, counts, tool_summary, source, summary, trials, host)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT (run_id, metric, step, level, repetition, host) DO UPDATE SET n = EXCLUDED.n, values_f64 = EXCLUDED.values_f64,
 				counts = EXCLUDED.counts, tool_summary = EXCLUDED.tool_summary, source = EXCLUDED.source, summary = EXCLUDED.summary,
 				trials = EXCLUDED.trials`,
-			runID, m.Metric, m.Step, m.Level, m.Repetition, sum.N, encodeFloat64s(m.Values), counts, toolJSON, src, sumJSON, trials)
+			runID, m.Metric, m.Step, m.Level, m.Repetition, sum.N, encodeFloat64s(m.Values), counts, toolJSON, src, sumJSON, trials, m.Host)
 	}
 	if err := s.db.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("store: save measurements of run %d: %w", runID, err)
@@ -100,17 +102,28 @@ func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptan
 }
 
 // LoadMeasurements returns a run's measurements with their samples, for
-// evaluation.
+// evaluation: of a multi-host run, its hosts combined (HostMeasurements
+// has each host's own).
 func (s *Store) LoadMeasurements(ctx context.Context, runID int64) ([]acceptance.Measurement, error) {
-	rows, err := s.db.Query(ctx, `SELECT metric, step, level, repetition, values_f64, counts, tool_summary, source, coalesce(trials, 0)
-		FROM measurements WHERE run_id = $1 ORDER BY step, level, metric, repetition`, runID)
+	return s.loadMeasurements(ctx, runID, false)
+}
+
+// HostMeasurements returns each host's own measurements of a multi-host
+// run (Host set), with their samples; none for a one-host run.
+func (s *Store) HostMeasurements(ctx context.Context, runID int64) ([]acceptance.Measurement, error) {
+	return s.loadMeasurements(ctx, runID, true)
+}
+
+func (s *Store) loadMeasurements(ctx context.Context, runID int64, hosts bool) ([]acceptance.Measurement, error) {
+	rows, err := s.db.Query(ctx, `SELECT metric, step, level, repetition, values_f64, counts, tool_summary, source, coalesce(trials, 0), host
+		FROM measurements WHERE run_id = $1 AND (host <> '') = $2 ORDER BY host, step, level, metric, repetition`, runID, hosts)
 	if err != nil {
 		return nil, fmt.Errorf("store: load measurements of run %d: %w", runID, err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (acceptance.Measurement, error) {
 		var m acceptance.Measurement
 		var values, counts, tool, src []byte
-		if err := r.Scan(&m.Metric, &m.Step, &m.Level, &m.Repetition, &values, &counts, &tool, &src, &m.Trials); err != nil {
+		if err := r.Scan(&m.Metric, &m.Step, &m.Level, &m.Repetition, &values, &counts, &tool, &src, &m.Trials, &m.Host); err != nil {
 			return m, err
 		}
 		m.Values = decodeFloat64s(values)
@@ -127,17 +140,28 @@ func (s *Store) LoadMeasurements(ctx context.Context, runID int64) ([]acceptance
 	})
 }
 
-// MeasurementSummaries returns a run's measurements without samples.
+// MeasurementSummaries returns a run's measurements without samples (of a
+// multi-host run, its hosts combined).
 func (s *Store) MeasurementSummaries(ctx context.Context, runID int64) ([]MeasurementRow, error) {
-	rows, err := s.db.Query(ctx, `SELECT id, metric, step, level, repetition, n, tool_summary, source, summary
-		FROM measurements WHERE run_id = $1 ORDER BY step, level, metric, repetition`, runID)
+	return s.measurementSummaries(ctx, runID, false)
+}
+
+// HostMeasurementSummaries returns each host's own measurements of a
+// multi-host run without samples, host by host.
+func (s *Store) HostMeasurementSummaries(ctx context.Context, runID int64) ([]MeasurementRow, error) {
+	return s.measurementSummaries(ctx, runID, true)
+}
+
+func (s *Store) measurementSummaries(ctx context.Context, runID int64, hosts bool) ([]MeasurementRow, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, metric, step, level, repetition, n, tool_summary, source, summary, host
+		FROM measurements WHERE run_id = $1 AND (host <> '') = $2 ORDER BY host, step, level, metric, repetition`, runID, hosts)
 	if err != nil {
 		return nil, fmt.Errorf("store: measurement summaries of run %d: %w", runID, err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (MeasurementRow, error) {
 		var m MeasurementRow
 		var tool, src, sum []byte
-		if err := r.Scan(&m.ID, &m.Metric, &m.Step, &m.Level, &m.Repetition, &m.N, &tool, &src, &sum); err != nil {
+		if err := r.Scan(&m.ID, &m.Metric, &m.Step, &m.Level, &m.Repetition, &m.N, &tool, &src, &sum, &m.Host); err != nil {
 			return m, err
 		}
 		if err := json.Unmarshal(tool, &m.ToolSummary); err != nil {

@@ -101,7 +101,13 @@ type Run struct {
 	// Warnings is what the pre-run check said when the run was started
 	// anyway (a JSON list of acceptance.RunWarning; nil: nothing).
 	Warnings json.RawMessage
+	// HostCount is the number of hosts of a multi-host run (RunHosts);
+	// 0 for a one-host run, whose host is HostID.
+	HostCount int
 }
+
+// MultiHost reports whether the run spans several hosts by role.
+func (r Run) MultiHost() bool { return r.HostCount > 0 }
 
 // DisplayLabel names the run in lists.
 func (r Run) DisplayLabel() string {
@@ -120,7 +126,8 @@ const runColumns = `r.id, r.program_id, r.kind, r.profile_version_id, pv.profile
 	r.attempt, r.launched, r.launch_intent_at, r.probe_ended_at, r.probe_deadline, ` + probeMayRunSQL + `,
 	(SELECT hl.expires_at FROM host_leases hl WHERE hl.host_id = r.host_id AND hl.run_id = r.id AND hl.expires_at < now()), r.remote_dir, r.events_offset, r.progress, coalesce(r.verdict, ''), r.readiness_override, r.river_job_id,
 	r.created_by, coalesce(u.display_name, ''), r.created_at, r.started_at, r.finished_at, r.state_changed_at,
-	EXISTS (SELECT 1 FROM run_reports rr WHERE rr.run_id = r.id), EXISTS (SELECT 1 FROM run_neighbours rn WHERE rn.run_id = r.id), r.warnings`
+	EXISTS (SELECT 1 FROM run_reports rr WHERE rr.run_id = r.id), EXISTS (SELECT 1 FROM run_neighbours rn WHERE rn.run_id = r.id), r.warnings,
+	(SELECT count(*) FROM run_hosts rh WHERE rh.run_id = r.id)`
 
 const runJoins = ` FROM runs r
 	LEFT JOIN profile_versions pv ON pv.id = r.profile_version_id
@@ -136,7 +143,7 @@ func scanRun(row pgx.Row) (Run, error) {
 		&r.GateSetVersionID, &r.GateSetID, &r.GateSetName, &r.GateSetVersion,
 		&r.HostID, &r.HostName, &r.BaselineRunID, &r.State, &r.Reason, &r.Label, &r.Emulated,
 		&r.Attempt, &r.Launched, &r.LaunchIntentAt, &r.ProbeEndedAt, &r.ProbeDeadline, &r.ProbeMayRun, &r.LeaseLapsedAt, &r.RemoteDir, &r.EventsOffset, &r.Progress, &r.Verdict, &r.ReadinessOverride, &r.RiverJobID,
-		&r.CreatedBy, &r.CreatedByName, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.StateChangedAt, &r.HasReport, &r.Contaminated, &r.Warnings)
+		&r.CreatedBy, &r.CreatedByName, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.StateChangedAt, &r.HasReport, &r.Contaminated, &r.Warnings, &r.HostCount)
 	return r, err
 }
 

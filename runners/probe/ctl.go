@@ -206,6 +206,8 @@ type statusAnswer struct {
 	PID         int          `json:"pid"`
 	EventsBytes int64        `json:"events_bytes"`
 	Status      *wire.Status `json:"status"`
+	// Waiting is the barrier the probe waits at (a multi-host run).
+	Waiting *wire.Barrier `json:"waiting,omitempty"`
 }
 
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -235,6 +237,12 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(stderr, ExitError, "status: %v", err)
 	}
 	a.Status = st
+	if b, err := os.ReadFile(filepath.Join(dir, wire.WaitingFile)); err == nil && st == nil {
+		var w wire.Barrier
+		if json.Unmarshal(b, &w) == nil {
+			a.Waiting = &w
+		}
+	}
 	if err := printJSON(stdout, a); err != nil {
 		return ExitError
 	}

@@ -40,6 +40,7 @@ commands:
   tail   --dir DIR [--offset N]     copy the event stream from byte N and follow it
   status --dir DIR                  where the run stands, as JSON
   stop   --dir DIR [--grace 5s]     stop the run and confirm nothing is left
+  release --dir DIR --barrier N     release barrier N of a multi-host run
   pack   --dir DIR                  write MANIFEST.sha256, stream DIR as tar on stdout
   endpoint --url URL --model M [--api chat] [--timeout 15s]
                                     one small streaming request to an inference endpoint, as JSON
@@ -65,6 +66,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdStatus(ctx, rest, stdout, stderr)
 	case "stop":
 		return cmdStop(ctx, rest, stdout, stderr)
+	case "release":
+		return cmdRelease(ctx, rest, stdout, stderr)
 	case "pack":
 		return cmdPack(ctx, rest, stdout, stderr)
 	case "endpoint":

@@ -30,6 +30,10 @@ type neighbourWatch struct {
 	base  string // this installation's base folder (BASE)
 	scope string // glob of the run folders looked at
 	ev    *eventLog
+	// runID is this run's (from its launch record; 0 when run without a
+	// launch): a multi-host run's other hosts' folders, on a host they
+	// share, are this run, not neighbours.
+	runID int64
 
 	mu   sync.Mutex
 	file wire.Neighbours
@@ -47,6 +51,9 @@ func startNeighbourWatch(dir string, ev *eventLog) *neighbourWatch {
 	w := &neighbourWatch{
 		dir: dir, base: base, scope: filepath.Join(filepath.Dir(base), "*", "runs", "*"), ev: ev,
 		seen: map[string]*wire.Neighbour{}, done: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	if l, err := readLaunch(dir); err == nil {
+		w.runID = l.RunID
 	}
 	w.file = wire.Neighbours{Scope: w.scope, IntervalSec: neighbourEvery.Seconds(), Seen: []wire.Neighbour{}}
 	w.check(false)
@@ -80,7 +87,7 @@ func (w *neighbourWatch) stop() {
 // final check.
 func (w *neighbourWatch) check(final bool) {
 	now := nowRFC3339()
-	active := activeRunFolders(w.scope, w.dir)
+	active := activeRunFolders(w.scope, w.dir, w.base, w.runID)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	first := w.file.Checks == 0
@@ -120,10 +127,10 @@ func (w *neighbourWatch) check(final bool) {
 	}
 }
 
-// activeRunFolders lists the run folders matching scope, other than self,
-// whose probe was launched, has not written its status and still has a
-// process alive.
-func activeRunFolders(scope, self string) []wire.Neighbour {
+// activeRunFolders lists the run folders matching scope, other than self
+// and other folders of run runID of this installation (base), whose probe
+// was launched, has not written its status and still has a process alive.
+func activeRunFolders(scope, self, base string, runID int64) []wire.Neighbour {
 	dirs, err := filepath.Glob(scope)
 	if err != nil {
 		return nil
@@ -139,6 +146,9 @@ func activeRunFolders(scope, self string) []wire.Neighbour {
 		l, err := readLaunch(d)
 		if err != nil || l.StoppedBeforeLaunch || !l.running() {
 			continue
+		}
+		if runID > 0 && l.RunID == runID && filepath.Dir(filepath.Dir(d)) == base {
+			continue // another host's folder of this same multi-host run
 		}
 		out = append(out, wire.Neighbour{Dir: d, RunID: l.RunID, Attempt: l.Attempt, PID: l.PID})
 	}

@@ -51,6 +51,11 @@ func validatePlan(p *wire.Plan) error {
 	if len(p.Profile.Steps) > 99 {
 		return fmt.Errorf("profile has %d steps, at most 99", len(p.Profile.Steps))
 	}
+	if p.Role != "" {
+		if _, ok := p.Profile.Role(p.Role); !ok {
+			return fmt.Errorf("role %q is not a role of the profile", p.Role)
+		}
+	}
 	index := map[string]int{}
 	for i, s := range p.Profile.Steps {
 		if !stepNameRE.MatchString(s.Name) {

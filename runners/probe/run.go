@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ type runner struct {
 	// hostRunner reads the host's files and tools (tests give it a fake
 	// root and tools); nil is the real host.
 	hostRunner *facts.Runner
+
+	// nextBarrier numbers the barriers passed (Plan.Sync).
+	nextBarrier int
 
 	mu        sync.Mutex
 	doneEst   time.Duration
@@ -105,7 +109,9 @@ func newRunner(dir string, plan *wire.Plan, ev *eventLog, started time.Time) *ru
 	for i, s := range plan.Profile.Steps {
 		e := max(estimateStep(s, plan.Profile.Warmup.D()), time.Second)
 		if s.Kind == acceptance.StepFault && s.Fault.During != "" {
-			r.during[index[s.Fault.During]] = append(r.during[index[s.Fault.During]], i)
+			if r.runs(i) {
+				r.during[index[s.Fault.During]] = append(r.during[index[s.Fault.During]], i)
+			}
 			e = 0
 		}
 		r.est = append(r.est, e)
@@ -156,6 +162,9 @@ func (r *runner) run(ctx context.Context) (state, reason string) {
 	defer cancel()
 	r.ev.log("info", "probe started: run %d attempt %d, profile %q, %d steps × %d repetitions, time limit %s, pid %d",
 		r.plan.RunID, r.plan.Attempt, r.plan.Profile.Name, len(r.plan.Profile.Steps), r.reps, acceptance.Duration(limit), os.Getpid())
+	if r.plan.Role != "" {
+		r.ev.log("info", "host %s plays role %s of a multi-host run", r.plan.Host, r.plan.Role)
+	}
 	r.takeFacts(runCtx)
 	wear := startDriveWear(runCtx, r.host(), r.dir)
 	err := r.execute(runCtx, func(rep int) { wear.afterRepetition(runCtx, rep) })
@@ -203,8 +212,8 @@ func (r *runner) takeFacts(ctx context.Context) {
 	r.ev.log("info", "%s", msg)
 }
 
-// execute runs every repetition of the steps; afterRep is called when a
-// repetition ends, however it ended.
+// execute runs every repetition of the steps, phase by phase; afterRep
+// is called when a repetition ends, however it ended.
 func (r *runner) execute(ctx context.Context, afterRep func(rep int)) error {
 	for rep := 1; rep <= r.reps; rep++ {
 		if err := r.repetition(ctx, rep); err != nil {
@@ -216,20 +225,104 @@ func (r *runner) execute(ctx context.Context, afterRep func(rep int)) error {
 	return nil
 }
 
-// repetition runs the steps once, in order.
+// repetition runs the steps once, in order, phase by phase (a step on
+// its own, or a parallel group together).
 func (r *runner) repetition(ctx context.Context, rep int) error {
-	for i, s := range r.plan.Profile.Steps {
-		if s.Kind == acceptance.StepFault && s.Fault.During != "" {
-			continue // runs alongside the step it names
-		}
+	for _, ph := range r.plan.Profile.Phases() {
 		if ctx.Err() != nil {
 			return causeOf(ctx, ctx.Err())
 		}
-		if err := r.step(ctx, i, rep); err != nil {
+		if err := r.phase(ctx, ph, rep); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// alone reports whether step i is a phase of its own (no parallel group).
+func (r *runner) alone(i int) bool {
+	for _, ph := range r.plan.Profile.Phases() {
+		if slices.Contains(ph.Steps, i) {
+			return len(ph.Steps) == 1
+		}
+	}
+	return false
+}
+
+// runs reports whether this host runs step i: every step in a one-host
+// run, its role's steps in a multi-host one.
+func (r *runner) runs(i int) bool {
+	if r.plan.Role == "" {
+		return true
+	}
+	role, ok := r.plan.Profile.Role(r.plan.Role)
+	return ok && role.RunsStep(r.plan.Profile.Steps[i].Name)
+}
+
+// phase runs one phase of a repetition: after its barrier (a multi-host
+// run), the phase's steps this host runs, a parallel group's at the same
+// time. An inference step alone in its phase waits at a barrier before
+// each load level instead, so that the hosts load the server level by
+// level together.
+func (r *runner) phase(ctx context.Context, ph acceptance.Phase, rep int) error {
+	var mine []int
+	for _, i := range ph.Steps {
+		if r.runs(i) {
+			mine = append(mine, i)
+		} else {
+			defer r.finishUnit(i) // its time passes here too, waiting
+		}
+	}
+	first := r.plan.Profile.Steps[ph.Steps[0]]
+	if r.plan.Sync && len(ph.Steps) == 1 && first.Kind == acceptance.StepInference {
+		if len(mine) == 1 {
+			return r.step(ctx, mine[0], rep) // runInference waits at each level's barrier
+		}
+		levels, err := inferenceLevels(first.Inference)
+		if err != nil {
+			return stepError(ctx, first.Name, err)
+		}
+		for _, lv := range levels {
+			if err := r.barrier(ctx, fmt.Sprintf("repetition %d, step %s, level %s", rep, first.Name, lv.Label)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if r.plan.Sync {
+		label := fmt.Sprintf("repetition %d, step %s", rep, first.Name)
+		if ph.Group != "" {
+			label = fmt.Sprintf("repetition %d, group %s", rep, ph.Group)
+		}
+		if err := r.barrier(ctx, label); err != nil {
+			return err
+		}
+	}
+	switch len(mine) {
+	case 0:
+		return nil
+	case 1:
+		return r.step(ctx, mine[0], rep)
+	}
+	// A parallel group: its steps start together, and the first to fail
+	// stops the others.
+	gctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	errs := make([]error, len(mine))
+	var wg sync.WaitGroup
+	for k, i := range mine {
+		wg.Go(func() {
+			if err := r.step(gctx, i, rep); err != nil {
+				errs[k] = err
+				stop(err)
+			}
+		})
+	}
+	wg.Wait()
+	if cause := context.Cause(gctx); cause != nil && !errors.Is(cause, context.Canceled) && ctx.Err() == nil {
+		return cause
+	}
+	return errors.Join(errs...)
 }
 
 // causeOf explains why a context-bound operation failed: the step's or the
@@ -316,7 +409,11 @@ func (r *runner) step(ctx context.Context, i, rep int) error {
 		return fmt.Errorf("step %s: %w", s.Name, err)
 	}
 	r.setPosition(i, rep, "")
-	r.ev.emit(wire.Event{Type: wire.EventStepStart, Progress: r.progress(),
+	// Its own step, even when a parallel group's other steps move the
+	// position meanwhile.
+	at := r.progress()
+	at.Step, at.StepName = i+1, s.Name
+	r.ev.emit(wire.Event{Type: wire.EventStepStart, Progress: at,
 		Message: fmt.Sprintf("step %d/%d %s (%s), repetition %d/%d", i+1, len(r.plan.Profile.Steps), s.Name, s.Kind, rep, r.reps)})
 
 	stepCtx, failStep := context.WithCancelCause(ctx)

@@ -376,7 +376,15 @@ func (r *runner) runInference(ctx context.Context, i int, s acceptance.StepSpec,
 		r.emitResult(res, "", err)
 		return err
 	}
+	// Alone in its phase in a multi-host run, the step's levels start on
+	// every host together (the runner's phase waited for none).
+	synced := r.plan.Sync && r.alone(i)
 	for _, lv := range levels {
+		if synced {
+			if err := r.barrier(ctx, fmt.Sprintf("repetition %d, step %s, level %s", rep, s.Name, lv.Label)); err != nil {
+				return err
+			}
+		}
 		levelRel := filepath.Join(rel, lv.Label)
 		if err := os.MkdirAll(filepath.Join(r.dir, levelRel), 0o755); err != nil {
 			return stepError(ctx, s.Name, err)

@@ -118,6 +118,21 @@ type ProbeStatus struct {
 	PID         int          `json:"pid"`
 	EventsBytes int64        `json:"events_bytes"`
 	Status      *wire.Status `json:"status"`
+	// Waiting is the barrier a multi-host run's probe waits at.
+	Waiting *wire.Barrier `json:"waiting,omitempty"`
+}
+
+// Release releases barrier index of the run in runDir (`probe release`);
+// releasing it again does nothing.
+func (c *Client) Release(ctx context.Context, runDir string, index int) error {
+	res, err := c.probeCmd(ctx, "release", "--dir", runDir, "--barrier", strconv.Itoa(index))
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("sshrun: probe release: exit %d: %s", res.ExitCode, firstLine(res.Stderr))
+	}
+	return nil
 }
 
 // Status asks the probe where the run in runDir stands.

@@ -23,6 +23,8 @@
 //	accord probe stop --dir DIR [--grace 5s] SIGTERM the process group, SIGKILL after the grace,
 //	                                         confirm no process of the run is left:
 //	                                         {"signalled":bool,"killed":bool,"remaining":0}
+//	accord probe release --dir DIR --barrier N  release barrier N (write ReleaseFile(N)); harmless
+//	                                         when repeated or when the probe is not waiting yet
 //	accord probe pack --dir DIR              write ManifestFile (sha256sum -c format) over every
 //	                                         file of DIR, then stream DIR as a tar to stdout
 //	accord probe endpoint --url URL --model M [--api chat|completions] [--timeout 15s]
@@ -31,6 +33,7 @@
 package wire
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/accordlab/accord/acceptance"
@@ -90,6 +93,48 @@ type Plan struct {
 	// StopLoss lists the metrics the server checks during the run, so that the
 	// probe includes them in interim events.
 	StopLossMetrics []string `json:"stop_loss_metrics,omitempty"`
+	// Role is the part this host plays in a multi-host run (one of
+	// Profile.Roles): the probe runs that role's steps only. Empty for a
+	// one-host run, which runs every step.
+	Role string `json:"role,omitempty"`
+	// Host names this host among the run's hosts, for the probe's log.
+	Host string `json:"host,omitempty"`
+	// Sync makes the probe wait at every barrier of the run (see Barrier)
+	// until the server releases it: the hosts of a multi-host run start
+	// each phase together.
+	Sync bool `json:"sync,omitempty"`
+}
+
+// Barriers of a multi-host run (Plan.Sync). Every host passes the same
+// barriers in the same order, numbered from 0: before each phase of each
+// repetition (acceptance.ProfileSpec.Phases), and, for an inference step
+// alone in its phase, before each of its load levels instead; barrier 0,
+// after the host facts are taken, is the start. At a barrier the probe
+// writes WaitingFile (a Barrier), appends a "barrier" event with state
+// waiting, and waits until ReleaseFile(index) exists (written by
+// `probe release`), then appends one with state released. A host with no
+// step in a phase passes its barriers all the same.
+const (
+	SyncDir     = "sync"
+	WaitingFile = "sync/waiting.json"
+)
+
+// ReleaseFile is the file that releases barrier index.
+func ReleaseFile(index int) string { return SyncDir + "/go-" + strconv.Itoa(index) }
+
+// Barrier states.
+const (
+	BarrierWaiting  = "waiting"
+	BarrierReleased = "released"
+)
+
+// Barrier is a barrier a probe waits at or passed.
+type Barrier struct {
+	Index int    `json:"index"`
+	Label string `json:"label"`
+	State string `json:"state"`
+	// WaitedSec is how long the probe waited (released only).
+	WaitedSec float64 `json:"waited_sec,omitempty"`
 }
 
 // PlanSchemaVersion is the plan format this build writes and reads.
@@ -102,7 +147,8 @@ const (
 	EventInterim    = "interim"
 	EventStepStart  = "step_start"
 	EventStepResult = "step_result"
-	EventDone       = "done" // last event: the run ended; Status has the outcome
+	EventBarrier    = "barrier" // a multi-host run's barrier: waiting, then released
+	EventDone       = "done"    // last event: the run ended; Status has the outcome
 	// EventNeighbour: another Accord run was seen active on the host during
 	// this one (once per other run folder); Neighbour says which.
 	EventNeighbour = "neighbour"
@@ -120,6 +166,7 @@ type Event struct {
 	Progress *Progress   `json:"progress,omitempty"`
 	Interim  *Interim    `json:"interim,omitempty"`
 	Result   *StepResult `json:"result,omitempty"`
+	Barrier  *Barrier    `json:"barrier,omitempty"`
 	Status   *Status     `json:"status,omitempty"` // with EventDone
 
 	Neighbour *Neighbour `json:"neighbour,omitempty"` // with EventNeighbour
