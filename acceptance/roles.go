@@ -57,6 +57,23 @@ func (r RoleSpec) HostLimits() (lo, hi int) {
 	return lo, hi
 }
 
+// ForRole is the profile as one host of the role runs it: the role's
+// steps only (the whole profile when it has no such role).
+func (p ProfileSpec) ForRole(role string) ProfileSpec {
+	r, ok := p.Role(role)
+	if !ok {
+		return p
+	}
+	out := p.Clone()
+	out.Steps = nil
+	for _, s := range p.Steps {
+		if r.RunsStep(s.Name) {
+			out.Steps = append(out.Steps, s.Clone())
+		}
+	}
+	return out
+}
+
 // StepRoles returns the roles that run the step (nil for a one-host profile).
 func (p ProfileSpec) StepRoles(step string) []string {
 	var out []string
@@ -201,21 +218,26 @@ func validateRoles(c *specChecker, p ProfileSpec, names map[string]int) {
 	}
 }
 
+// LimitsText says how many hosts the role takes: "1 host", "2–4 hosts",
+// "2 or more hosts".
+func (r RoleSpec) LimitsText() string {
+	lo, hi := r.HostLimits()
+	switch {
+	case lo == hi && lo == 1:
+		return "1 host"
+	case lo == hi:
+		return fmt.Sprintf("%d hosts", lo)
+	case hi == MaxRunHosts:
+		return fmt.Sprintf("%d or more hosts", lo)
+	}
+	return fmt.Sprintf("%d–%d hosts", lo, hi)
+}
+
 // RoleList names the roles for messages: "clients (2–4 hosts), aggressor (1 host)".
 func (p ProfileSpec) RoleList() string {
 	parts := make([]string, 0, len(p.Roles))
 	for _, r := range p.Roles {
-		lo, hi := r.HostLimits()
-		switch {
-		case lo == hi && lo == 1:
-			parts = append(parts, r.Name+" (1 host)")
-		case lo == hi:
-			parts = append(parts, fmt.Sprintf("%s (%d hosts)", r.Name, lo))
-		case hi == MaxRunHosts:
-			parts = append(parts, fmt.Sprintf("%s (%d or more hosts)", r.Name, lo))
-		default:
-			parts = append(parts, fmt.Sprintf("%s (%d–%d hosts)", r.Name, lo, hi))
-		}
+		parts = append(parts, r.Name+" ("+r.LimitsText()+")")
 	}
 	return strings.Join(parts, ", ")
 }

@@ -355,6 +355,8 @@ func ValidateProfile(spec ProfileSpec) ValidationErrors {
 	for i, s := range p.Steps {
 		validateStep(c, p, i, s, first)
 	}
+	validateGroups(c, p)
+	validateRoles(c, p, first)
 	if p.Telemetry != nil {
 		validateTelemetry(c, "telemetry", p.Telemetry)
 	}

@@ -98,7 +98,7 @@ func TestImportYAMLLocatedErrors(t *testing.T) {
 		{"unknown field, typo", replace("      direct: true", "      drect: true"),
 			FieldError{Path: "steps[0].fio.drect", Line: 16, Message: "unknown field; did you mean direct?"}},
 		{"unknown top-level field", profileYAML + "owner: alice\n",
-			FieldError{Path: "owner", Line: 18, Message: "unknown field; allowed here: description, name, purpose, repetitions, run_timeout, schema_version, steps, storage, telemetry, warmup"}},
+			FieldError{Path: "owner", Line: 18, Message: "unknown field; allowed here: description, name, purpose, repetitions, roles, run_timeout, schema_version, steps, storage, telemetry, warmup"}},
 		{"text for a number", replace("iodepth: 32", "iodepth: deep"),
 			FieldError{Path: "steps[0].fio.iodepth", Line: 13, Message: `must be a whole number, not "deep"`}},
 		{"quoted number", replace("iodepth: 32", `iodepth: "32"`),

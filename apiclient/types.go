@@ -66,13 +66,28 @@ type SpecVersion struct {
 // RunRequest submits a run: profile version × host × optional gate set
 // version × optional baseline run.
 type RunRequest struct {
-	ProfileVersionID int64  `json:"profile_version_id"`
-	HostID           int64  `json:"host_id"`
-	GateSetVersionID int64  `json:"gate_set_version_id,omitempty"`
-	BaselineRunID    int64  `json:"baseline_run_id,omitempty"`
-	Label            string `json:"label,omitempty"`
+	ProfileVersionID int64 `json:"profile_version_id"`
+	// HostID is the lab host of a one-host profile; a profile with roles
+	// takes Roles instead.
+	HostID int64 `json:"host_id,omitempty"`
+	// Roles names the lab hosts of each role of a multi-host profile, as
+	// role → host ids (each host once in the run).
+	Roles            map[string][]int64 `json:"roles,omitempty"`
+	GateSetVersionID int64              `json:"gate_set_version_id,omitempty"`
+	BaselineRunID    int64              `json:"baseline_run_id,omitempty"`
+	Label            string             `json:"label,omitempty"`
 	// ConfirmReadiness runs on a host whose blocking readiness checks fail.
 	ConfirmReadiness bool `json:"confirm_readiness,omitempty"`
+}
+
+// RunHost is one lab host of a multi-host run.
+type RunHost struct {
+	Role     string  `json:"role"`
+	HostID   int64   `json:"host_id"`
+	Host     string  `json:"host"`
+	State    string  `json:"state"`
+	Reason   string  `json:"reason,omitempty"`
+	Progress float64 `json:"progress"`
 }
 
 // Run is a run as the API shows it.
@@ -111,6 +126,9 @@ type Run struct {
 	// a baseline of another shape or host, too few requests for a
 	// percentile). The run started anyway; they are kept with it.
 	Warnings []RunWarning `json:"warnings,omitempty"`
+	// Hosts are the lab hosts of a multi-host run with where each stands
+	// (in the answer for one run).
+	Hosts []RunHost `json:"hosts,omitempty"`
 }
 
 // RunWarning is one thing the pre-run check found.

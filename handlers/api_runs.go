@@ -181,6 +181,17 @@ func (s *Server) apiShowRun(w http.ResponseWriter, r *http.Request) {
 			out.Contamination = append(out.Contamination, n.Describe())
 		}
 	}
+	if run.MultiHost() {
+		hosts, err := s.store.RunHosts(r.Context(), run.ID)
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		for _, h := range hosts {
+			out.Hosts = append(out.Hosts, apiclient.RunHost{Role: h.Role, HostID: h.HostID, Host: h.HostName, State: h.State, Reason: h.Reason,
+				Progress: progressFraction(h.Progress)})
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -214,6 +225,7 @@ type apiMeasurement struct {
 	Step        string             `json:"step"`
 	Level       string             `json:"level,omitempty"`
 	Repetition  int                `json:"repetition"`
+	Host        string             `json:"host,omitempty"`
 	Summary     store.Summary      `json:"summary"`
 	ToolSummary map[string]float64 `json:"tool_summary,omitempty"`
 	Source      acceptance.Source  `json:"source"`
@@ -229,9 +241,19 @@ func (s *Server) apiListMeasurements(w http.ResponseWriter, r *http.Request) {
 		s.serverError(w, r, err)
 		return
 	}
+	// A multi-host run's rows are its hosts combined; ?hosts=1 adds each
+	// host's own, marked with the host.
+	if r.URL.Query().Get("hosts") == "1" {
+		own, err := s.store.HostMeasurementSummaries(r.Context(), run.ID)
+		if err != nil {
+			s.serverError(w, r, err)
+			return
+		}
+		rows = append(rows, own...)
+	}
 	out := make([]apiMeasurement, 0, len(rows))
 	for _, m := range rows {
-		am := apiMeasurement{Metric: m.Metric, Step: m.Step, Level: m.Level, Repetition: m.Repetition, Summary: m.Summary, ToolSummary: m.ToolSummary, Source: m.Source}
+		am := apiMeasurement{Metric: m.Metric, Step: m.Step, Level: m.Level, Repetition: m.Repetition, Host: m.Host, Summary: m.Summary, ToolSummary: m.ToolSummary, Source: m.Source}
 		if meta, ok := acceptance.LookupMetric(m.Metric); ok {
 			am.Unit = string(meta.Unit)
 		}

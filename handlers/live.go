@@ -198,7 +198,7 @@ func (s *Server) streamRunEvents(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("live numbers unavailable", "request_id", requestID(r.Context()), "run", run.ID, "err", err)
 		numbers = &liveNumbers{}
 	}
-	lastState, lastProgress := "", ""
+	lastState, lastProgress, lastHosts := "", "", ""
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
@@ -224,6 +224,16 @@ func (s *Server) streamRunEvents(w http.ResponseWriter, r *http.Request) {
 			if v, err := numbers.view(); err == nil && v.Windows > 0 {
 				// The id lets a reconnect resume after these windows.
 				writeSSE(w, "live", cursor, map[string]any{"windows": v.Windows, "ttft": v.TTFT, "throughput": v.Throughput, "rows": v.Table.Rows})
+			}
+		}
+		if run.MultiHost() {
+			hosts, err := s.store.RunHosts(r.Context(), run.ID)
+			if err != nil {
+				return
+			}
+			if b, _ := json.Marshal(hostViews(hosts)); string(b) != lastHosts {
+				lastHosts = string(b)
+				writeSSE(w, "hosts", 0, json.RawMessage(b))
 			}
 		}
 		if p := progressView(run); p.Label != lastProgress {
@@ -339,14 +349,52 @@ func progressView(run store.Run) struct {
 	if err := json.Unmarshal(run.Progress, &p); err != nil {
 		return out
 	}
-	out.Fraction = p.Fraction
-	out.Label = fmt.Sprintf("Step %d of %d (%s), repetition %d of %d", p.Step, p.Steps, p.StepName, p.Repetition, p.Repetitions)
-	if p.Level != "" {
-		out.Label += ", level " + p.Level
-	}
-	out.Label += fmt.Sprintf(" · %s elapsed", (time.Duration(p.ElapsedSec) * time.Second).String())
-	if p.EstimateSec > 0 {
-		out.Label += fmt.Sprintf(" of about %s", (time.Duration(p.EstimateSec) * time.Second).String())
+	out.Fraction, out.Label = p.Fraction, progressLabel(p)
+	if run.MultiHost() {
+		out.Label += " (the host furthest behind)"
 	}
 	return out
+}
+
+// progressLabel says where a probe's run stands.
+func progressLabel(p wire.Progress) string {
+	label := fmt.Sprintf("Step %d of %d (%s), repetition %d of %d", p.Step, p.Steps, p.StepName, p.Repetition, p.Repetitions)
+	if p.Level != "" {
+		label += ", level " + p.Level
+	}
+	label += fmt.Sprintf(" · %s elapsed", (time.Duration(p.ElapsedSec) * time.Second).String())
+	if p.EstimateSec > 0 {
+		label += fmt.Sprintf(" of about %s", (time.Duration(p.EstimateSec) * time.Second).String())
+	}
+	return label
+}
+
+// hostViews says where each host of a multi-host run stands.
+func hostViews(hosts []store.RunHost) []web.RunHostView {
+	out := make([]web.RunHostView, len(hosts))
+	for i, h := range hosts {
+		v := web.RunHostView{Ordinal: h.Ordinal, Role: h.Role, Name: h.HostName, HostID: h.HostID, State: h.State, Reason: h.Reason}
+		var p wire.Progress
+		if len(h.Progress) > 0 && json.Unmarshal(h.Progress, &p) == nil {
+			v.Fraction, v.Label = p.Fraction, progressLabel(p)
+		}
+		if h.State == store.RunHostEnded {
+			v.Fraction = 1
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// progressFraction is the share of the run a probe's progress document
+// says is done (0 when there is none).
+func progressFraction(raw []byte) float64 {
+	if len(raw) == 0 {
+		return 0
+	}
+	var p wire.Progress
+	if json.Unmarshal(raw, &p) != nil {
+		return 0
+	}
+	return p.Fraction
 }

@@ -110,7 +110,54 @@ func runFormFrom(v url.Values) web.RunForm {
 	f.Host, _ = strconv.ParseInt(v.Get("host"), 10, 64)
 	f.GateSet, _ = strconv.ParseInt(v.Get("gate_set_version"), 10, 64)
 	f.Baseline, _ = strconv.ParseInt(v.Get("baseline"), 10, 64)
+	f.RoleHosts = formRoles(v)
+	if f.RoleHosts != nil {
+		f.Host = 0 // the roles' hosts stand for it
+	}
 	return f
+}
+
+// formRoles reads the hosts chosen for each role (fields role.NAME).
+func formRoles(v url.Values) map[string][]int64 {
+	out := map[string][]int64{}
+	for key, values := range v {
+		role, ok := strings.CutPrefix(key, "role.")
+		if !ok || role == "" {
+			continue
+		}
+		for _, s := range values {
+			if id, err := strconv.ParseInt(s, 10, 64); err == nil {
+				out[role] = append(out[role], id)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// roleChoices fills the form's roles when its profile version runs
+// across hosts, with the hosts chosen for each.
+func (s *Server) roleChoices(r *http.Request, f *web.RunForm) error {
+	if f.Profile == 0 {
+		return nil
+	}
+	pv, err := s.store.GetSpecVersionByID(r.Context(), store.KindProfile, programFrom(r.Context()).ID, f.Profile)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var profile acceptance.ProfileSpec
+	if err := json.Unmarshal(pv.Spec, &profile); err != nil {
+		return fmt.Errorf("new run: decode profile version %d: %w", pv.ID, err)
+	}
+	for _, role := range profile.Roles {
+		f.Roles = append(f.Roles, web.RoleChoice{Name: role.Name, Description: role.Description, Steps: role.Steps, Limits: role.LimitsText(), Selected: f.RoleHosts[role.Name]})
+	}
+	return nil
 }
 
 // proposeRun fills what the form was not given with runplan's proposal:
@@ -138,7 +185,7 @@ func (s *Server) proposeRun(r *http.Request, f *web.RunForm) error {
 // runWarnings is the pre-run check of a request (runplan.Check).
 func (s *Server) runWarnings(r *http.Request, req RunRequest) ([]acceptance.RunWarning, error) {
 	return runplan.Check(r.Context(), s.store, runplan.Request{ProgramID: programFrom(r.Context()).ID, ProfileVersionID: req.ProfileVersionID,
-		GateSetVersionID: req.GateSetVersionID, BaselineRunID: req.BaselineRunID, HostID: req.HostID})
+		GateSetVersionID: req.GateSetVersionID, BaselineRunID: req.BaselineRunID, HostID: req.HostID, Roles: req.Roles})
 }
 
 // showRunPrecheck answers the run form as its choices change (htmx): what
@@ -159,6 +206,10 @@ func (s *Server) renderNewRun(w http.ResponseWriter, r *http.Request, status int
 		s.serverError(w, r, err)
 		return
 	}
+	if err := s.roleChoices(r, &f); err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	if f.Warnings == nil {
 		var err error
 		if f.Warnings, err = s.runWarnings(r, RunRequest{RunRequest: f.Request()}); err != nil {
@@ -168,6 +219,97 @@ func (s *Server) renderNewRun(w http.ResponseWriter, r *http.Request, status int
 	}
 	p := s.page(r, "Start a run", "programs", s.runCrumbs(pr, "Start")...)
 	s.render(w, r, status, web.RunNewPage(p, pr.ProgramAccess, f))
+}
+
+// requestedHosts checks the hosts a run request names: one pinned host
+// of the program for a one-host profile; for a profile with roles, hosts
+// for every role within its bounds, each pinned and named once. Problems
+// go into errs (field "host", "roles" or "roles.ROLE"); the hosts are
+// returned in run order (roles in the profile's order), with the run's
+// host rows for a multi-host profile (nil otherwise).
+func (s *Server) requestedHosts(r *http.Request, req RunRequest, profile acceptance.ProfileSpec, errs map[string]string) ([]store.Host, []store.NewRunHost, error) {
+	ctx := r.Context()
+	pr := programFrom(ctx)
+	load := func(field string, id int64) (store.Host, bool, error) {
+		h, err := s.store.GetHost(ctx, pr.ID, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			errs[field] = fmt.Sprintf("Host %d is not a lab host of this program.", id)
+			return h, false, nil
+		case err != nil:
+			return h, false, err
+		case !h.Pinned():
+			errs[field] = "Confirm the key of host " + h.Name + " first (scan it on the host's page)."
+			return h, false, nil
+		}
+		return h, true, nil
+	}
+	if !profile.MultiHost() {
+		if len(req.Roles) > 0 {
+			errs["roles"] = "This profile runs on one host: choose it as the host, without roles."
+		}
+		h, err := s.store.GetHost(ctx, pr.ID, req.HostID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			errs["host"] = "Choose a lab host of this program."
+		case err != nil:
+			return nil, nil, err
+		case !h.Pinned():
+			errs["host"] = "Confirm this host's key first (scan it on the host's page)."
+		default:
+			if problem := writeProblem(profile, h); problem != "" {
+				errs["host"] = problem
+			}
+			return []store.Host{h}, nil, nil
+		}
+		return nil, nil, nil
+	}
+	if req.HostID != 0 {
+		errs["host"] = "This profile runs on several hosts by role (" + profile.RoleList() + "): name the hosts of each role (roles), not one host."
+	}
+	for name := range req.Roles {
+		if _, ok := profile.Role(name); !ok {
+			errs["roles."+name] = fmt.Sprintf("The profile has no role %q; its roles are %s.", name, profile.RoleList())
+		}
+	}
+	var hosts []store.Host
+	var runHosts []store.NewRunHost
+	seen := map[int64]string{}
+	for _, role := range profile.Roles {
+		field := "roles." + role.Name
+		ids := req.Roles[role.Name]
+		lo, hi := role.HostLimits()
+		switch {
+		case len(ids) < lo && lo == 1:
+			errs[field] = "Choose a host for role " + role.Name + "."
+		case len(ids) < lo:
+			errs[field] = fmt.Sprintf("Role %s needs at least %d hosts; %d are chosen.", role.Name, lo, len(ids))
+		case len(ids) > hi:
+			errs[field] = fmt.Sprintf("Role %s takes at most %d hosts; %d are chosen.", role.Name, hi, len(ids))
+		}
+		for _, id := range ids {
+			if other, dup := seen[id]; dup {
+				errs[field] = fmt.Sprintf("Host %d is chosen twice (also for role %s): a host plays one part in a run.", id, other)
+				continue
+			}
+			seen[id] = role.Name
+			h, ok, err := load(field, id)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				if problem := writeProblem(profile.ForRole(role.Name), h); problem != "" && errs[field] == "" {
+					errs[field] = problem
+				}
+				hosts = append(hosts, h)
+				runHosts = append(runHosts, store.NewRunHost{Role: role.Name, HostID: h.ID})
+			}
+		}
+	}
+	if len(seen) > acceptance.MaxRunHosts {
+		errs["roles"] = fmt.Sprintf("A run takes at most %d hosts; %d are chosen.", acceptance.MaxRunHosts, len(seen))
+	}
+	return hosts, runHosts, nil
 }
 
 // RunRequest is a run submission, from the form or the API (whose JSON
@@ -203,18 +345,15 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 		}
 		errs["profile_version"] = "Choose a profile version of this program."
 	}
-	host, err := s.store.GetHost(ctx, pr.ID, req.HostID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		errs["host"] = "Choose a lab host of this program."
-	case err != nil:
-		return 0, nil, nil, err
-	case !host.Pinned():
-		errs["host"] = "Confirm this host's key first (scan it on the host's page)."
-	case pv.Spec != nil:
-		if problem := writeProblem(pv.Spec, host); problem != "" {
-			errs["host"] = problem
+	var profile acceptance.ProfileSpec
+	if pv.Spec != nil {
+		if err := json.Unmarshal(pv.Spec, &profile); err != nil {
+			return 0, nil, nil, fmt.Errorf("submit run: decode profile version %d: %w", pv.ID, err)
 		}
+	}
+	hosts, runHosts, err := s.requestedHosts(r, req, profile, errs)
+	if err != nil {
+		return 0, nil, nil, err
 	}
 	var gateID *int64
 	if req.GateSetVersionID != 0 {
@@ -255,9 +394,18 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 	if len(errs) > 0 {
 		return 0, errs, nil, nil
 	}
-	failing, err := s.blockingReadinessFailures(ctx, host, pv.Spec)
-	if err != nil {
-		return 0, nil, nil, err
+	var failing []string
+	for _, host := range hosts {
+		f, err := s.blockingReadinessFailures(ctx, host, pv.Spec)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		for _, c := range f {
+			if len(hosts) > 1 {
+				c = host.Name + ": " + c
+			}
+			failing = append(failing, c)
+		}
 	}
 	var override json.RawMessage
 	if len(failing) > 0 {
@@ -266,15 +414,13 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 		}
 		override, _ = json.Marshal(map[string]any{"confirmed_by": v.Email, "user_id": v.ID, "failing_checks": failing})
 	}
-	// Results are labelled emulated when the host is an emulator host or
+	// Results are labelled emulated when a host is an emulator host or
 	// the profile says its storage is emulated.
-	emulated := host.Emulated
-	var storage struct {
-		Storage acceptance.Storage `json:"storage"`
+	emulated := profile.Storage.Transport == acceptance.TransportEmulated
+	for _, h := range hosts {
+		emulated = emulated || h.Emulated
 	}
-	if json.Unmarshal(pv.Spec, &storage) == nil && storage.Storage.Transport == acceptance.TransportEmulated {
-		emulated = true
-	}
+	host := hosts[0]
 	var runID int64
 	err = s.store.InTx(ctx, func(tx *store.Store) error {
 		var err error
@@ -286,6 +432,11 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 		if err != nil {
 			return err
 		}
+		if runHosts != nil {
+			if err := tx.AddRunHosts(ctx, runID, runHosts); err != nil {
+				return err
+			}
+		}
 		res, err := s.river.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: runID}, nil)
 		if err != nil {
 			return err
@@ -294,6 +445,13 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 			return err
 		}
 		details := map[string]any{"profile_version_id": pv.ID, "host": host.Name}
+		if runHosts != nil {
+			byRole := map[string][]string{}
+			for i, h := range runHosts {
+				byRole[h.Role] = append(byRole[h.Role], hosts[i].Name)
+			}
+			details["roles"] = byRole
+		}
 		if override != nil {
 			details["readiness_override"] = failing
 		}
@@ -309,11 +467,7 @@ func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]s
 // writeProblem says why the profile's steps may not write where they
 // would on the host (the probe checks again on the host, where it also
 // sees which files exist).
-func writeProblem(spec json.RawMessage, host store.Host) string {
-	var profile acceptance.ProfileSpec
-	if err := json.Unmarshal(spec, &profile); err != nil {
-		return ""
-	}
+func writeProblem(profile acceptance.ProfileSpec, host store.Host) string {
 	outside := acceptance.WriteOutside(profile, host.WritePlaces, host.Name)
 	for _, s := range profile.Steps {
 		if s.Kind == acceptance.StepFio && s.Fio != nil && s.Fio.Destructive && !host.AllowDestructive {
@@ -429,6 +583,13 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	}
 	pv := progressView(run)
 	d.Progress = web.RunProgress{Fraction: pv.Fraction, Label: pv.Label}
+	if run.MultiHost() {
+		hosts, err := s.store.RunHosts(ctx, run.ID)
+		if err != nil {
+			return d, err
+		}
+		d.Hosts = hostViews(hosts)
+	}
 	if ev, err := s.store.LatestEvaluation(ctx, run.ID); err == nil {
 		var e acceptance.Evaluation
 		if err := json.Unmarshal(ev.Result, &e); err != nil {

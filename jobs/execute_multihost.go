@@ -169,6 +169,7 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 		plan := wire.Plan{
 			SchemaVersion: wire.PlanSchemaVersion, RunID: run.ID, Attempt: 1, Profile: profile,
 			RunTimeout: acceptance.Duration(RunTimeout(profile)), AllowDestructive: host.AllowDestructive,
+			WritePlaces: host.WritePlaces, CreatedLedger: createdLedger,
 			Interim: acceptance.Duration(2 * time.Second), StopLossMetrics: interim.Metrics,
 			Role: rh.Role, Host: rh.HostName, Sync: true,
 		}
@@ -180,7 +181,9 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 				return fenced(ctx, func(tx *store.Store) error { return tx.SetRunHostState(ctx, run.ID, ord, state, reason) })
 			},
 			Launching: func(ctx context.Context, dir string) error {
-				return fenced(ctx, func(tx *store.Store) error { return tx.RecordRunHostIntent(ctx, run.ID, ord, dir, probeDeadline(profile)) })
+				return fenced(ctx, func(tx *store.Store) error {
+					return tx.RecordRunHostIntent(ctx, run.ID, ord, dir, probeDeadline(profile))
+				})
 			},
 			Launched: func(ctx context.Context, dir, probePath string) error {
 				launchedDir = dir
@@ -251,7 +254,9 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 				}
 				return nil
 			},
-			Note: func(ctx context.Context, level, msg string) { _ = st.AddRunNote(ctx, run.ID, level, "host "+name+": "+msg) },
+			Note: func(ctx context.Context, level, msg string) {
+				_ = st.AddRunNote(ctx, run.ID, level, "host "+name+": "+msg)
+			},
 		}
 		hostRuns[i] = runners.HostRun{
 			Name: name, Hooks: hooks, WaitingAt: rh.WaitingAt,

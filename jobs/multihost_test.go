@@ -33,7 +33,7 @@ func (b *testBundle) addHost(t testing.TB, name string, port int) int64 {
 	if port == 0 {
 		port = sshd.Port
 	}
-	id, err := b.store.CreateHost(ctx, b.programID, store.NewHost{Name: name, Address: sshd.Addr, Port: port, Username: sshd.User, AuthMethod: "key", PublicKey: "test"})
+	id, err := b.store.CreateHost(ctx, b.programID, store.NewHost{Name: name, Address: sshd.Addr, Port: port, Username: sshd.User, AuthMethod: "key", PublicKey: "test", WritePlaces: []string{b.work}})
 	require.NoError(t, err)
 	sealed, err := b.deps.Sealer.Seal(sshd.ClientKeyPEM, labhost.SealLabel(id))
 	require.NoError(t, err)
@@ -227,10 +227,10 @@ func TestMultiHostRunPasses(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(DISTINCT host_id) FROM host_facts WHERE run_id = $1`, runID).Scan(&factRows))
 	require.Equal(t, 3, factRows)
 
-	// The hosts are free, and nothing of the run is left on them.
-	var leases int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM host_leases`).Scan(&leases))
-	require.Zero(t, leases)
+	// The hosts are free (once the worker, which the verdict does not
+	// wait for, lets go), and nothing of the run is left on them.
+	require.False(t, mustRunByID(t, b, runID).ProbeMayRun)
+	require.Eventually(t, func() bool { return leaseCount(t, b) == 0 }, 10*time.Second, 50*time.Millisecond)
 	noRunProcesses(t, b.hostDir(runID, b.hostID), b.hostDir(runID, reader2), b.hostDir(runID, writer))
 }
 
@@ -251,7 +251,6 @@ func sampleCount(m acceptance.Measurement) int64 {
 func TestMultiHostRunFailsWhenAHostCannotStart(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := context.Background()
 	reader2 := b.addHost(t, "lab-2", 0)
 	gone := b.addHost(t, "lab-gone", closedPort(t))
 	runID := b.submitMulti(t, b.river, b.saveProfile(t, b.twoRoleProfile(time.Second)), nil, []store.NewRunHost{
@@ -273,9 +272,7 @@ func TestMultiHostRunFailsWhenAHostCannotStart(t *testing.T) {
 		require.NotContains(t, string(evs), `"type":"step_start"`, "nothing was measured before every host could start")
 	}
 	noRunProcesses(t, b.hostDir(runID, b.hostID), b.hostDir(runID, reader2), b.hostDir(runID, gone))
-	var leases int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM host_leases`).Scan(&leases))
-	require.Zero(t, leases, "the hosts are free")
+	require.Eventually(t, func() bool { return leaseCount(t, b) == 0 }, 10*time.Second, 50*time.Millisecond, "the hosts are free")
 }
 
 // A cancel mid-run stops the probe on every host.
@@ -299,4 +296,17 @@ func TestMultiHostCancelStopsEveryHost(t *testing.T) {
 	require.Equal(t, store.RunCancelled, run.State, run.Reason)
 	require.Equal(t, 3, strings.Count(run.Reason, "no process of the run is left"), run.Reason)
 	noRunProcesses(t, dirs...)
+}
+
+func leaseCount(t *testing.T, b *testBundle) int {
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM host_leases`).Scan(&n))
+	return n
+}
+
+func mustRunByID(t *testing.T, b *testBundle, id int64) store.Run {
+	t.Helper()
+	r, err := b.store.RunByID(context.Background(), id)
+	require.NoError(t, err)
+	return r
 }

@@ -227,6 +227,25 @@ func (s *Store) RunFacts(ctx context.Context, runID int64) (HostFacts, error) {
 	return f, nil
 }
 
+// RunHostFacts returns the facts taken for a run on each of its hosts
+// (the latest per host), by host id.
+func (s *Store) RunHostFacts(ctx context.Context, runID int64) (map[int64]HostFacts, error) {
+	rows, err := s.db.Query(ctx, `SELECT DISTINCT ON (host_id) id, host_id, run_id, taken_at, facts, digest FROM host_facts
+		WHERE run_id = $1 ORDER BY host_id, id DESC`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: run facts: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[HostFacts])
+	if err != nil {
+		return nil, fmt.Errorf("store: run facts: %w", err)
+	}
+	out := make(map[int64]HostFacts, len(list))
+	for _, f := range list {
+		out[f.HostID] = f
+	}
+	return out, nil
+}
+
 // SetHostSealedKey stores a host's sealed private key (sealed after the
 // row exists, because the seal is bound to the row's id).
 func (s *Store) SetHostSealedKey(ctx context.Context, hostID int64, sealed []byte) error {

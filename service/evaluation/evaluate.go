@@ -135,6 +135,13 @@ func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64
 // artifacts: an empty map when the run has neither. Facts that do not
 // decode are an error, not "no facts".
 func StoredFacts(ctx context.Context, st *store.Store, runID int64) (map[string]string, error) {
+	hosts, err := st.RunHosts(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if len(hosts) > 0 {
+		return multiHostFacts(ctx, st, runID, hosts)
+	}
 	raw, err := storedFactsJSON(ctx, st, runID)
 	if err != nil || raw == nil {
 		return map[string]string{}, err
@@ -144,6 +151,28 @@ func StoredFacts(ctx context.Context, st *store.Store, runID int64) (map[string]
 		return nil, fmt.Errorf("run %d: %w: %w", runID, errUnreadableFacts, err)
 	}
 	return f, nil
+}
+
+// multiHostFacts are the comparable facts of every host of a multi-host
+// run (acceptance.CombineHostFacts), so that comparability covers every
+// host; a host without facts has none of its own keys, which a baseline
+// with them reports as a difference.
+func multiHostFacts(ctx context.Context, st *store.Store, runID int64, hosts []store.RunHost) (map[string]string, error) {
+	byHost, err := st.RunHostFacts(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var list []acceptance.HostFacts
+	for _, h := range hosts {
+		f := map[string]string{}
+		if hf, ok := byHost[h.HostID]; ok {
+			if f, err = facts.ComparableJSON(hf.Facts); err != nil {
+				return nil, fmt.Errorf("run %d host %s: %w: %w", runID, h.HostName, errUnreadableFacts, err)
+			}
+		}
+		list = append(list, acceptance.HostFacts{Role: h.Role, Facts: f})
+	}
+	return acceptance.CombineHostFacts(list), nil
 }
 
 // storedFactsJSON returns the host facts taken for a run, or, for an

@@ -24,6 +24,8 @@ type Request struct {
 	GateSetVersionID int64
 	BaselineRunID    int64
 	HostID           int64
+	// Roles are a multi-host run's hosts by role (instead of HostID).
+	Roles map[string][]int64
 }
 
 // Check reads what the request would run and judge and says what would
@@ -58,7 +60,12 @@ func Check(ctx context.Context, st *store.Store, req Request) ([]acceptance.RunW
 		}
 		in.Baseline = b
 	}
-	if req.HostID != 0 {
+	switch {
+	case len(req.Roles) > 0:
+		if in.HostFacts, err = rolesFacts(ctx, st, req.Roles); err != nil {
+			return nil, err
+		}
+	case req.HostID != 0:
 		if in.HostFacts, err = hostFacts(ctx, st, req.HostID); err != nil {
 			return nil, err
 		}
@@ -133,6 +140,23 @@ func hostFacts(ctx context.Context, st *store.Store, hostID int64) (map[string]s
 		return nil, fmt.Errorf("runplan: facts of host %d: %w", hostID, err)
 	}
 	return f, nil
+}
+
+// rolesFacts are a multi-host run's hosts' latest facts combined as the
+// gate engine combines a multi-host run's (acceptance.CombineHostFacts);
+// nil when a host has none yet.
+func rolesFacts(ctx context.Context, st *store.Store, roles map[string][]int64) (map[string]string, error) {
+	var list []acceptance.HostFacts
+	for role, ids := range roles {
+		for _, id := range ids {
+			f, err := hostFacts(ctx, st, id)
+			if err != nil || f == nil {
+				return nil, err
+			}
+			list = append(list, acceptance.HostFacts{Role: role, Facts: f})
+		}
+	}
+	return acceptance.CombineHostFacts(list), nil
 }
 
 // observed counts the samples of the newest finished run of the same

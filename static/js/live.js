@@ -1,10 +1,10 @@
 // Live run view: follows /programs/P/runs/R/events (server-sent events) and
-// updates the progress bar, the state badge, the log tail, the live charts
-// of the probe's interim windows (the server sends each chart's ECharts
-// option again with every new window), and the signed report's buttons
-// once the report is signed. When the run reaches a final state the page
-// reloads once to show the verdict; the reloaded page does not reload
-// again (its state is already that one).
+// updates the progress bar, the state badge, the log tail, each host's row
+// of a multi-host run, the live charts of the probe's interim windows (the
+// server sends each chart's ECharts option again with every new window),
+// and the signed report's buttons once the report is signed. When the run
+// reaches a final state the page reloads once to show the verdict; the
+// reloaded page does not reload again (its state is already that one).
 (function () {
   "use strict";
 
@@ -23,6 +23,24 @@
       var p = JSON.parse(evt.data);
       if (bar) bar.style.width = Math.round(p.fraction * 100) + "%";
       if (label) label.textContent = p.label;
+    });
+    // A multi-host run: every host's state and progress, in the hosts panel.
+    source.addEventListener("hosts", function (evt) {
+      JSON.parse(evt.data).forEach(function (h) {
+        var row = document.querySelector('[data-host-row="' + h.ordinal + '"]');
+        if (!row) return;
+        var badge = row.querySelector("[data-host-state]");
+        if (badge) {
+          badge.textContent = h.state;
+          badge.className = "badge " + h.state;
+        }
+        var reason = row.querySelector("[data-host-reason]");
+        if (reason) reason.textContent = h.reason;
+        var hbar = row.querySelector("[data-host-bar]");
+        if (hbar) hbar.style.width = Math.round(h.fraction * 100) + "%";
+        var hlabel = row.querySelector("[data-host-label]");
+        if (hlabel) hlabel.textContent = h.label;
+      });
     });
     source.addEventListener("log", function (evt) {
       if (!log) return;

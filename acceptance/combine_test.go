@@ -1,0 +1,89 @@
+package acceptance
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/acceptance/stats"
+)
+
+func hostM(host, metric string, values []float64, counts []int64) Measurement {
+	return Measurement{Metric: metric, Step: "load", Level: "c=8", Repetition: 1, Host: host, Values: values, Counts: counts, Source: Source{Tool: "accord-probe"}}
+}
+
+// Throughputs add up, shares pool by their requests, distributions merge
+// sample by sample (never an average of percentiles).
+func TestCombineHosts(t *testing.T) {
+	t.Parallel()
+	errA := hostM("a", MetricErrorRate, []float64{0.1}, nil)
+	errA.Trials = 100
+	errB := hostM("b", MetricErrorRate, []float64{0.0}, nil)
+	errB.Trials = 300
+	ms := []Measurement{
+		hostM("a", MetricRequestThroughput, []float64{10}, nil),
+		hostM("b", MetricRequestThroughput, []float64{32}, nil),
+		errA, errB,
+		hostM("a", MetricTTFT, []float64{1, 2, 3}, nil),
+		hostM("b", MetricTTFT, []float64{100}, nil),
+		hostM("a", MetricITL, []float64{5, 10}, []int64{2, 3}),
+		hostM("b", MetricITL, []float64{10, 20}, []int64{4, 1}),
+		hostM("a", MetricClientCPU, []float64{12}, nil),
+		hostM("b", MetricClientCPU, []float64{85}, nil),
+	}
+	out, warns := CombineHosts(ms)
+	require.Empty(t, warns)
+	by := map[string]Measurement{}
+	for _, m := range out {
+		require.Empty(t, m.Host)
+		by[m.Metric] = m
+	}
+	require.Equal(t, []float64{42}, by[MetricRequestThroughput].Values)
+	require.InDelta(t, 10.0/400, by[MetricErrorRate].Values[0], 1e-12, "10 failures in 400 requests")
+	require.EqualValues(t, 400, by[MetricErrorRate].Trials)
+	require.ElementsMatch(t, []float64{1, 2, 3, 100}, by[MetricTTFT].Values)
+	require.Nil(t, by[MetricTTFT].Counts)
+	require.Equal(t, []float64{5, 10, 20}, by[MetricITL].Values)
+	require.Equal(t, []int64{2, 7, 1}, by[MetricITL].Counts)
+	require.Equal(t, []float64{85}, by[MetricClientCPU].Values, "the worst host's self-check")
+
+	// p99 of the merged sample is the slow host's 100 ms; averaging the
+	// hosts' own p99s would have said 51.5.
+	s, err := stats.NewSample(by[MetricTTFT].Values, nil)
+	require.NoError(t, err)
+	require.Equal(t, 100.0, s.Quantile(0.99))
+}
+
+// A series a host of the step lacks, or has only as a summary, is not
+// combined: it is named in a warning instead of being under-counted.
+func TestCombineHostsRefusesIncompleteSeries(t *testing.T) {
+	t.Parallel()
+	summary := hostM("b", MetricTTFT, nil, nil)
+	summary.ToolSummary = map[string]float64{"p99": 12}
+	ms := []Measurement{
+		hostM("a", MetricRequestThroughput, []float64{10}, nil),
+		hostM("b", MetricOutputTokenThroughput, []float64{10}, nil),
+		hostM("a", MetricTTFT, []float64{1}, nil),
+		summary,
+	}
+	out, warns := CombineHosts(ms)
+	require.Empty(t, out)
+	require.Len(t, warns, 3)
+	require.Contains(t, warns[0], "output_token_throughput of step load at c=8, repetition 1 is not combined over the hosts: a did not measure it")
+	require.Contains(t, warns[1], "request_throughput of step load at c=8, repetition 1 is not combined over the hosts: b did not measure it")
+	require.Contains(t, warns[2], "host b has only the tool's summary")
+}
+
+// Comparability covers every host, whatever order the hosts were named in.
+func TestCombineHostFacts(t *testing.T) {
+	t.Parallel()
+	x := map[string]string{"cpu": "EPYC", "nic": "CX7"}
+	y := map[string]string{"cpu": "Xeon", "nic": "CX7"}
+	a := CombineHostFacts([]HostFacts{{"clients", x}, {"clients", y}, {"aggressor", x}})
+	b := CombineHostFacts([]HostFacts{{"aggressor", x}, {"clients", y}, {"clients", x}})
+	require.Equal(t, a, b)
+	require.Equal(t, "2", a["clients.hosts"])
+	require.Len(t, CompareFacts(a, b), 0)
+	c := CombineHostFacts([]HostFacts{{"clients", x}, {"clients", x}, {"aggressor", x}})
+	require.NotEmpty(t, CompareFacts(a, c), "one client differs")
+}
