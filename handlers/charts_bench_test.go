@@ -271,7 +271,7 @@ func (bb *chartBench) ingestMillion(b *testing.B, r *mrand.Rand, n int, ttftMs f
 	coll := millionRunFolder(b, r, n, ttftMs)
 	require.NoError(b, bb.store.SetRunState(ctx, runID, store.RunRunning, "bench"))
 	res := ingest.Results{Files: coll, HostID: &bb.hostID}
-	res.Measurements, res.Warnings, err = ingest.ReadFolder(coll, profile, "bench")
+	res.Measurements, res.Warnings, err = ingest.ReadFolder(ingest.CollectionFiles(coll), profile, "bench")
 	require.NoError(b, err)
 	start := time.Now()
 	res.Charts, err = ingest.Charts(ctx, bb.store, profile, baseline, res)

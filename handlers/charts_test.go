@@ -230,7 +230,7 @@ func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
 	// Ingest as the execute_run worker does (service/ingest).
 	require.NoError(t, cb.store.SetRunState(ctx, runID, store.RunRunning, "test"))
 	res := ingest.Results{Files: coll, HostID: &cb.hostID}
-	res.Measurements, res.Warnings, err = ingest.ReadFolder(coll, profile, "test")
+	res.Measurements, res.Warnings, err = ingest.ReadFolder(ingest.CollectionFiles(coll), profile, "test")
 	if err != nil {
 		events, _ := os.ReadFile(filepath.Join(dir, wire.EventsFile))
 		require.NoError(t, err, "events: %s", events)
@@ -289,7 +289,7 @@ func TestRecordLabRuns(t *testing.T) {
 		require.NoError(t, json.Unmarshal(pv.Spec, &profile))
 		dir := t.TempDir()
 		cb.runProbe(t, dir, runID, profile)
-		ms, _, err := ingest.ReadFolder(collectDir(t, dir), profile, "record")
+		ms, _, err := ingest.ReadFolder(ingest.CollectionFiles(collectDir(t, dir)), profile, "record")
 		require.NoError(t, err)
 		p50[rr.name] = map[string]float64{}
 		for _, m := range ms {

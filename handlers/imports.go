@@ -247,7 +247,7 @@ func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	coll := spool.collection()
-	folder, err := ingest.ReadFolderReports(coll, t.spec, "imported")
+	folder, err := ingest.ReadFolderReports(ingest.CollectionFiles(coll), t.spec, "imported")
 	if err != nil {
 		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", "The bundle verified, but its raw outputs could not be read: "+err.Error())
 		return

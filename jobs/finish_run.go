@@ -20,7 +20,7 @@ func (w *ExecuteRunWorker) finish(ctx context.Context, run store.Run, host store
 	st := w.deps.Store
 	res := ingest.Results{Files: out.Collection, HostID: &host.ID}
 	var importErr error
-	res.Measurements, res.Warnings, importErr = ingest.ReadFolder(out.Collection, profile, w.deps.Version)
+	res.Measurements, res.Warnings, importErr = ingest.ReadFolder(ingest.CollectionFiles(out.Collection), profile, w.deps.Version)
 	state, reason := store.RunEvaluating, "judging the results"
 	switch {
 	case breach != nil:

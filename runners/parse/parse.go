@@ -13,12 +13,14 @@
 package parse
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/accordlab/accord/acceptance"
@@ -308,70 +310,97 @@ func importFileWithReport(format Format, path string, opts Options) (Result, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return Result{}, fmt.Errorf("parse %s: %w", path, err)
+		return Result{}, fmt.Errorf("parse %s: %w", opts.Name, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return Result{}, fmt.Errorf("parse %s: %w", path, err)
+		return Result{}, fmt.Errorf("parse %s: %w", opts.Name, err)
 	}
-	size := st.Size()
+	return importReaderWithReport(format, f, st.Size(), opts)
+}
+
+// ImportReaderWithReport imports what r yields (size bytes, or -1 when
+// unknown) as ImportFileWithReport imports a file: the JSON-lines formats
+// are streamed, the others read whole within MaxToolJSONBytes; an empty
+// format is detected from the first bytes. opts.Name names the input in
+// messages (the run folder's own path, say: a run's file may be read from
+// the artifact store or a temporary file).
+func ImportReaderWithReport(format Format, r io.Reader, size int64, opts Options) (Result, error) {
+	res, err := importReaderWithReport(format, r, size, opts)
+	res.Report.Step = opts.Step
+	return res, err
+}
+
+func importReaderWithReport(format Format, r io.Reader, size int64, opts Options) (Result, error) {
+	in := opts.name("input")
+	opts.Name = in
 	if format == "" {
-		head := make([]byte, 64<<10)
-		n, err := io.ReadFull(f, head)
-		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-			return Result{}, fmt.Errorf("parse %s: %w", path, err)
+		br := bufio.NewReaderSize(r, 64<<10)
+		head, err := br.Peek(64 << 10)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+			return Result{}, fmt.Errorf("parse %s: %w", in, err)
 		}
-		format, err = detectHead(head[:n], size)
+		whole := size
+		if whole < 0 { // unknown: the head, or more when it filled up
+			whole = int64(len(head))
+			if err == nil || errors.Is(err, bufio.ErrBufferFull) {
+				whole++
+			}
+		}
+		format, err = detectHead(head, whole)
 		if errors.Is(err, errNeedWhole) {
 			// One JSON document bigger than the head (a detailed vLLM
 			// result): within the tool limit it is read whole anyway.
-			if _, err := f.Seek(0, io.SeekStart); err != nil {
-				return Result{}, fmt.Errorf("parse %s: %w", path, err)
-			}
-			data, rerr := io.ReadAll(io.LimitReader(f, MaxToolJSONBytes+1))
+			data, rerr := io.ReadAll(io.LimitReader(br, MaxToolJSONBytes+1))
 			if rerr != nil {
-				return Result{}, fmt.Errorf("parse %s: %w", path, rerr)
+				return Result{}, fmt.Errorf("parse %s: %w", in, rerr)
 			}
 			if format, err = Detect(data); err != nil {
-				return Result{}, &Error{Input: path, Err: err}
+				return Result{}, &Error{Input: in, Err: err}
 			}
 			return ImportWithReport(format, data, opts)
 		}
 		if err != nil {
-			return Result{}, &Error{Input: path, Err: err}
+			return Result{}, &Error{Input: in, Err: err}
 		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return Result{}, fmt.Errorf("parse %s: %w", path, err)
-		}
+		r = br
 	}
 	switch format {
 	case FormatProbeRequests:
 		if size > opts.limit(MaxRecordBytes) {
-			return Result{}, tooLarge(path, size, opts.limit(MaxRecordBytes))
+			return Result{}, tooLarge(in, size, opts.limit(MaxRecordBytes))
 		}
-		return plainResult(format, ToolProbe, path, opts.ToolVersion)(importProbeRecords(f, size, opts))
+		return plainResult(format, ToolProbe, in, opts.ToolVersion)(importProbeRecords(r, size, opts))
 	case FormatProbeTelemetry:
 		if size > opts.limit(MaxRecordBytes) {
-			return Result{}, tooLarge(path, size, opts.limit(MaxRecordBytes))
+			return Result{}, tooLarge(in, size, opts.limit(MaxRecordBytes))
 		}
-		return plainResult(format, ToolProbe, path, opts.ToolVersion)(ImportTelemetry(f, opts))
+		return plainResult(format, ToolProbe, in, opts.ToolVersion)(ImportTelemetry(r, opts))
 	case FormatAIPerfRecords:
 		if size > opts.limit(MaxRecordBytes) {
-			return Result{}, tooLarge(path, size, opts.limit(MaxRecordBytes))
+			return Result{}, tooLarge(in, size, opts.limit(MaxRecordBytes))
 		}
-		return importAIPerfRecords(f, opts)
-	case FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf:
-		if size > opts.limit(MaxToolJSONBytes) {
-			return Result{}, tooLarge(path, size, opts.limit(MaxToolJSONBytes))
-		}
-		data, err := io.ReadAll(io.LimitReader(f, opts.limit(MaxToolJSONBytes)+1))
-		if err != nil {
-			return Result{}, fmt.Errorf("parse %s: %w", path, err)
-		}
-		return ImportWithReport(format, data, opts)
+		return importAIPerfRecords(r, opts)
+	case "text", "none":
+		return Result{}, fmt.Errorf("parse: format %q carries no measurements: store it as an artifact only", format)
 	}
-	return Result{}, fmt.Errorf("parse %s: unknown format %q (known: %v)", path, format, Formats)
+	if !slices.Contains(Formats, format) {
+		return Result{}, fmt.Errorf("parse %s: unknown format %q (known: %v)", in, format, Formats)
+	}
+	// A single document: read whole, within the tool limit.
+	limit := opts.limit(MaxToolJSONBytes)
+	if size > limit {
+		return Result{}, tooLarge(in, size, limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return Result{}, fmt.Errorf("parse %s: %w", in, err)
+	}
+	if int64(len(data)) > limit {
+		return Result{}, tooLarge(in, int64(len(data)), limit)
+	}
+	return ImportWithReport(format, data, opts)
 }
 
 // limitedReader fails once more than limit bytes were read, so that a

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
 
@@ -421,4 +422,38 @@ func TestProbeFormatsAccountForEveryField(t *testing.T) {
 	for _, f := range fieldsOf(wire.TelemetrySample{}) {
 		require.True(t, named(r.Report, f), "telemetry.jsonl: %s is neither read nor ignored\n%v\n%v", f, r.Report.Read, r.Report.Ignored)
 	}
+}
+
+// A reader is imported as a file is, under the name it is given (a run
+// folder's path, when the bytes come from the artifact store or a
+// temporary file), whether its size is known or not.
+func TestImportReaderNamesItsInput(t *testing.T) {
+	t.Parallel()
+	const name = "output/01-ttft/rep-1/requests.jsonl"
+	recs := jsonl(t, wire.RequestRecord{Sent: 1 * ms, FirstToken: 5 * ms, Done: 9 * ms, OutputTokens: 1})
+	for _, size := range []int64{int64(len(recs)), -1} {
+		got, err := ImportReaderWithReport("", iotest.OneByteReader(bytes.NewReader(recs)), size, Options{Name: name, Step: "ttft", Result: stepResult(1, 0)})
+		require.NoError(t, err)
+		require.Equal(t, FormatProbeRequests, got.Report.Format)
+		require.Equal(t, name, got.Report.Input)
+		require.Equal(t, "ttft", got.Report.Step)
+		require.Equal(t, []float64{4}, byMetric(t, got.Measurements)[acceptance.MetricTTFT].Values)
+		require.Contains(t, byMetric(t, got.Measurements)[acceptance.MetricTTFT].Source.Field, name)
+	}
+	bad := append(append([]byte{}, recs...), `{"t_sent":"x"}`+"\n"...)
+	_, err := ImportReaderWithReport(FormatProbeRequests, bytes.NewReader(bad), -1, Options{Name: name, Result: stepResult(1, 0)})
+	require.EqualError(t, err, "parse "+name+": line 2: t_sent: must be an integer, found '\"'")
+
+	// A tool's document larger than the bytes read to detect it.
+	data := readTestdata(t, "vllm-benchmark-serving-old.json")
+	pad := bytes.Repeat([]byte(`"x",`), 40<<10)
+	data = bytes.Replace(data, []byte(`"generated_texts": [`), append([]byte(`"generated_texts": [`), pad...), 1)
+	got, err := ImportReaderWithReport("", bytes.NewReader(data), -1, Options{Name: "imported/result.json"})
+	require.NoError(t, err)
+	require.Equal(t, ToolVLLM, got.Measurements[0].Source.Tool)
+	require.Equal(t, "imported/result.json", got.Report.Input)
+
+	_, err = ImportReaderWithReport(FormatFio, bytes.NewReader(bytes.Repeat([]byte(" "), 10)), MaxToolJSONBytes+1, Options{Name: "fio.json"})
+	require.ErrorIs(t, err, ErrTooLarge)
+	require.Contains(t, err.Error(), "fio.json")
 }

@@ -27,6 +27,11 @@ func (m memFiles) Names() []string {
 	return out
 }
 
+func (m memFiles) Size(name string) (int64, bool) {
+	b, ok := m[name]
+	return int64(len(b)), ok
+}
+
 func (m memFiles) Open(name string) (io.ReadCloser, error) {
 	b, ok := m[name]
 	if !ok {

@@ -1,17 +1,23 @@
 package ingest
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/store"
 )
 
-// Files are a run folder's files by path (relative to the folder),
-// for the aggregates that need raw records: the send time of every
-// request, the telemetry samples.
+// Files are a run folder's files by path (relative to the folder), read
+// as streams: for the importers (ReadFolder) and for the aggregates that
+// need raw records (the send time of every request, the telemetry
+// samples).
 type Files interface {
 	Names() []string
+	// Size is the file's size in bytes; false when the folder has no such
+	// file.
+	Size(name string) (int64, bool)
 	Open(name string) (io.ReadCloser, error)
 }
 
@@ -30,10 +36,58 @@ func (f collectionFiles) Names() []string {
 	return names
 }
 
+func (f collectionFiles) Size(name string) (int64, bool) {
+	x, ok := f.c.File(name)
+	return x.Size, ok
+}
+
 func (f collectionFiles) Open(name string) (io.ReadCloser, error) {
 	x, ok := f.c.File(name)
 	if !ok {
 		return nil, fmt.Errorf("%s is not in the run folder", name)
 	}
 	return x.Open()
+}
+
+// storedFiles are a stored run's artifacts.
+type storedFiles struct {
+	ctx    context.Context
+	st     *store.Store
+	byPath map[string]store.RunArtifact
+	names  []string
+}
+
+// StoredFiles reads the run folder a run's artifacts keep, each file
+// streamed from the artifact store (store.Artifacts) as it is read; ctx
+// bounds the reads.
+func StoredFiles(ctx context.Context, st *store.Store, runID int64) (Files, error) {
+	as, err := st.RunArtifacts(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	f := &storedFiles{ctx: ctx, st: st, byPath: make(map[string]store.RunArtifact, len(as))}
+	for _, a := range as {
+		f.byPath[a.Path] = a
+		f.names = append(f.names, a.Path)
+	}
+	return f, nil
+}
+
+func (f *storedFiles) Names() []string { return f.names }
+
+func (f *storedFiles) Size(name string) (int64, bool) {
+	a, ok := f.byPath[name]
+	return a.Size, ok
+}
+
+func (f *storedFiles) Open(name string) (io.ReadCloser, error) {
+	a, ok := f.byPath[name]
+	if !ok {
+		return nil, fmt.Errorf("%s is not among the run's artifacts", name)
+	}
+	r, err := f.st.Artifacts().Open(f.ctx, a.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return r, nil
 }

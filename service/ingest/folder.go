@@ -23,12 +23,14 @@ type Folder struct {
 	Reports []parse.Report
 }
 
-// ReadFolder turns a run folder (collected from the host, or imported)
-// into canonical measurements: each step result names its output's format, and the
-// importer of that format reads it (runners/parse). A failed import fails
-// the whole run's results: nothing partial is stored.
-func ReadFolder(c *sshrun.Collection, profile acceptance.ProfileSpec, probeVersion string) ([]acceptance.Measurement, []string, error) {
-	f, err := ReadFolderReports(c, profile, probeVersion)
+// ReadFolder turns a run folder (collected from the host, imported, or
+// stored: CollectionFiles, StoredFiles) into canonical measurements: each
+// step result names its output's format, and the importer of that format
+// reads it (runners/parse), streaming the records files, every message
+// naming the file by its path in the run folder. A failed import fails the
+// whole run's results: nothing partial is stored.
+func ReadFolder(files Files, profile acceptance.ProfileSpec, probeVersion string) ([]acceptance.Measurement, []string, error) {
+	f, err := ReadFolderReports(files, profile, probeVersion)
 	return f.Measurements, f.Warnings, err
 }
 
@@ -38,53 +40,81 @@ func ReadFolder(c *sshrun.Collection, profile acceptance.ProfileSpec, probeVersi
 // is read again, in the format detected from its content, as the step the
 // other installation imported it as (its import report says; "imported"
 // when it does not).
-func ReadFolderReports(c *sshrun.Collection, profile acceptance.ProfileSpec, probeVersion string) (Folder, error) {
+func ReadFolderReports(files Files, profile acceptance.ProfileSpec, probeVersion string) (Folder, error) {
 	steps := map[string]acceptance.StepSpec{}
 	for _, s := range profile.Steps {
 		steps[s.Name] = s
 	}
 	var out Folder
-	for _, f := range c.Files {
-		if path.Base(f.Name) != wire.StepResultFile || !strings.HasPrefix(f.Name, wire.OutputDir+"/") {
+	for _, name := range files.Names() {
+		if path.Base(name) != wire.StepResultFile || !strings.HasPrefix(name, wire.OutputDir+"/") {
 			continue
 		}
-		raw, err := readFile(f)
+		raw, err := readSmall(files, name)
 		if err != nil {
 			return Folder{}, err
 		}
 		var res wire.StepResult
 		if err := json.Unmarshal(raw, &res); err != nil {
-			return Folder{}, fmt.Errorf("%s: %w", f.Name, err)
+			return Folder{}, fmt.Errorf("%s: %w", name, err)
 		}
 		if res.Error != "" {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("step %s (repetition %d%s) failed on the host: %s", res.Step, res.Repetition, levelText(res.Level), res.Error))
 			continue
 		}
-		if err := importStepResult(&out, c, path.Dir(f.Name), res, steps[res.Step], probeVersion); err != nil {
+		if err := importStepResult(&out, files, path.Dir(name), res, steps[res.Step], probeVersion); err != nil {
 			return Folder{}, err
 		}
 	}
-	importDriveWear(&out, c)
-	if err := importImportedFiles(&out, c); err != nil {
+	importDriveWear(&out, files)
+	if err := importImportedFiles(&out, files); err != nil {
 		return Folder{}, err
 	}
 	return out, nil
 }
 
+// importFile imports the folder's file name in format (detected when
+// empty), streamed, under its name in the folder.
+func importFile(files Files, format parse.Format, name string, opts parse.Options) (parse.Result, error) {
+	size, ok := files.Size(name)
+	if !ok {
+		return parse.Result{}, fmt.Errorf("%s is missing from the run folder", name)
+	}
+	r, err := files.Open(name)
+	if err != nil {
+		return parse.Result{}, err
+	}
+	defer r.Close()
+	opts.Name = name
+	return parse.ImportReaderWithReport(format, r, size, opts)
+}
+
+// readSmall reads a small file of the folder whole (a step result, an
+// import report): at most 64 MiB.
+func readSmall(files Files, name string) ([]byte, error) {
+	r, err := files.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, parse.MaxToolJSONBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if int64(len(data)) > parse.MaxToolJSONBytes {
+		return nil, fmt.Errorf("%s: over %d MiB", name, parse.MaxToolJSONBytes>>20)
+	}
+	return data, nil
+}
+
 // importDriveWear reads the run's drive wear (smart-log before and after
 // the run), when the probe took it. Like telemetry it is context the run
 // measured beside its steps: a problem with it is a warning.
-func importDriveWear(out *Folder, c *sshrun.Collection) {
-	f, ok := c.File(wire.DriveWearFile)
-	if !ok {
+func importDriveWear(out *Folder, files Files) {
+	if _, ok := files.Size(wire.DriveWearFile); !ok {
 		return
 	}
-	data, err := readFile(f)
-	if err != nil {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("drive wear not imported: %v", err))
-		return
-	}
-	r, err := parse.ImportWithReport(parse.FormatDriveWear, data, parse.Options{Repetition: 1, Name: f.Name})
+	r, err := importFile(files, parse.FormatDriveWear, wire.DriveWearFile, parse.Options{Repetition: 1})
 	if err != nil {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("drive wear not imported: %v", err))
 		return
@@ -98,12 +128,12 @@ const ImportedDir = "imported/"
 
 // importImportedFiles reads again the tool outputs of an imported run's
 // folder (imported/NAME beside imported/import-report.json).
-func importImportedFiles(out *Folder, c *sshrun.Collection) error {
+func importImportedFiles(out *Folder, files Files) error {
 	// The other installation's report says as what, and in which format
 	// (which its user may have named), it imported the file.
 	var theirs parse.Report
-	if f, ok := c.File(ImportedDir + parse.ReportFile); ok {
-		raw, err := readFile(f)
+	if _, ok := files.Size(ImportedDir + parse.ReportFile); ok {
+		raw, err := readSmall(files, ImportedDir+parse.ReportFile)
 		if err != nil {
 			return err
 		}
@@ -113,22 +143,16 @@ func importImportedFiles(out *Folder, c *sshrun.Collection) error {
 		}
 	}
 	step := cmp.Or(theirs.Step, "imported")
-	for _, f := range c.Files {
-		name, ok := strings.CutPrefix(f.Name, ImportedDir)
+	for _, full := range files.Names() {
+		name, ok := strings.CutPrefix(full, ImportedDir)
 		if !ok || strings.Contains(name, "/") || name == parse.ReportFile {
 			continue
 		}
-		data, err := readFile(f)
-		if err != nil {
-			return err
-		}
 		format := theirs.Format
-		if format == "" || path.Base(theirs.Input) != name {
-			if format, err = parse.Detect(data); err != nil {
-				return fmt.Errorf("%s: %w", f.Name, err)
-			}
+		if path.Base(theirs.Input) != name {
+			format = "" // detected from the content
 		}
-		r, err := parse.ImportWithReport(format, data, parse.Options{Step: step, Repetition: 1, Name: f.Name})
+		r, err := importFile(files, format, full, parse.Options{Step: step, Repetition: 1})
 		if err != nil {
 			return err
 		}
@@ -150,22 +174,17 @@ func levelText(level string) string {
 	return ", level " + level
 }
 
-func importStepResult(out *Folder, c *sshrun.Collection, dir string, res wire.StepResult, step acceptance.StepSpec, probeVersion string) error {
+func importStepResult(out *Folder, files Files, dir string, res wire.StepResult, step acceptance.StepSpec, probeVersion string) error {
 	opts := parse.Options{Step: res.Step, Level: res.Level, Repetition: res.Repetition, ToolVersion: probeVersion, Result: &res}
 	if step.Inference != nil {
 		opts.SLO = step.Inference.SLO
 	}
-	importFile := func(format parse.Format, name string) (parse.Result, error) {
-		f, ok := c.File(path.Join(dir, name))
-		if !ok {
-			return parse.Result{}, fmt.Errorf("step %s: %s is missing from the run folder", res.Step, path.Join(dir, name))
-		}
-		data, err := readFile(f)
+	importOutput := func(format parse.Format, name string) (parse.Result, error) {
+		r, err := importFile(files, format, path.Join(dir, name), opts)
 		if err != nil {
-			return parse.Result{}, err
+			return parse.Result{}, fmt.Errorf("step %s: %w", res.Step, err)
 		}
-		opts.Name = f.Name
-		return parse.ImportWithReport(format, data, opts)
+		return r, nil
 	}
 	var output string
 	switch res.Format {
@@ -181,15 +200,15 @@ func importStepResult(out *Folder, c *sshrun.Collection, dir string, res wire.St
 		output = path.Base(res.Files[0])
 	}
 	if output != "" {
-		r, err := importFile(parse.Format(res.Format), output)
+		r, err := importOutput(parse.Format(res.Format), output)
 		if err != nil {
 			return err
 		}
 		out.add(r)
 	}
 	// Telemetry is context, not evidence: a problem with it is a warning.
-	if _, ok := c.File(path.Join(dir, wire.TelemetryFile)); ok {
-		r, err := importFile(parse.FormatProbeTelemetry, wire.TelemetryFile)
+	if _, ok := files.Size(path.Join(dir, wire.TelemetryFile)); ok {
+		r, err := importOutput(parse.FormatProbeTelemetry, wire.TelemetryFile)
 		if err != nil {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("step %s: telemetry not imported: %v", res.Step, err))
 		} else {

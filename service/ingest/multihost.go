@@ -50,7 +50,7 @@ func ReadHostFolders(folders []HostFolder, profile acceptance.ProfileSpec, probe
 	var all []acceptance.Measurement
 	for i := range folders {
 		f := &folders[i]
-		ms, warns, err := ReadFolder(f.Files, profile, probeVersion)
+		ms, warns, err := ReadFolder(CollectionFiles(f.Files), profile, probeVersion)
 		if err != nil {
 			return nil, nil, fmt.Errorf("host %s: %w", f.Name, err)
 		}
