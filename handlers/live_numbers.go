@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -68,15 +67,9 @@ func (s *Server) loadLiveNumbers(ctx context.Context, run store.Run, upTo int64)
 // add keeps a stored interim event (one that does not decode is skipped:
 // the log says what the probe sent).
 func (ln *liveNumbers) add(e store.RunEvent) {
-	var in wire.Interim
-	if json.Unmarshal(e.Data, &in) != nil {
-		return
+	if snap, ok := stoploss.Snapshot(e); ok {
+		ln.snaps = append(ln.snaps, snap)
 	}
-	var seq int64
-	if e.Seq != nil {
-		seq = *e.Seq
-	}
-	ln.snaps = append(ln.snaps, in.Snapshot(seq, e.At))
 }
 
 // view draws the live charts (no windows before the first inference

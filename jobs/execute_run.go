@@ -15,6 +15,7 @@ import (
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/service/labhost"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/service/stoploss"
 	"github.com/accordlab/accord/store"
 )
@@ -212,6 +213,18 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 		return w.fail(ctx, run, &lease, "the gate set cannot be read: "+err.Error())
 	}
 	monitor := interim.Monitor
+	// A crossing an earlier attempt recorded (it may have died stopping
+	// the probe), or the one the stored windows make: the probe is stopped
+	// rather than followed.
+	breach, err := interim.Resume(ctx, st, run.ID)
+	if err != nil {
+		return err
+	}
+	queue, err := workerQueue(ctx)
+	if err != nil {
+		return err
+	}
+	env := rollout.Env{Keyring: w.deps.Keyring, Queue: queue}
 	plan := wire.Plan{
 		SchemaVersion: wire.PlanSchemaVersion, RunID: run.ID, Attempt: 1, Profile: profile,
 		RunTimeout: acceptance.Duration(RunTimeout(profile)), AllowDestructive: host.AllowDestructive,
@@ -220,9 +233,6 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 	}
 	plan.StopLossMetrics = interim.Metrics
 	rt := runners.RunTarget{Host: target, RunID: run.ID, Attempt: 1, Plan: plan, Launched: run.Launched, Offset: run.EventsOffset}
-	if run.Launched {
-		_ = st.AddRunNote(ctx, run.ID, "info", fmt.Sprintf("resuming: following the probe from byte %d of its event stream", run.EventsOffset))
-	}
 
 	fenced := func(fn func(tx *store.Store) error) error {
 		return st.InTx(ctx, func(tx *store.Store) error {
@@ -232,7 +242,25 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 			return fn(tx)
 		})
 	}
-	var breach *acceptance.StopLossBreach
+	switch {
+	case breach != nil:
+		// Kept before anything else happens (Record keeps a run's first
+		// crossing once), so that it is never lost again.
+		err := fenced(func(tx *store.Store) error {
+			if err := stoploss.Record(ctx, tx, env, run, breach); err != nil {
+				return err
+			}
+			return tx.AddRunNote(ctx, run.ID, "warn", "resuming a run its stop-loss stopped: stopping the probe. "+breach.Explanation)
+		})
+		if err != nil {
+			return err
+		}
+		rt.Abort = breach.Explanation
+	case run.Launched:
+		if err := st.AddRunNote(ctx, run.ID, "info", fmt.Sprintf("resuming: following the probe from byte %d of its event stream", run.EventsOffset)); err != nil {
+			return err
+		}
+	}
 	hooks := runners.Hooks{
 		State: func(ctx context.Context, state, reason string) error {
 			return fenced(func(tx *store.Store) error { return tx.SetRunState(ctx, run.ID, state, reason) })
@@ -267,7 +295,31 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 					neighbours = append(neighbours, *d.neighbour)
 				}
 			}
-			if err := st.AppendFollowed(ctx, run.ID, lease, update); err != nil {
+			// Step 5: interim results feed the stop-loss check (until it
+			// aborted the run: the probe's last events are stored after).
+			var crossed *acceptance.StopLossBreach
+			for _, snap := range snapshots {
+				if monitor == nil || breach != nil {
+					break
+				}
+				if b, hit := monitor.Observe(snap); hit {
+					crossed = b
+					break
+				}
+			}
+			// A crossing is kept with the events that show it, in their
+			// transaction, before the probe is stopped: a worker that dies
+			// stopping it leaves the crossing to the next attempt.
+			err := st.InTx(ctx, func(tx *store.Store) error {
+				if err := tx.AppendFollowed(ctx, run.ID, lease, update); err != nil {
+					return err
+				}
+				if crossed == nil {
+					return nil
+				}
+				return stoploss.Record(ctx, tx, env, run, crossed)
+			})
+			if err != nil {
 				return err
 			}
 			if len(neighbours) > 0 {
@@ -275,16 +327,9 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 					return err
 				}
 			}
-			// Step 5: interim results feed the stop-loss check (until it
-			// aborted the run: the probe's last events are stored after).
-			for _, snap := range snapshots {
-				if monitor == nil || breach != nil {
-					break
-				}
-				if b, hit := monitor.Observe(snap); hit {
-					breach = b
-					return fmt.Errorf("%w: %s", runners.ErrAbort, b.Explanation)
-				}
+			if crossed != nil {
+				breach = crossed
+				return fmt.Errorf("%w: %s", runners.ErrAbort, crossed.Explanation)
 			}
 			return nil
 		},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,4 +137,105 @@ func typesOf(events []wire.Event) []string {
 		out = append(out, e.Type)
 	}
 	return out
+}
+
+// stopAnswerHeldBack is a ForceCommand for the lab host's sshd: the first
+// `probe stop` is carried out, then its answer is held back for hold (the
+// worker waits for it), and marker is created once the stop has run.
+func stopAnswerHeldBack(t *testing.T, hold time.Duration) (config []string, marker string) {
+	t.Helper()
+	dir := t.TempDir()
+	marker = filepath.Join(dir, "stopped")
+	script := filepath.Join(dir, "force-command.sh")
+	body := fmt.Sprintf(`#!/bin/sh
+case "$SSH_ORIGINAL_COMMAND" in
+*" probe stop "*)
+	if mkdir %s 2>/dev/null; then
+		/bin/sh -c "$SSH_ORIGINAL_COMMAND"
+		rc=$?
+		touch %s
+		sleep %d
+		exit $rc
+	fi
+	;;
+esac
+exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+`, filepath.Join(dir, "held"), marker, int(hold.Seconds()))
+	require.NoError(t, os.WriteFile(script, []byte(body), 0o755))
+	return []string{"ForceCommand " + script}, marker
+}
+
+// The stop-loss crosses its line and the worker dies while it stops the
+// probe (the stop reached the host; its answer never came back). The
+// crossing was kept before the stop, so the worker that takes the run
+// over ends it as stopped by the stop-loss, with the breach and its
+// numbers, not as a probe that was cancelled for no reason.
+func TestStopLossCrossingSurvivesAWorkerDyingAtTheStop(t *testing.T) {
+	t.Parallel()
+	config, stopped := stopAnswerHeldBack(t, 60*time.Second)
+	b := setup(t, setupOpts{noRiver: true, leaseTTL: 3 * time.Second, sshdConfig: config})
+	ctx := context.Background()
+	endpoint := startEmulator(t, "--degrade-after", "5s", "--degrade-factor", "25", "--itl", "2ms", "--prefill-per-token", "200us")
+	profile := acceptance.ProfileSpec{
+		Name: "degrading inference", Purpose: acceptance.PurposeInferenceServing, Storage: acceptance.Storage{Transport: acceptance.TransportEmulated},
+		Repetitions: 1,
+		Steps: []acceptance.StepSpec{{Name: "serve", Kind: acceptance.StepInference, Inference: &acceptance.InferenceStep{
+			Endpoint: endpoint, Model: "emulated", API: "chat",
+			PromptTokens: acceptance.TokenDist{Dist: "fixed", Mean: 256}, OutputTokens: acceptance.TokenDist{Dist: "fixed", Mean: 8},
+			Load: acceptance.Load{Mode: "concurrency", Concurrency: 4}, Duration: acceptance.Duration(90 * time.Second),
+		}}},
+	}.Normalized()
+	line := 400.0
+	gates := acceptance.GateSetSpec{Name: "ttft guard", StopLossConsecutive: 2, Criteria: []acceptance.Criterion{{
+		Name: "ttft-p99", Metric: acceptance.MetricTTFT, Statistic: acceptance.StatP99, Mode: acceptance.Absolute,
+		Comparator: acceptance.LessOrEqual, Threshold: 200, Unit: "ms", Severity: acceptance.Blocking, StopLoss: &line,
+	}}}.Normalized()
+	gv := b.saveGates(t, gates)
+	first := b.startWorker(t, "server-1", "ACCORD_LEASE_TTL=3s")
+	runID := b.submit(t, insertOnly(t, b), b.saveProfile(t, profile), &gv, nil)
+
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(stopped)
+		return err == nil
+	}, 80*time.Second, 20*time.Millisecond, "the stop-loss stops the probe\n%s", first.logText())
+	first.crash(t)
+	var st wire.Status
+	data, err := os.ReadFile(filepath.Join(b.runDir(runID), wire.StatusFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &st))
+	require.Equal(t, wire.StateCancelled, st.State, "the stop reached the probe before the worker died")
+	dying, err := b.store.RunByID(ctx, runID)
+	require.NoError(t, err)
+	require.False(t, store.RunFinal(dying.State), "the dead worker did not end the run")
+	raw, err := b.store.RunStopLoss(ctx, runID)
+	require.NoError(t, err)
+	require.NotEmpty(t, raw, "the crossing was kept before the stop")
+
+	second := b.startWorker(t, "server-2", "ACCORD_LEASE_TTL=3s")
+	run := b.waitFor(t, runID, 120*time.Second, "the run is taken over and ends", func(r store.Run) bool { return store.RunFinal(r.State) })
+	require.Equal(t, store.RunFailed, run.State, second.logText())
+	require.Contains(t, run.Reason, "stopped by the stop-loss: Stop-loss: ")
+	after, err := b.store.RunStopLoss(ctx, runID)
+	require.NoError(t, err)
+	require.JSONEq(t, string(raw), string(after), "the crossing is the one the first worker saw, kept once")
+	var breach acceptance.StopLossBreach
+	require.NoError(t, json.Unmarshal(after, &breach))
+	require.Equal(t, "ttft-p99", breach.Name)
+	require.Len(t, breach.Breaches, 2)
+
+	// The probe's whole log is stored, its "done" last.
+	onHost := probeEvents(t, filepath.Join(b.runDir(runID), wire.EventsFile))
+	var stored int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM run_events WHERE run_id = $1 AND seq IS NOT NULL`, runID).Scan(&stored))
+	require.Equal(t, len(onHost), stored)
+	var transitions []string
+	rows, err := b.pool.Query(ctx, `SELECT reason FROM run_transitions WHERE run_id = $1 ORDER BY at`, runID)
+	require.NoError(t, err)
+	for rows.Next() {
+		var r string
+		require.NoError(t, rows.Scan(&r))
+		transitions = append(transitions, r)
+	}
+	require.NoError(t, rows.Err())
+	t.Logf("transitions: %q", transitions)
 }

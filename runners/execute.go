@@ -41,6 +41,10 @@ type RunTarget struct {
 	// (BASE/runs/<run>-<attempt>-<suffix>), so that hosts sharing a file
 	// system never share a folder.
 	DirSuffix string
+	// Abort is the cause of an abort an earlier worker asked for (and
+	// recorded) but may not have carried out: the probe is then stopped,
+	// its remaining events stored and its folder pulled, not followed.
+	Abort string
 }
 
 // Hooks persist what happens. Each may return an error to stop the run;
@@ -115,7 +119,10 @@ func (c Config) Execute(ctx context.Context, rt RunTarget, h Hooks) (Outcome, er
 		phase = "running"
 	}
 	connecting := "connecting to the host"
-	if rt.Launched {
+	switch {
+	case rt.Abort != "":
+		connecting = "reconnecting to the host to stop the probe: " + rt.Abort
+	case rt.Launched:
 		connecting = "reconnecting to the host to follow the probe"
 	}
 	if err := h.State(ctx, phase, connecting); err != nil {
@@ -144,6 +151,10 @@ func (c Config) Execute(ctx context.Context, rt RunTarget, h Hooks) (Outcome, er
 	// From here on the probe may start: say so durably first.
 	if err := h.Launching(ctx, out.Dir); err != nil {
 		return out, err
+	}
+	if rt.Abort != "" {
+		// Never launched here: a stop claims a folder no probe started in.
+		return c.abort(ctx, host, out, fmt.Errorf("%w: %s", ErrAbort, rt.Abort), rt.Offset, h)
 	}
 	if !rt.Launched {
 		if err := h.State(ctx, "preparing", "uploading the plan"); err != nil {
@@ -186,28 +197,33 @@ func (c Config) Execute(ctx context.Context, rt RunTarget, h Hooks) (Outcome, er
 	}
 	if ferr != nil {
 		if errors.Is(ferr, ErrAbort) {
-			out.Aborted = ferr
-			if err := h.State(ctx, "running", "stopping the probe: "+abortCause(ferr)); err != nil {
-				return out, err
-			}
-			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-			defer cancel()
-			if _, err := c.stopOn(stopCtx, host, out.Dir); err != nil {
-				return out, fmt.Errorf("runners: abort: stop the probe: %w", err)
-			}
-			// The probe wrote on until it stopped (the step's result, its
-			// "done"): store the rest of its events too, so that the stored
-			// log is the probe's whole log.
-			if err := c.drain(ctx, host, out.Dir, p.stored, h); err != nil {
-				note("warn", "the probe's events after the abort could not all be stored: "+err.Error())
-			}
-			return c.collect(ctx, host, out, h)
+			return c.abort(ctx, host, out, ferr, p.stored, h)
 		}
 		return out, classify(ferr)
 	}
 	if res.Outcome == sshrun.ProbeCrashed {
 		out.Crashed = true
 		note("error", "the probe's processes are gone and it wrote no status: it crashed or was killed on the host")
+	}
+	return c.collect(ctx, host, out, h)
+}
+
+// abort stops the probe for cause (ErrAbort wrapped), stores the events
+// it wrote from offset on until it stopped (the step's result, its
+// "done"), so that the stored log is the probe's whole log, and pulls the
+// run folder.
+func (c Config) abort(ctx context.Context, host *sshrun.Host, out Outcome, cause error, offset int64, h Hooks) (Outcome, error) {
+	out.Aborted = cause
+	if err := h.State(ctx, "running", "stopping the probe: "+abortCause(cause)); err != nil {
+		return out, err
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if _, err := c.stopOn(stopCtx, host, out.Dir); err != nil {
+		return out, fmt.Errorf("runners: abort: stop the probe: %w", err)
+	}
+	if err := c.drain(ctx, host, out.Dir, offset, h); err != nil && h.Note != nil {
+		h.Note(ctx, "warn", "the probe's events after the abort could not all be stored: "+err.Error())
 	}
 	return c.collect(ctx, host, out, h)
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 )
@@ -74,9 +75,64 @@ func metrics(g acceptance.GateSetSpec) []string {
 	return out
 }
 
+// Snapshot decodes a stored interim event of the probe (false when it
+// does not decode: the log says what the probe sent).
+func Snapshot(e store.RunEvent) (acceptance.InterimSnapshot, bool) {
+	var in wire.Interim
+	if e.Type != wire.EventInterim || json.Unmarshal(e.Data, &in) != nil {
+		return acceptance.InterimSnapshot{}, false
+	}
+	var seq int64
+	if e.Seq != nil {
+		seq = *e.Seq
+	}
+	return in.Snapshot(seq, e.At), true
+}
+
+// Resume brings the interim check of a run that an earlier attempt
+// followed to where that attempt left it, and returns the crossing found
+// (nil when none): the crossing the attempt recorded (it is recorded
+// before the probe is stopped, and the attempt may have died stopping
+// it), or else the one the stored interim windows make when replayed into
+// the monitor, so that windows past a line before the resume still count
+// towards the breaches in a row.
+func (in Interim) Resume(ctx context.Context, st *store.Store, runID int64) (*acceptance.StopLossBreach, error) {
+	raw, err := st.RunStopLoss(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > 0 {
+		var b acceptance.StopLossBreach
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, fmt.Errorf("stop-loss of run %d: %w", runID, err)
+		}
+		return &b, nil
+	}
+	if in.Monitor == nil {
+		return nil, nil
+	}
+	events, err := st.RunEventsOfType(ctx, runID, wire.EventInterim)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range events {
+		if snap, ok := Snapshot(e); ok {
+			if b, hit := in.Monitor.Observe(snap); hit {
+				return b, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
 // Record keeps a crossing on the run and halts the rollout stage the run
-// is evidence for (rollout.HaltForRunStopLoss), in tx.
+// is evidence for (rollout.HaltForRunStopLoss), in tx. A run keeps its
+// first crossing: recording again does nothing (the interim check records
+// it before the probe is stopped, the ingest at the run's end once more).
 func Record(ctx context.Context, tx *store.Store, env rollout.Env, run store.Run, breach *acceptance.StopLossBreach) error {
+	if prior, err := tx.RunStopLoss(ctx, run.ID); err != nil || len(prior) > 0 {
+		return err
+	}
 	if err := tx.RecordStopLoss(ctx, run.ID, breach); err != nil {
 		return err
 	}
