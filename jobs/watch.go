@@ -49,7 +49,7 @@ func (w *WatchTickWorker) Work(ctx context.Context, job *river.Job[WatchTickArgs
 func scheduleWatchChecks(ctx context.Context, st *store.Store, ins Inserter, now time.Time) ([]int64, error) {
 	var enqueued []int64
 	err := st.InTx(ctx, func(tx *store.Store) error {
-		due, err := tx.ClaimDueWatches(ctx, now, 200)
+		due, err := tx.ClaimDueWatches(ctx, now, WatchTick/2, 200)
 		if err != nil {
 			return err
 		}

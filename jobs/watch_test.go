@@ -354,3 +354,49 @@ func FuzzParsePromAnswer(f *testing.F) {
 		}
 	})
 }
+
+// A watch's checks keep its interval whatever it is against the tick
+// (5 s, the smallest interval, and 7 s, which the tick does not divide):
+// each comes within half a tick of its time, the first check's time and
+// whole intervals after it, so that k checks past the line halt the stage
+// k intervals after the crossing, not k ticks. The ticks come at times
+// fixed by construction, late by up to 0.8 s as River's are.
+func TestWatchChecksKeepTheirInterval(t *testing.T) {
+	t.Parallel()
+	for _, interval := range []time.Duration{5 * time.Second, 7 * time.Second} {
+		t.Run(interval.String(), func(t *testing.T) {
+			t.Parallel()
+			b := setupRollouts(t, "pilot-5pct")
+			ins := b.insertOnly(t)
+			ctx := context.Background()
+			stages, err := b.store.ListRolloutStages(ctx, b.programID)
+			require.NoError(t, err)
+			id, err := b.store.SetWatch(ctx, b.programID, stages[0].ID, store.NewWatch{Name: "p99 TTFT", Endpoint: "http://127.0.0.1:9", Query: ttftQuery,
+				Comparator: "<=", Line: 2, Unit: "s", Consecutive: 3, IntervalSeconds: int(interval / time.Second)})
+			require.NoError(t, err)
+			w, err := b.store.WatchByID(ctx, id)
+			require.NoError(t, err)
+			first := w.NextCheckAt // due at once
+
+			const lateness = 800 * time.Millisecond
+			start := first.Add(time.Second)
+			var checks []time.Time
+			for i := range 40 {
+				tick := start.Add(time.Duration(i)*WatchTick + time.Duration(i%5)*lateness/4)
+				enqueued, err := scheduleWatchChecks(ctx, b.store, ins, tick)
+				require.NoError(t, err)
+				if len(enqueued) > 0 {
+					require.Equal(t, []int64{id}, enqueued)
+					checks = append(checks, tick)
+				}
+			}
+			span := 39*WatchTick + lateness
+			require.GreaterOrEqual(t, len(checks), int(span/interval), "one check an interval")
+			for n, at := range checks[1:] {
+				due := first.Add(time.Duration(n+1) * interval)
+				require.WithinRange(t, at, due.Add(-WatchTick/2), due.Add(WatchTick/2+lateness),
+					"check %d came %s after its time (%s)", n+1, at.Sub(due), due)
+			}
+		})
+	}
+}

@@ -305,14 +305,21 @@ func (s *Store) LockWatch(ctx context.Context, watchID int64) (Watch, error) {
 	return w, nil
 }
 
-// ClaimDueWatches locks the watches due for a check (skipping those another
-// transaction holds) and moves each one's next check an interval ahead.
-func (s *Store) ClaimDueWatches(ctx context.Context, now time.Time, limit int) ([]Watch, error) {
+// ClaimDueWatches locks the watches due for a check by now, or within
+// slack after it (skipping those another transaction holds), and moves
+// each one's next check an interval after the one claimed: its checks
+// keep their interval on average, each within slack of its time when the
+// claims come at least every 2 × slack. After a pause (a check much later
+// than due), the next one is an interval after this one, less slack,
+// never a burst of checks to catch up.
+func (s *Store) ClaimDueWatches(ctx context.Context, now time.Time, slack time.Duration, limit int) ([]Watch, error) {
 	rows, err := s.db.Query(ctx, `WITH due AS (
-			SELECT id FROM rollout_watches WHERE next_check_at <= $1 ORDER BY next_check_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-		UPDATE rollout_watches w SET next_check_at = $1 + make_interval(secs => w.interval_seconds)
+			SELECT id FROM rollout_watches WHERE next_check_at <= $1::timestamptz + $3 * interval '1 millisecond'
+			ORDER BY next_check_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		UPDATE rollout_watches w SET next_check_at = greatest(w.next_check_at + make_interval(secs => w.interval_seconds),
+				$1::timestamptz + make_interval(secs => w.interval_seconds) - $3 * interval '1 millisecond')
 		FROM due, rollout_stages s WHERE w.id = due.id AND s.id = w.stage_id
-		RETURNING `+watchColumns, now, limit)
+		RETURNING `+watchColumns, now, limit, slack.Milliseconds())
 	return collectWatches(rows, err, "claim due watches")
 }
 

@@ -151,9 +151,10 @@ func TestWatchesAreClaimedWhenDue(t *testing.T) {
 	id, err := w.st.SetWatch(ctx, w.program, stage, nw)
 	require.NoError(t, err)
 
-	// Claimed when due, and then not again until an interval later.
+	// Claimed when due, and then not again until an interval later (less
+	// the slack: it was claimed long after it was due).
 	now := time.Now().Add(time.Minute)
-	due, err := w.st.ClaimDueWatches(ctx, now, 1000)
+	due, err := w.st.ClaimDueWatches(ctx, now, 2*time.Second, 1000)
 	require.NoError(t, err)
 	var mine []store.Watch
 	for _, d := range due {
@@ -163,12 +164,23 @@ func TestWatchesAreClaimedWhenDue(t *testing.T) {
 	}
 	require.Len(t, mine, 1)
 	require.Equal(t, "pilot", mine[0].StageName)
-	require.WithinDuration(t, now.Add(30*time.Second), mine[0].NextCheckAt, time.Millisecond)
-	again, err := w.st.ClaimDueWatches(ctx, now.Add(29*time.Second), 1000)
+	require.WithinDuration(t, now.Add(28*time.Second), mine[0].NextCheckAt, time.Millisecond)
+	again, err := w.st.ClaimDueWatches(ctx, now.Add(25*time.Second), 2*time.Second, 1000)
 	require.NoError(t, err)
 	for _, d := range again {
 		require.NotEqual(t, id, d.ID)
 	}
+	// Due within the slack: claimed, and the next check keeps the cadence.
+	due, err = w.st.ClaimDueWatches(ctx, now.Add(26*time.Second+500*time.Millisecond), 2*time.Second, 1000)
+	require.NoError(t, err)
+	mine = mine[:0]
+	for _, d := range due {
+		if d.ID == id {
+			mine = append(mine, d)
+		}
+	}
+	require.Len(t, mine, 1, "due 1.5 s later, within the slack")
+	require.WithinDuration(t, now.Add(58*time.Second), mine[0].NextCheckAt, time.Millisecond, "an interval after the check it stood for")
 
 	v := 2.5
 	points := []store.WatchPoint{{At: now.UTC().Truncate(time.Microsecond), Value: 2.5}}
