@@ -28,6 +28,7 @@ func (rb *rolloutBundle) argoMeasure(t *testing.T, token, stage string) (string,
 	require.NoError(t, err)
 	defer res.Body.Close()
 	require.Equal(t, http.StatusOK, res.StatusCode, "a non-2xx status is a measurement error to Argo Rollouts")
+	requireDocumented(t, http.MethodGet, "/api/v1/deploy/programs/{programID}/stages/{stage}", res.StatusCode)
 	var g apiclient.StageGate
 	require.NoError(t, json.NewDecoder(res.Body).Decode(&g))
 	switch g.State {
@@ -49,6 +50,7 @@ func (rb *rolloutBundle) flagger(t *testing.T, token, stage, hook string) (int, 
 	res, err := http.Post(rb.ts.URL+fmt.Sprintf("/api/v1/deploy/programs/%d/stages/%s/flagger/%s", rb.programID, stage, hook), "application/json", bytes.NewReader(body))
 	require.NoError(t, err)
 	defer res.Body.Close()
+	requireDocumented(t, http.MethodPost, "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/"+hook, res.StatusCode)
 	var a apiclient.FlaggerAnswer
 	require.NoError(t, json.NewDecoder(res.Body).Decode(&a))
 	return res.StatusCode, a
@@ -192,6 +194,7 @@ func TestDeployTokensAreScoped(t *testing.T) {
 		res, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		defer res.Body.Close()
+		requireDocumented(t, http.MethodPost, "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/confirm-rollout", res.StatusCode)
 		out, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(out)
 	}

@@ -17,46 +17,70 @@ type apiOperation struct {
 	Status                       int    // 2xx status (200 when zero)
 	Binary                       string // media type for a non-JSON response
 	Headers                      []apiHeader
+	// Also are the answers of the operation beside its 2xx and the ones
+	// every operation may give (401, 403, 404, 422).
+	Also []apiAnswer
 }
 
 // apiHeader is a request header an operation reads.
 type apiHeader struct{ Name, Description string }
 
+// apiAnswer is a status an operation answers with, what it means and the
+// schema of its body (Error when empty).
+type apiAnswer struct {
+	Status              int
+	Description, Schema string
+}
+
+// flaggerAnswers are the answers of Flagger's webhooks beside 200 (yes).
+var flaggerAnswers = []apiAnswer{
+	{Status: 409, Description: "No: Flagger waits (confirm-rollout, confirm-promotion) or does not roll back (rollback); Flagger takes any status above 202 for no", Schema: "FlaggerAnswer"},
+	{Status: 400, Description: "The body is not a Flagger webhook payload"},
+	{Status: 413, Description: "The payload is larger than 64 KiB"},
+}
+
+// specTooLarge is the answer of a spec document past acceptance.MaxSpecBytes.
+var specTooLarge = apiAnswer{Status: 413, Description: "The document is larger than a spec may be"}
+
+// newVersionAnswers are the answers of a new spec version beside 201.
+var newVersionAnswers = []apiAnswer{specTooLarge, {Status: 409, Description: "Nothing changed: the body is the same as the latest version"}}
+
 var apiOperations = []apiOperation{
 	{Method: "GET", Path: "/api/v1/programs", Summary: "List the programs the token's user may see", Scope: "read", Response: "ProgramList"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}", Summary: "Show a program", Scope: "read", Response: "Program"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/profiles", Summary: "List the program's workload profiles", Scope: "read", Response: "SpecList"},
-	{Method: "POST", Path: "/api/v1/programs/{programID}/profiles", Summary: "Create a profile (JSON or YAML body: a profile spec) as version 1", Scope: "run", Request: "ProfileSpec", Response: "SpecVersion", Status: 201},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/profiles", Summary: "Create a profile (JSON or YAML body: a profile spec) as version 1", Scope: "run", Request: "ProfileSpec", Response: "SpecVersion", Status: 201, Also: []apiAnswer{specTooLarge}},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/profiles/{specID}", Summary: "Show a profile's latest version", Scope: "read", Response: "SpecVersion"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/profiles/{specID}/versions/{version}", Summary: "Show one version of a profile", Scope: "read", Response: "SpecVersion"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/profiles/{specID}/versions/{version}/yaml", Summary: "Export one version of a profile as YAML (profiles as code; the same document the page exports)", Scope: "read", Binary: "application/yaml"},
-	{Method: "POST", Path: "/api/v1/programs/{programID}/profiles/{specID}/versions", Summary: "Add a version to a profile (409 when nothing changed)", Scope: "run", Request: "ProfileSpec", Response: "SpecVersion", Status: 201},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/profiles/{specID}/versions", Summary: "Add a version to a profile (409 when nothing changed)", Scope: "run", Request: "ProfileSpec", Response: "SpecVersion", Status: 201, Also: newVersionAnswers},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/profile-versions/{versionID}", Summary: "Show a profile version by its id (the id a run names), without its profile id", Scope: "read", Response: "SpecVersion"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/hosts", Summary: "List the program's lab hosts", Scope: "read", Response: "HostList"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs", Summary: "List the program's runs, newest first (?state= filters)", Scope: "read", Response: "RunList"},
 	{Method: "POST", Path: "/api/v1/programs/{programID}/runs", Summary: "Submit a run: profile version × host × gate set version × optional baseline run", Scope: "run", Request: "RunRequest", Response: "Run", Status: 201,
-		Headers: []apiHeader{{"Idempotency-Key", "Optional; up to 200 printable ASCII characters. The same request sent again with the same key (its answer was lost) gets the run it started, with status 200 and the header Idempotent-Replayed: true, instead of starting another; the key used again for a different request is refused with 422."}}},
-	{Method: "POST", Path: "/api/v1/programs/{programID}/runs/import", Summary: "Import a tool's result file (fio, vLLM, GenAI-Perf, AIPerf) as a run, as the import page does: the run and the import's report (every field read, every field ignored with its reason, the tool's figures beside Accord's under the tool's own percentile definition, fio's per-job view)", Scope: "run", Form: "ImportForm", Response: "ImportResult", Status: 201},
+		Headers: []apiHeader{{"Idempotency-Key", "Optional; up to 200 printable ASCII characters. The same request sent again with the same key (its answer was lost) gets the run it started, with status 200 and the header Idempotent-Replayed: true, instead of starting another; the key used again for a different request is refused with 422."}},
+		Also:    []apiAnswer{{Status: 200, Description: "The run this Idempotency-Key started already (the same request sent again; header Idempotent-Replayed: true)", Schema: "Run"}}},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/runs/import", Summary: "Import a tool's result file (fio, vLLM, GenAI-Perf, AIPerf) as a run, as the import page does: the run and the import's report (every field read, every field ignored with its reason, the tool's figures beside Accord's under the tool's own percentile definition, fio's per-job view)", Scope: "run", Form: "ImportForm", Response: "ImportResult", Status: 201, Also: []apiAnswer{{Status: 413, Description: "The form is larger than an import may be"}}},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}", Summary: "Show a run: state, progress, verdict", Scope: "read", Response: "Run"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}/evaluation", Summary: "The run's latest evaluation: every criterion's verdict with its numbers and explanation", Scope: "read", Response: "Evaluation"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}/measurements", Summary: "The run's canonical measurements (summaries; raw values in the report bundle and the CSV)", Scope: "read", Response: "MeasurementList"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/runs/{runID}/report.tar.gz", Summary: "Download the run's signed report bundle (verify it offline with VERIFY.md or `accord verify`); 404 until the run is signed", Scope: "read", Binary: "application/gzip"},
 	{Method: "POST", Path: "/api/v1/programs/{programID}/runs/{runID}/cancel", Summary: "Cancel a run: the probe is stopped on the host", Scope: "run", Response: "Run", Status: 202},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/gatesets", Summary: "List the program's gate sets", Scope: "read", Response: "SpecList"},
-	{Method: "POST", Path: "/api/v1/programs/{programID}/gatesets", Summary: "Create a gate set (JSON or YAML body) as version 1", Scope: "run", Request: "GateSetSpec", Response: "SpecVersion", Status: 201},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/gatesets", Summary: "Create a gate set (JSON or YAML body) as version 1", Scope: "run", Request: "GateSetSpec", Response: "SpecVersion", Status: 201, Also: []apiAnswer{specTooLarge}},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/gatesets/{specID}", Summary: "Show a gate set's latest version", Scope: "read", Response: "SpecVersion"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/gatesets/{specID}/versions/{version}", Summary: "Show one version of a gate set", Scope: "read", Response: "SpecVersion"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/gatesets/{specID}/versions/{version}/yaml", Summary: "Export one version of a gate set as YAML (profiles as code; the same document the page exports)", Scope: "read", Binary: "application/yaml"},
-	{Method: "POST", Path: "/api/v1/programs/{programID}/gatesets/{specID}/versions", Summary: "Add a version to a gate set (409 when nothing changed)", Scope: "run", Request: "GateSetSpec", Response: "SpecVersion", Status: 201},
+	{Method: "POST", Path: "/api/v1/programs/{programID}/gatesets/{specID}/versions", Summary: "Add a version to a gate set (409 when nothing changed)", Scope: "run", Request: "GateSetSpec", Response: "SpecVersion", Status: 201, Also: newVersionAnswers},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/gateset-versions/{versionID}", Summary: "Show a gate set version by its id (the id a run names), without its gate set id", Scope: "read", Response: "SpecVersion"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/rollout", Summary: "The rollout: each stage's state, gates with current verdicts, approvals given and awaited, halts, production watch", Scope: "read", Response: "Rollout"},
 	{Method: "POST", Path: "/api/v1/programs/{programID}/rollout/decisions", Summary: "Take a decision on the current stage (approve, waive, reject, halt, resume, rollback-requested) for the token user's side; 422 with the reason when the rules refuse it. A halt is open to any member of the program; the other kinds to approvers and owners (403 otherwise)", Scope: "approve", Request: "DecisionRequest", Response: "DecisionCreated", Status: 201},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions", Summary: "The decision log with its verification (verified, or the first bad record)", Scope: "read", Response: "DecisionList"},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions/export", Summary: "The whole decision log as `accord verify` checks it (accord-decision-log/v1)", Scope: "read", Response: "DecisionLog"},
 	{Method: "GET", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}", Summary: "A rollout stage as a deployer reads it (Argo Rollouts' web metric provider): state approved (both sides signed it off), halted (stop-loss, halt, rejection or rollback request) or waiting; always 200 for a stage of the plan", Scope: "deploy", Response: "StageGate"},
-	{Method: "POST", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/confirm-rollout", Summary: "Flagger's confirm-rollout webhook: 200 once the rollout reached the stage (it is current or approved) and it is not halted, else 409", Scope: "deploy", Request: "FlaggerPayload", Response: "FlaggerAnswer"},
-	{Method: "POST", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/confirm-promotion", Summary: "Flagger's confirm-promotion webhook: 200 once both sides approved the stage, else 409", Scope: "deploy", Request: "FlaggerPayload", Response: "FlaggerAnswer"},
-	{Method: "POST", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/rollback", Summary: "Flagger's rollback webhook: 200 when Accord halted the stage (stop-loss, halt, rejection or rollback request), else 409", Scope: "deploy", Request: "FlaggerPayload", Response: "FlaggerAnswer"},
+	{Method: "POST", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/confirm-rollout", Summary: "Flagger's confirm-rollout webhook: 200 once the rollout reached the stage (it is current or approved) and it is not halted, else 409", Scope: "deploy", Request: "FlaggerPayload", Response: "FlaggerAnswer", Also: flaggerAnswers},
+	{Method: "POST", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/confirm-promotion", Summary: "Flagger's confirm-promotion webhook: 200 once both sides approved the stage, else 409", Scope: "deploy", Request: "FlaggerPayload", Response: "FlaggerAnswer", Also: flaggerAnswers},
+	{Method: "POST", Path: "/api/v1/deploy/programs/{programID}/stages/{stage}/flagger/rollback", Summary: "Flagger's rollback webhook: 200 when Accord halted the stage (stop-loss, halt, rejection or rollback request), else 409", Scope: "deploy", Request: "FlaggerPayload", Response: "FlaggerAnswer", Also: flaggerAnswers},
 	{Method: "GET", Path: "/api/v1/programs/{programID}/decisions/head", Summary: "The decision log's signed head (seq, hash, time): `accord verify FILE --head` tells whether an export is behind", Scope: "read", Response: "LogHead"},
 }
 
@@ -164,14 +188,23 @@ func openAPIDocument(base *url.URL) map[string]any {
 			okResp["content"] = map[string]any{"application/json": map[string]any{"schema": ref(op.Response)}}
 		}
 		errResp := map[string]any{"description": "Error", "content": map[string]any{"application/json": map[string]any{"schema": ref("Error")}}}
+		responses := map[string]any{
+			strconv.Itoa(status): okResp, "401": errResp, "403": errResp, "404": errResp, "422": errResp,
+		}
+		for _, a := range op.Also {
+			schema := a.Schema
+			if schema == "" {
+				schema = "Error"
+			}
+			responses[strconv.Itoa(a.Status)] = map[string]any{"description": a.Description,
+				"content": map[string]any{"application/json": map[string]any{"schema": ref(schema)}}}
+		}
 		o := map[string]any{
 			"summary":     op.Summary,
 			"operationId": operationID(op),
 			"security":    []any{map[string]any{"bearer": []any{}}},
 			"description": "Needs a token with the " + op.Scope + " scope.",
-			"responses": map[string]any{
-				strconv.Itoa(status): okResp, "401": errResp, "403": errResp, "404": errResp, "422": errResp,
-			},
+			"responses":   responses,
 		}
 		if len(params) > 0 {
 			o["parameters"] = params

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,4 +45,18 @@ func TestOpenAPIDocumentCoversEveryAPIRoute(t *testing.T) {
 		name := ref[:strings.IndexByte(ref, '"')]
 		require.Contains(t, schemas, name)
 	}
+}
+
+// requireDocumented fails unless the OpenAPI document lists status among
+// the answers of the operation (its route as the document writes it):
+// tests that see an API route answer call it, so that what a client reads
+// in the document is what the route does.
+func requireDocumented(t *testing.T, method, route string, status int) {
+	t.Helper()
+	paths := openAPIDocument(nil)["paths"].(map[string]any)
+	item, ok := paths[route].(map[string]any)
+	require.True(t, ok, "%s is not in the OpenAPI document", route)
+	op, ok := item[strings.ToLower(method)].(map[string]any)
+	require.True(t, ok, "%s %s is not in the OpenAPI document", method, route)
+	require.Contains(t, op["responses"], strconv.Itoa(status), "%s %s answered %d, which its OpenAPI document does not list", method, route, status)
 }

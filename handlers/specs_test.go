@@ -252,6 +252,7 @@ func TestSpecsThroughTheAPI(t *testing.T) {
 	require.NoError(t, err)
 	code, _ = pb.api(t, "POST", fmt.Sprintf("/api/v1%s/%d/versions", pb.url("/gatesets"), specID), "application/yaml", yml)
 	require.Equal(t, http.StatusConflict, code)
+	requireDocumented(t, http.MethodPost, "/api/v1/programs/{programID}/gatesets/{specID}/versions", code)
 
 	// An invalid one: 422 with the field named.
 	bad := strings.Replace(string(yml), "metric: ttft", "metric: nonsense", 1)
