@@ -145,6 +145,7 @@ func TestBrowserRunPageFollowsTheRunLive(t *testing.T) {
 	br.WaitUntil(`window.accordMark === undefined && document.readyState === "complete" && document.getElementById("run-state") ? "" : "not reloaded"`, 20*time.Second, "the reload that shows the verdict")
 	require.Equal(t, "done", br.Text("#run-state"))
 	require.Zero(t, browsertest.Eval[int](br, `document.querySelectorAll("#download-report").length`))
+
 	browsertest.Eval[int](br, `window.accordMark = 2`)
 
 	// Signed: the buttons appear without another reload.
@@ -158,6 +159,13 @@ func TestBrowserRunPageFollowsTheRunLive(t *testing.T) {
 	require.Equal(t, pb.url(fmt.Sprintf("/runs/%d/report.tar.gz", lr.run)), browsertest.Eval[string](br, `document.getElementById("download-report").getAttribute("href")`))
 	time.Sleep(300 * time.Millisecond)
 	br.Screenshot("run-page-signed")
+
+	// The ended run's page keeps its interim windows, as they were.
+	br.Do(chromedp.Navigate(pb.ts.URL+pb.url(fmt.Sprintf("/runs/%d", lr.run))), chromedp.WaitVisible(chromedp.ID("live-numbers")))
+	require.Equal(t, "Interim windows", br.Text("#live-numbers h3"))
+	br.WaitUntil(`(function () { var el = document.querySelector('[data-live-chart="ttft"]'); return el && echarts.getInstanceByDom(el) ? "" : "not drawn"; })()`, 20*time.Second, "the windows drawn")
+	require.Equal(t, ttft, liveSeries(br, "ttft"), "the same windows as live")
+	require.Equal(t, 3, browsertest.Eval[int](br, `document.querySelectorAll("#live-windows tbody tr").length`))
 	require.Empty(t, br.Problems())
 	require.Empty(t, br.ForeignRequests(pb.ts.URL))
 }

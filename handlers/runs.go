@@ -572,14 +572,14 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 		return d, err
 	}
 	d.Log = slices.DeleteFunc(d.Log, func(e store.RunEvent) bool { return e.ID > d.LiveAfter })
-	if d.Live {
-		ln, err := s.loadLiveNumbers(ctx, run, d.LiveAfter)
-		if err != nil {
-			return d, err
-		}
-		if d.LiveNumbers, err = ln.view(); err != nil {
-			return d, err
-		}
+	// The probe's interim windows: charted live while the run runs, and
+	// kept on its page after (where a stop-loss line was crossed, say).
+	ln, err := s.loadLiveNumbers(ctx, run, d.LiveAfter)
+	if err != nil {
+		return d, err
+	}
+	if d.LiveNumbers, err = ln.view(); err != nil {
+		return d, err
 	}
 	pv := progressView(run)
 	d.Progress = web.RunProgress{Fraction: pv.Fraction, Label: pv.Label}
