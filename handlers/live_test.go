@@ -144,3 +144,56 @@ func (pb *programBundle) runOnALabHost(t *testing.T) (host, runID int64, runPath
 	apiPath = "/api/v1/programs/" + strconv.FormatInt(pb.programID, 10) + "/runs/" + strconv.FormatInt(runID, 10)
 	return host, runID, runPath, apiPath
 }
+
+// A cancel says what it does, on the run page and in the API: a run no
+// worker took yet ends at once, and no worker launches its probe later;
+// a run whose probe may be running says it is being stopped until the
+// stop says more, and a stop job goes to the host (no worker holds it).
+func TestCancelSaysWhatItDoes(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	ctx := context.Background()
+	host, queued, _, queuedAPI := pb.runOnALabHost(t)
+	code, body := pb.api(t, "POST", queuedAPI+"/cancel", "", nil)
+	require.Equal(t, http.StatusAccepted, code)
+	require.Equal(t, store.RunCancelled, body["state"])
+	require.Equal(t, "cancelled by eng@vendor.example before it started", body["reason"])
+	// A worker that took the run meanwhile launches nothing.
+	lease, _, err := pb.store.AcquireLease(ctx, host, queued, "worker-a", time.Minute)
+	require.NoError(t, err)
+	err = pb.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.CheckFence(ctx, lease); err != nil {
+			return err
+		}
+		return tx.RecordLaunchIntent(ctx, queued, "/home/lab/.accord/runs/1-1", time.Hour)
+	})
+	require.ErrorIs(t, err, store.ErrRunFinal)
+	run, err := pb.store.RunByID(ctx, queued)
+	require.NoError(t, err)
+	require.False(t, run.ProbeMayRun, "the host is not kept for a probe never launched")
+	require.NoError(t, pb.store.ReleaseLease(ctx, lease))
+
+	// A run whose worker may have launched its probe, and is gone.
+	runID, err := pb.store.CreateRun(ctx, store.NewRun{ProgramID: pb.programID, ProfileVersionID: pb.profileVersionID(t), HostID: host})
+	require.NoError(t, err)
+	lease, _, err = pb.store.AcquireLease(ctx, host, runID, "worker-b", time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, pb.store.SetRunState(ctx, runID, store.RunPreparing, "uploading the plan"))
+	require.NoError(t, pb.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.CheckFence(ctx, lease); err != nil {
+			return err
+		}
+		return tx.RecordLaunchIntent(ctx, runID, "/home/lab/.accord/runs/2-1", time.Hour)
+	}))
+	runPath := pb.url("/runs/" + strconv.FormatInt(runID, 10))
+	apiPath := "/api/v1/programs/" + strconv.FormatInt(pb.programID, 10) + "/runs/" + strconv.FormatInt(runID, 10)
+	code, body = pb.api(t, "POST", apiPath+"/cancel", "", nil)
+	require.Equal(t, http.StatusAccepted, code)
+	require.Equal(t, store.RunPreparing, body["state"], "it ends once its probe is stopped")
+	require.Equal(t, "cancel asked for by eng@vendor.example: stopping the probe on the host", body["reason"])
+	_, page := pb.get(t, pb.viewer, runPath)
+	require.Contains(t, page, "cancel asked for by eng@vendor.example: stopping the probe on the host")
+	var stops int
+	require.NoError(t, pb.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'stop_run' AND args->>'run_id' = $1`, strconv.FormatInt(runID, 10)).Scan(&stops))
+	require.Equal(t, 1, stops, "a stop job reaches the host")
+}

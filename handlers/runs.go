@@ -667,7 +667,17 @@ func (s *Server) requestCancel(r *http.Request, run store.Run) error {
 		}
 	}
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
-		if err := tx.RequestCancel(ctx, run.ID); err != nil {
+		// The run as it is now, locked: a worker that took it since the
+		// page was read may be about to launch its probe (its launch
+		// intent waits for this transaction, then finds the run final).
+		run, err := tx.LockRun(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		if store.RunFinal(run.State) {
+			return nil
+		}
+		if err := tx.RequestCancel(ctx, run.ID, v.Email); err != nil {
 			return err
 		}
 		if run.RiverJobID != nil {
@@ -675,15 +685,24 @@ func (s *Server) requestCancel(r *http.Request, run store.Run) error {
 				return err
 			}
 		}
-		switch {
-		case !run.Launched && run.State != store.RunPreparing && run.State != store.RunRunning:
-			if err := tx.SetRunState(ctx, run.ID, store.RunCancelled, "cancelled by "+v.Email+" before it started"); err != nil && !errors.Is(err, store.ErrRunFinal) {
+		if run.LaunchIntentAt == nil && (run.State == store.RunQueued || run.State == store.RunWaitingForHost) {
+			if err := tx.SetRunState(ctx, run.ID, store.RunCancelled, "cancelled by "+v.Email+" before it started"); err != nil {
 				return err
 			}
-		case jobState != rivertype.JobStateRunning:
-			// No worker holds the run right now: a stop job reaches the host.
-			if _, err := s.river.InsertTx(ctx, tx.Tx(), jobs.StopRunArgs{RunID: run.ID}, nil); err != nil {
+		} else {
+			// Said until the stop says what it does.
+			reason := "cancel asked for by " + v.Email
+			if run.ProbeMayRun {
+				reason += ": stopping the probe on the host"
+			}
+			if err := tx.SetRunState(ctx, run.ID, run.State, reason); err != nil {
 				return err
+			}
+			if jobState != rivertype.JobStateRunning {
+				// No worker holds the run right now: a stop job reaches the host.
+				if _, err := s.river.InsertTx(ctx, tx.Tx(), jobs.StopRunArgs{RunID: run.ID}, nil); err != nil {
+					return err
+				}
 			}
 		}
 		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "run_cancel_requested", ProgramID: &pr.ID,

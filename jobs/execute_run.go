@@ -353,6 +353,11 @@ func (w *ExecuteRunWorker) handleFailure(ctx context.Context, job *river.Job[Exe
 	if errors.Is(err, store.ErrFenced) || errors.Is(context.Cause(ctx), store.ErrFenced) {
 		return err
 	}
+	if errors.Is(err, store.ErrRunFinal) && ctx.Err() == nil {
+		// The run ended meanwhile (a user cancelled it as its probe was
+		// launched, say): stop whatever may run of it; nothing to retry.
+		return stopAndEnd(bg, w.deps, run, host, &lease, out.Dir, store.RunCancelled, "the run ended meanwhile")
+	}
 	if ctx.Err() != nil {
 		// The job's context ended: a user's cancel, or this process stopping.
 		if requested, _ := st.CancelRequested(bg, run.ID); requested {
@@ -398,9 +403,13 @@ func setReason(ctx context.Context, st *store.Store, runID int64, lease *store.L
 }
 
 // stopAndCancel stops the probe (in the run's folder on the host, when one
-// is known) and ends the run as cancelled by a user.
+// is known) and ends the run as cancelled by the user who asked.
 func stopAndCancel(ctx context.Context, d Deps, run store.Run, host store.Host, lease *store.Lease, dir string) error {
-	return stopAndEnd(ctx, d, run, host, lease, dir, store.RunCancelled, "cancelled by a user")
+	by, err := d.Store.CancelRequester(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	return stopAndEnd(ctx, d, run, host, lease, dir, store.RunCancelled, "cancelled by "+by)
 }
 
 // stopAndFail stops the probe (in the run's recorded folder, if any) and
@@ -442,6 +451,10 @@ func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lea
 	// nothing there.
 	ended := dir == ""
 	if dir != "" {
+		// Stopping takes a while (a grace period, fault guardians): say so.
+		if err := setReason(ctx, st, run.ID, lease, "stopping the probe on the host ("+reason+")"); err != nil {
+			return err
+		}
 		stopped, err := stopProbe(ctx, d, host, dir)
 		switch {
 		case err != nil:
@@ -470,11 +483,12 @@ func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lea
 				return err
 			}
 		}
-		return tx.SetRunState(ctx, run.ID, state, reason)
-	})
-	if errors.Is(err, store.ErrRunFinal) {
+		// A run that ended meanwhile keeps its end; its probe's is kept.
+		if err := tx.SetRunState(ctx, run.ID, state, reason); !errors.Is(err, store.ErrRunFinal) {
+			return err
+		}
 		return nil
-	}
+	})
 	return err
 }
 

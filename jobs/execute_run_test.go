@@ -181,11 +181,12 @@ func TestCancelLeavesNoProcessOnTheHost(t *testing.T) {
 	dir := b.runDir(runID)
 	require.NotEmpty(t, processesOf(t, dir), "the probe runs on the host")
 
-	require.NoError(t, b.store.RequestCancel(ctx, runID))
+	require.NoError(t, b.store.RequestCancel(ctx, runID, "eng@vendor.example"))
 	_, err := b.river.JobCancel(ctx, *run.RiverJobID)
 	require.NoError(t, err)
 	run = b.waitFor(t, runID, 60*time.Second, "cancel", func(r store.Run) bool { return store.RunFinal(r.State) })
 	require.Equal(t, store.RunCancelled, run.State, run.Reason)
+	require.Contains(t, run.Reason, "cancelled by eng@vendor.example; ", "who asked")
 	require.Contains(t, run.Reason, "no process of the run is left")
 	var probe []string
 	for _, p := range processesOf(t, dir) {

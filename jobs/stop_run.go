@@ -38,7 +38,11 @@ func (w *StopRunWorker) Work(ctx context.Context, job *river.Job[StopRunArgs]) e
 		return nil
 	}
 	if run.HostID == nil {
-		return st.SetRunState(ctx, run.ID, store.RunCancelled, "cancelled by a user")
+		by, err := st.CancelRequester(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		return st.SetRunState(ctx, run.ID, store.RunCancelled, "cancelled by "+by)
 	}
 	if run.MultiHost() {
 		return stopMultiHost(ctx, w.deps, run, nil, store.RunCancelled, "cancelled by a user")

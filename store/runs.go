@@ -255,6 +255,17 @@ func (s *Store) RunByID(ctx context.Context, runID int64) (Run, error) {
 	return r, nil
 }
 
+// LockRun returns a run as it is now, its row locked until the caller's
+// transaction ends, so that what the caller decides from it still holds
+// when it writes (a worker's launch intent waits meanwhile).
+func (s *Store) LockRun(ctx context.Context, runID int64) (Run, error) {
+	r, err := scanRun(s.db.QueryRow(ctx, `SELECT `+runColumns+runJoins+` WHERE r.id = $1 FOR UPDATE OF r`, runID))
+	if err != nil {
+		return r, notFound(err, fmt.Sprintf("run %d", runID))
+	}
+	return r, nil
+}
+
 // RunsInExecution returns the ids of runs whose execute job owns them
 // (queued up to collecting, with a job), across programs: the runs a
 // reconciler checks against their jobs.
@@ -402,13 +413,25 @@ func (s *Store) MarkLaunched(ctx context.Context, runID int64, remoteDir string)
 // the run's until the probe's end is seen, or, once the run is final
 // without that, until limit from now has passed (the probe's own time
 // limit and a margin). Call it fenced, in the transaction that checks the
-// lease: a worker whose lease was taken over can then not launch.
+// lease: a worker whose lease was taken over can then not launch. A run
+// that is final (cancelled before it started, say) is not launched:
+// ErrRunFinal.
 func (s *Store) RecordLaunchIntent(ctx context.Context, runID int64, remoteDir string, limit time.Duration) error {
-	tag, err := s.db.Exec(ctx, `UPDATE runs SET remote_dir = $2, attempt = greatest(attempt, 1),
+	var state string
+	if err := s.db.QueryRow(ctx, `SELECT state FROM runs WHERE id = $1 FOR UPDATE`, runID).Scan(&state); err != nil {
+		return notFound(err, fmt.Sprintf("run %d launch intent", runID))
+	}
+	if RunFinal(state) {
+		return fmt.Errorf("store: run %d launch intent: %w", runID, ErrRunFinal)
+	}
+	_, err := s.db.Exec(ctx, `UPDATE runs SET remote_dir = $2, attempt = greatest(attempt, 1),
 			launch_intent_at = coalesce(launch_intent_at, now()),
 			probe_deadline = greatest(probe_deadline, now() + $3 * interval '1 millisecond')
 		WHERE id = $1`, runID, remoteDir, limit.Milliseconds())
-	return oneRow(tag, err, fmt.Sprintf("run %d launch intent", runID))
+	if err != nil {
+		return fmt.Errorf("store: run %d launch intent: %w", runID, err)
+	}
+	return nil
 }
 
 // MarkProbeEnded records that the run's probe is known to be gone from its
@@ -431,11 +454,26 @@ func (s *Store) ProbesLeftBehind(ctx context.Context) ([]Run, error) {
 	return collectRuns(rows, err, "probes left behind")
 }
 
-// RequestCancel notes the user's cancel; workers check it when their
-// context ends.
-func (s *Store) RequestCancel(ctx context.Context, runID int64) error {
-	tag, err := s.db.Exec(ctx, `UPDATE runs SET cancel_requested_at = coalesce(cancel_requested_at, now()) WHERE id = $1`, runID)
+// RequestCancel notes the user's cancel (by names who asked, the first one
+// kept); workers check it when their context ends.
+func (s *Store) RequestCancel(ctx context.Context, runID int64, by string) error {
+	tag, err := s.db.Exec(ctx, `UPDATE runs SET cancel_requested_at = coalesce(cancel_requested_at, now()),
+			cancel_requested_by = CASE WHEN cancel_requested_at IS NULL THEN $2 ELSE cancel_requested_by END
+		WHERE id = $1`, runID, by)
 	return oneRow(tag, err, fmt.Sprintf("cancel run %d", runID))
+}
+
+// CancelRequester names who asked for the run's cancel ("a user" when the
+// cancel was asked for before Accord kept the name, or not at all).
+func (s *Store) CancelRequester(ctx context.Context, runID int64) (string, error) {
+	var by string
+	if err := s.db.QueryRow(ctx, `SELECT cancel_requested_by FROM runs WHERE id = $1`, runID).Scan(&by); err != nil {
+		return "", notFound(err, fmt.Sprintf("run %d", runID))
+	}
+	if by == "" {
+		by = "a user"
+	}
+	return by, nil
 }
 
 // CancelRequested reports whether the run's cancel was asked for.
