@@ -76,7 +76,7 @@ func (w *ExecuteRunWorker) workMultiHost(ctx context.Context, job *river.Job[Exe
 	if requested, err := st.CancelRequested(ctx, run.ID); err != nil {
 		return err
 	} else if requested {
-		return stopMultiHost(ctx, w.deps, run, nil, store.RunCancelled, "cancelled by a user")
+		return stopMultiHostCancelled(ctx, w.deps, run, nil)
 	}
 	// Step 2: every host's lease, all or none.
 	leases, busyHost, busyRun, err := st.AcquireLeases(ctx, mh.ids(), run.ID, w.deps.Holder, w.deps.leaseTTL())
@@ -229,7 +229,15 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 					return err
 				}
 				if len(neighbours) > 0 {
-					if err := w.recordNeighboursOf(ctx, run, leaseOf(leases, host.ID), hostDir(), "host "+name, neighbours); err != nil {
+					queue, err := workerQueue(ctx)
+					if err != nil {
+						return err
+					}
+					env := rollout.Env{Keyring: w.deps.Keyring, Queue: queue}
+					err = st.InTx(ctx, func(tx *store.Store) error {
+						return recordNeighboursOf(ctx, tx, env, run, leaseOf(leases, host.ID), hostDir(), "host "+name, neighbours)
+					})
+					if err != nil {
 						return err
 					}
 				}
@@ -297,8 +305,12 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 	case errors.Is(err, store.ErrFenced) || errors.Is(context.Cause(ctx), store.ErrFenced):
 		return err
 	case ctx.Err() != nil:
-		if requested, _ := st.CancelRequested(context.WithoutCancel(ctx), run.ID); requested {
-			return stopMultiHost(context.WithoutCancel(ctx), w.deps, run, leases, store.RunCancelled, "cancelled by a user")
+		requested, cerr := st.CancelRequested(context.WithoutCancel(ctx), run.ID)
+		if cerr != nil {
+			return errors.Join(err, cerr)
+		}
+		if requested {
+			return stopMultiHostCancelled(context.WithoutCancel(ctx), w.deps, run, leases)
 		}
 		return err // River runs the job again; every host resumes from its offset
 	default:
@@ -488,9 +500,12 @@ func (w *ExecuteRunWorker) finishMultiHost(ctx context.Context, run store.Run, m
 // host's probe is stopped, the run ends, and its hosts are given back.
 func endLeftBehindMultiHost(ctx context.Context, d Deps, run store.Run, jobState string) error {
 	st := d.Store
-	var err error
-	if requested, _ := st.CancelRequested(ctx, run.ID); requested {
-		err = stopMultiHost(ctx, d, run, nil, store.RunCancelled, "cancelled by a user")
+	requested, err := st.CancelRequested(ctx, run.ID)
+	if err != nil {
+		return err // a cancel asked for must not end the run as failed
+	}
+	if requested {
+		err = stopMultiHostCancelled(ctx, d, run, nil)
 	} else {
 		err = stopMultiHost(ctx, d, run, nil, store.RunFailed, fmt.Sprintf("its job ended (%s) without finishing the run", jobState))
 	}
@@ -541,4 +556,14 @@ func stopMultiHostLeftBehind(ctx context.Context, d Deps, run store.Run) error {
 		}
 	}
 	return nil
+}
+
+// stopMultiHostCancelled stops every host's probe of a multi-host run and
+// ends it as cancelled by the user who asked.
+func stopMultiHostCancelled(ctx context.Context, d Deps, run store.Run, leases []store.Lease) error {
+	by, err := d.Store.CancelRequester(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	return stopMultiHost(ctx, d, run, leases, store.RunCancelled, "cancelled by "+by)
 }

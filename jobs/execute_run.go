@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/accordlab/accord/acceptance"
@@ -137,11 +136,18 @@ func (w *ExecuteRunWorker) Work(ctx context.Context, job *river.Job[ExecuteRunAr
 // until its probe is seen to end.
 func (w *ExecuteRunWorker) releaseLease(ctx context.Context, runID int64, lease store.Lease) {
 	run, err := w.deps.Store.RunByID(ctx, runID)
-	if err != nil || run.ProbeMayRun {
+	if err != nil {
+		w.deps.Log.Warn("keeping the host for the run: whether its probe may still run there cannot be read", "run_id", runID, "host_id", lease.HostID, "err", err)
+		return
+	}
+	if run.ProbeMayRun {
 		w.deps.Log.Info("keeping the host for the run: its probe may still run there", "run_id", runID, "host_id", lease.HostID)
 		return
 	}
-	_ = w.deps.Store.ReleaseLease(ctx, lease)
+	if err := w.deps.Store.ReleaseLease(ctx, lease); err != nil {
+		// The lease expires by itself within its lifetime.
+		w.deps.Log.Warn("host lease not released", "run_id", runID, "host_id", lease.HostID, "err", err)
+	}
 }
 
 // heartbeat renews the run's leases (every host's, for a multi-host run)
@@ -307,12 +313,18 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 					break
 				}
 			}
-			// A crossing is kept with the events that show it, in their
-			// transaction, before the probe is stopped: a worker that dies
-			// stopping it leaves the crossing to the next attempt.
+			// What the events say is kept with them, in their transaction: a
+			// worker that dies after it (stopping the probe, say) leaves it
+			// to the next attempt, which follows from after these events.
+			// A crossing is kept before the probe is stopped.
 			err := st.InTx(ctx, func(tx *store.Store) error {
 				if err := tx.AppendFollowed(ctx, run.ID, lease, update); err != nil {
 					return err
+				}
+				if len(neighbours) > 0 {
+					if err := recordNeighbours(ctx, tx, env, run, lease, neighbours); err != nil {
+						return err
+					}
 				}
 				if crossed == nil {
 					return nil
@@ -322,23 +334,26 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 			if err != nil {
 				return err
 			}
-			if len(neighbours) > 0 {
-				if err := w.recordNeighbours(ctx, run, lease, neighbours); err != nil {
-					return err
-				}
-			}
 			if crossed != nil {
 				breach = crossed
 				return fmt.Errorf("%w: %s", runners.ErrAbort, crossed.Explanation)
 			}
 			return nil
 		},
-		Note: func(ctx context.Context, level, msg string) { _ = st.AddRunNote(ctx, run.ID, level, msg) },
+		Note: func(ctx context.Context, level, msg string) {
+			if err := st.AddRunNote(ctx, run.ID, level, msg); err != nil {
+				w.deps.Log.Warn("run note not stored", "run_id", run.ID, "note", msg, "err", err)
+			}
+		},
 	}
 
 	out, err := w.deps.Runner.Execute(ctx, rt, hooks)
 	if out.Collection != nil {
-		defer out.Collection.Remove() //nolint:errcheck
+		defer func() {
+			if err := out.Collection.Remove(); err != nil {
+				w.deps.Log.Warn("collected run folder not removed", "run_id", run.ID, "err", err)
+			}
+		}()
 	}
 	if err != nil {
 		return w.handleFailure(ctx, job, run, host, lease, out, err)
@@ -360,7 +375,11 @@ func (w *ExecuteRunWorker) handleFailure(ctx context.Context, job *river.Job[Exe
 	}
 	if ctx.Err() != nil {
 		// The job's context ended: a user's cancel, or this process stopping.
-		if requested, _ := st.CancelRequested(bg, run.ID); requested {
+		requested, cerr := st.CancelRequested(bg, run.ID)
+		if cerr != nil {
+			return errors.Join(err, cerr) // River runs the job again, which looks again
+		}
+		if requested {
 			return stopAndCancel(bg, w.deps, run, host, &lease, out.Dir)
 		}
 		return err // River runs the job again; it resumes from the offset
@@ -369,11 +388,13 @@ func (w *ExecuteRunWorker) handleFailure(ctx context.Context, job *river.Job[Exe
 	if errors.As(err, &perm) {
 		return w.fail(bg, run, &lease, perm.Error())
 	}
-	_ = st.AddRunNote(bg, run.ID, "warn", "attempt failed, will retry: "+err.Error())
 	if job.Attempt >= job.MaxAttempts {
 		return w.fail(bg, run, &lease, fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err))
 	}
 	// Say so until the next attempt says what it does.
+	if nerr := st.AddRunNote(bg, run.ID, "warn", "attempt failed, will retry: "+err.Error()); nerr != nil {
+		w.deps.Log.Warn("run note not stored", "run_id", run.ID, "err", nerr)
+	}
 	retry := fmt.Sprintf("attempt %d of %d failed (%s); the next one starts at %s", job.Attempt, job.MaxAttempts, err,
 		w.NextRetry(job).UTC().Format("15:04:05 UTC"))
 	if serr := setReason(bg, st, run.ID, &lease, retry); serr != nil && !errors.Is(serr, store.ErrFenced) {
@@ -458,7 +479,9 @@ func stopAndEnd(ctx context.Context, d Deps, run store.Run, host store.Host, lea
 		stopped, err := stopProbe(ctx, d, host, dir)
 		switch {
 		case err != nil:
-			_ = st.AddRunNote(ctx, run.ID, "error", "stopping the probe failed: "+err.Error())
+			if nerr := st.AddRunNote(ctx, run.ID, "error", "stopping the probe failed: "+err.Error()); nerr != nil {
+				d.Log.Warn("run note not stored", "run_id", run.ID, "err", nerr) // the reason says it too
+			}
 			reason += "; the probe could not be stopped (" + err.Error() + ")"
 			if fresh.ProbeMayRun && fresh.ProbeDeadline != nil {
 				reason += fmt.Sprintf(": the host stays reserved for it until %s, when its own time limit has ended it",
@@ -542,21 +565,21 @@ func (w *ExecuteRunWorker) fail(ctx context.Context, run store.Run, lease *store
 	return river.JobCancel(errors.New(reason))
 }
 
-// recordNeighbours keeps the other runs the probe saw active on the host:
-// this run is contaminated, and so is each of them; one of this
-// installation that was judged already is judged again.
-func (w *ExecuteRunWorker) recordNeighbours(ctx context.Context, run store.Run, lease store.Lease, seen []store.SightedNeighbour) error {
-	fresh, err := w.deps.Store.RunByID(ctx, run.ID)
+// recordNeighbours keeps, in tx, the other runs the probe saw active on
+// the host: this run is contaminated, and so is each of them; one of this
+// installation that was judged already is judged again (env's queue).
+func recordNeighbours(ctx context.Context, tx *store.Store, env rollout.Env, run store.Run, lease store.Lease, seen []store.SightedNeighbour) error {
+	fresh, err := tx.RunByID(ctx, run.ID)
 	if err != nil {
 		return err
 	}
-	return w.recordNeighboursOf(ctx, run, lease, fresh.RemoteDir, "this host", seen)
+	return recordNeighboursOf(ctx, tx, env, run, lease, fresh.RemoteDir, "this host", seen)
 }
 
-// recordNeighboursOf records what the probe in selfDir on host (for the
-// run's log) saw, fenced by that host's lease.
-func (w *ExecuteRunWorker) recordNeighboursOf(ctx context.Context, run store.Run, lease store.Lease, selfDir, host string, seen []store.SightedNeighbour) error {
-	rejudge, err := w.deps.Store.RecordNeighbours(ctx, run.ID, lease, selfDir, seen)
+// recordNeighboursOf records, in tx, what the probe in selfDir on host
+// (for the run's log) saw, fenced by that host's lease.
+func recordNeighboursOf(ctx context.Context, tx *store.Store, env rollout.Env, run store.Run, lease store.Lease, selfDir, host string, seen []store.SightedNeighbour) error {
+	rejudge, err := tx.RecordNeighbours(ctx, run.ID, lease, selfDir, seen)
 	if err != nil {
 		return err
 	}
@@ -565,18 +588,15 @@ func (w *ExecuteRunWorker) recordNeighboursOf(ctx context.Context, run store.Run
 		if n.RunID > 0 {
 			who = fmt.Sprintf("run #%d (%s)", n.RunID, n.Dir)
 		}
-		_ = w.deps.Store.AddRunNote(ctx, run.ID, "error", "another Accord run was active on "+host+" while this one measured: "+who+"; this run is contaminated and cannot pass")
-	}
-	if len(rejudge) == 0 {
-		return nil
-	}
-	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
-	if err != nil {
-		return fmt.Errorf("jobs: no River client in context: %w", err)
+		if err := tx.AddRunNote(ctx, run.ID, "error", "another Accord run was active on "+host+" while this one measured: "+who+"; this run is contaminated and cannot pass"); err != nil {
+			return err
+		}
 	}
 	for _, id := range rejudge {
-		_ = w.deps.Store.AddRunNote(ctx, id, "error", fmt.Sprintf("run #%d's probe saw this run active on the host while it measured: this run is contaminated and is judged again", run.ID))
-		if _, err := client.Insert(ctx, EvaluateRunArgs{RunID: id}, nil); err != nil {
+		if err := tx.AddRunNote(ctx, id, "error", fmt.Sprintf("run #%d's probe saw this run active on the host while it measured: this run is contaminated and is judged again", run.ID)); err != nil {
+			return err
+		}
+		if err := env.Queue.EvaluateRun(ctx, tx, id); err != nil {
 			return fmt.Errorf("judge run %d again: %w", id, err)
 		}
 	}
@@ -647,22 +667,35 @@ func decodeEvent(line []byte) (decodedEvent, error) {
 	if d.event.Level == "" {
 		d.event.Level = "info"
 	}
+	// The event's payload is stored as the probe's fields decoded it (its
+	// known fields only).
+	var payload any
 	switch {
 	case ev.Progress != nil:
-		d.progress, _ = json.Marshal(ev.Progress)
-		d.event.Data = d.progress
+		payload = ev.Progress
 	case ev.Interim != nil:
-		d.event.Data, _ = json.Marshal(ev.Interim)
+		payload = ev.Interim
+	case ev.Result != nil:
+		payload = ev.Result
+	case ev.Barrier != nil:
+		payload = ev.Barrier
+	case ev.Status != nil:
+		payload = ev.Status
+	case ev.Neighbour != nil:
+		payload = ev.Neighbour
+	}
+	if payload != nil {
+		if d.event.Data, err = json.Marshal(payload); err != nil {
+			return decodedEvent{}, fmt.Errorf("%s event: %w", ev.Type, err)
+		}
+	}
+	switch {
+	case ev.Progress != nil:
+		d.progress = d.event.Data
+	case ev.Interim != nil:
 		s := ev.Interim.Snapshot(ev.Seq, at)
 		d.snapshot = &s
-	case ev.Result != nil:
-		d.event.Data, _ = json.Marshal(ev.Result)
-	case ev.Barrier != nil:
-		d.event.Data, _ = json.Marshal(ev.Barrier)
-	case ev.Status != nil:
-		d.event.Data, _ = json.Marshal(ev.Status)
 	case ev.Neighbour != nil:
-		d.event.Data, _ = json.Marshal(ev.Neighbour)
 		n := store.SightedNeighbour{Dir: ev.Neighbour.Dir, PID: ev.Neighbour.PID, FirstSeen: at, LastSeen: at}
 		if ev.Neighbour.SameInstallation {
 			n.RunID = ev.Neighbour.RunID

@@ -289,7 +289,7 @@ func TestMultiHostCancelStopsEveryHost(t *testing.T) {
 	for _, d := range dirs {
 		require.NotEmpty(t, sshtest.Processes(t, d, " probe run "), "the probe runs in %s", d)
 	}
-	require.NoError(t, b.store.RequestCancel(ctx, runID))
+	require.NoError(t, b.store.RequestCancel(ctx, runID, "eng@vendor.example"))
 	_, err := b.river.JobCancel(ctx, *run.RiverJobID)
 	require.NoError(t, err)
 	run = b.waitFor(t, runID, 60*time.Second, "cancel", func(r store.Run) bool { return store.RunFinal(r.State) })

@@ -131,7 +131,11 @@ func endLeftBehindRun(ctx context.Context, d Deps, run store.Run, jobState strin
 	if err != nil {
 		return err
 	}
-	if requested, _ := st.CancelRequested(ctx, run.ID); requested {
+	requested, err := st.CancelRequested(ctx, run.ID)
+	if err != nil {
+		return err // a cancel asked for must not end the run as failed
+	}
+	if requested {
 		err = stopAndCancel(ctx, d, run, host, nil, run.RemoteDir)
 	} else {
 		err = stopAndFail(ctx, d, run, host, fmt.Sprintf("its job ended (%s) without finishing the run", jobState))

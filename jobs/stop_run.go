@@ -45,7 +45,7 @@ func (w *StopRunWorker) Work(ctx context.Context, job *river.Job[StopRunArgs]) e
 		return st.SetRunState(ctx, run.ID, store.RunCancelled, "cancelled by "+by)
 	}
 	if run.MultiHost() {
-		return stopMultiHost(ctx, w.deps, run, nil, store.RunCancelled, "cancelled by a user")
+		return stopMultiHostCancelled(ctx, w.deps, run, nil)
 	}
 	host, err := st.GetHost(ctx, run.ProgramID, *run.HostID)
 	if err != nil {

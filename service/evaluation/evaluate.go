@@ -92,8 +92,17 @@ func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64
 	}
 	if err != nil {
 		// Bad inputs never get better by retrying.
-		_ = st.AddRunNote(ctx, run.ID, "error", "the gate set could not be applied: "+err.Error())
-		if serr := st.SetRunState(ctx, run.ID, store.RunFailed, "the gate set could not be applied: "+err.Error()); serr != nil && !errors.Is(serr, store.ErrRunFinal) {
+		why := "the gate set could not be applied: " + err.Error()
+		serr := st.InTx(ctx, func(tx *store.Store) error {
+			if err := tx.AddRunNote(ctx, run.ID, "error", why); err != nil {
+				return err
+			}
+			if err := tx.SetRunState(ctx, run.ID, store.RunFailed, why); !errors.Is(err, store.ErrRunFinal) {
+				return err
+			}
+			return nil
+		})
+		if serr != nil {
 			return ev, 0, serr
 		}
 		return ev, 0, fmt.Errorf("%w: %w", ErrCannotJudge, err)
