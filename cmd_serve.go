@@ -30,6 +30,7 @@ import (
 	"github.com/accordlab/accord/handlers/auth"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/runners/parse"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
@@ -266,7 +267,9 @@ func runnerConfig(cfg Config, secret []byte) runners.Config {
 	return runners.Config{
 		Options: sshrun.Options{RemoteBase: remote, AgentSockets: cfg.AgentSockets},
 		Probe:   sshrun.ProbeSource{Dir: cfg.ProbeDir},
-		Limits:  sshrun.Limits{MaxFileBytes: 512 << 20, MaxTotalBytes: 2 << 30, TempDir: filepath.Join(cfg.DataDir, "tmp")},
+		// A file as large as the importers take (ten million requests'
+		// records are 2.3 GB), streamed to a temporary file.
+		Limits: sshrun.Limits{MaxFileBytes: parse.MaxRecordBytes, MaxTotalBytes: 16 << 30, TempDir: filepath.Join(cfg.DataDir, "tmp")},
 	}
 }
 

@@ -100,9 +100,10 @@ func (a *pgArtifacts) Put(ctx context.Context, r io.Reader) (Blob, error) {
 	return blob, nil
 }
 
-// Open finds the blob; its chunks are read as the reader reaches them.
+// Open finds the blob; its chunks are read as the reader reaches them, and
+// outside a transaction the next one is read meanwhile.
 func (a *pgArtifacts) Open(ctx context.Context, digest string) (BlobReader, error) {
-	rd := &chunkReader{ctx: ctx, db: a.s.db, seq: -1}
+	rd := &chunkReader{ctx: ctx, db: a.s.db, seq: -1, ahead: a.s.tx == nil}
 	err := a.s.db.QueryRow(ctx, `SELECT blob_id, size, chunk_size FROM artifacts WHERE sha256 = $1`, digest).Scan(&rd.blobID, &rd.size, &rd.chunkSize)
 	if err != nil {
 		return nil, notFound(err, "artifact "+digest)
@@ -111,7 +112,11 @@ func (a *pgArtifacts) Open(ctx context.Context, digest string) (BlobReader, erro
 }
 
 // chunkReader reads a blob chunk by chunk, one query each, holding one
-// chunk at a time.
+// chunk at a time, and with ahead the next one being read: a reader that
+// parses what it reads (the ingest of a run's records) then keeps
+// PostgreSQL busy meanwhile, on another core, instead of waiting for it
+// chunk after chunk. Only outside a transaction: a pgx.Tx takes one query
+// at a time.
 type chunkReader struct {
 	ctx       context.Context
 	db        DBTX
@@ -122,6 +127,19 @@ type chunkReader struct {
 	seq       int64 // the chunk in buf; -1 for none
 	buf       []byte
 	closed    bool
+
+	ahead bool
+	next  *pendingChunk // the chunk being read ahead, if any
+	spare []byte        // memory for the next one
+}
+
+// pendingChunk is a chunk read in the background; done closes when buf
+// and err are set.
+type pendingChunk struct {
+	seq  int64
+	done chan struct{}
+	buf  []byte
+	err  error
 }
 
 func (r *chunkReader) Size() int64 { return r.size }
@@ -144,35 +162,74 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// load reads chunk seq into buf, reusing its memory.
+// load makes chunk seq the one in buf: the one read ahead, or read now;
+// then the following one is read ahead.
 func (r *chunkReader) load(seq int64) error {
+	if p := r.takeNext(); p != nil && p.seq == seq {
+		r.spare, r.buf = r.buf, p.buf
+		if p.err != nil {
+			return p.err
+		}
+	} else {
+		if p != nil {
+			r.spare = p.buf
+		}
+		buf, err := r.fetch(seq, r.buf)
+		r.buf = buf
+		if err != nil {
+			return err
+		}
+	}
+	r.seq = seq
+	if r.ahead && (seq+1)*r.chunkSize < r.size {
+		p := &pendingChunk{seq: seq + 1, done: make(chan struct{})}
+		spare := r.spare
+		r.spare, r.next = nil, p
+		go func() {
+			defer close(p.done)
+			p.buf, p.err = r.fetch(p.seq, spare)
+		}()
+	}
+	return nil
+}
+
+// takeNext waits for the chunk being read ahead, if any, and hands it over.
+func (r *chunkReader) takeNext() *pendingChunk {
+	p := r.next
+	if p != nil {
+		<-p.done
+		r.next = nil
+	}
+	return p
+}
+
+// fetch reads chunk seq into dst's memory and returns it.
+func (r *chunkReader) fetch(seq int64, dst []byte) ([]byte, error) {
 	// In binary format the raw value is the chunk's bytes themselves.
 	rows, err := r.db.Query(r.ctx, `SELECT data FROM artifact_chunks WHERE blob_id = $1 AND seq = $2`,
 		pgx.QueryResultFormats{pgx.BinaryFormatCode}, r.blobID, seq)
 	if err != nil {
-		return fmt.Errorf("store: read artifact chunk %d: %w", seq, err)
+		return dst, fmt.Errorf("store: read artifact chunk %d: %w", seq, err)
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("store: read artifact chunk %d: %w", seq, err)
+			return dst, fmt.Errorf("store: read artifact chunk %d: %w", seq, err)
 		}
-		return fmt.Errorf("store: artifact chunk %d is missing", seq)
+		return dst, fmt.Errorf("store: artifact chunk %d is missing", seq)
 	}
 	// The raw value is pgx's buffer, valid until the next row: copy it
 	// into ours, which keeps its capacity from chunk to chunk.
-	raw := rows.RawValues()[0]
-	r.buf = append(r.buf[:0], raw...)
+	dst = append(dst[:0], rows.RawValues()[0]...)
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("store: read artifact chunk %d: %w", seq, err)
+		return dst, fmt.Errorf("store: read artifact chunk %d: %w", seq, err)
 	}
 	want := min(r.chunkSize, r.size-seq*r.chunkSize)
-	if int64(len(r.buf)) != want {
-		return fmt.Errorf("store: artifact chunk %d has %d bytes, not %d", seq, len(r.buf), want)
+	if int64(len(dst)) != want {
+		return dst, fmt.Errorf("store: artifact chunk %d has %d bytes, not %d", seq, len(dst), want)
 	}
-	r.seq = seq
-	return nil
+	return dst, nil
 }
 
 func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
@@ -193,7 +250,8 @@ func (r *chunkReader) Seek(offset int64, whence int) (int64, error) {
 }
 
 func (r *chunkReader) Close() error {
-	r.closed, r.buf = true, nil
+	r.takeNext() // no query outlives the reader
+	r.closed, r.buf, r.spare = true, nil, nil
 	return nil
 }
 

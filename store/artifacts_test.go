@@ -288,3 +288,52 @@ func TestArtifactsStoredBeforeChunksStayReadable(t *testing.T) {
 type errReader struct{ err error }
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// Outside a transaction the next chunk is read while one is consumed: the
+// bytes are the same whether read in order, a few at a time or after
+// seeks, and a bad chunk fails the read that reaches it, not an earlier one.
+func TestArtifactsReadAheadOutsideATransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	st := store.New(pool)
+	data := randomBytes(9, 4*store.ChunkSize+321)
+	blob, err := st.Artifacts().Put(ctx, bytes.NewReader(data))
+	require.NoError(t, err)
+
+	rd, err := st.Artifacts().Open(ctx, blob.SHA256)
+	require.NoError(t, err)
+	got, err := io.ReadAll(iotest.HalfReader(rd))
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	require.NoError(t, rd.Close())
+
+	rd, err = st.Artifacts().Open(ctx, blob.SHA256)
+	require.NoError(t, err)
+	for _, at := range []int64{10, 3*store.ChunkSize - 5, store.ChunkSize + 7, 4 * store.ChunkSize, 0} {
+		_, err := rd.Seek(at, io.SeekStart)
+		require.NoError(t, err)
+		buf := make([]byte, store.ChunkSize)
+		n, err := io.ReadFull(rd, buf)
+		if at+int64(len(buf)) > int64(len(data)) {
+			require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		} else {
+			require.NoError(t, err)
+		}
+		require.Equal(t, data[at:at+int64(n)], buf[:n], "from %d", at)
+	}
+	require.NoError(t, rd.Close())
+
+	_, err = pool.Exec(ctx, `UPDATE artifact_chunks SET data = substring(data FROM 1 FOR 5)
+		WHERE seq = 2 AND blob_id = (SELECT blob_id FROM artifacts WHERE sha256 = $1)`, blob.SHA256)
+	require.NoError(t, err)
+	rd, err = st.Artifacts().Open(ctx, blob.SHA256)
+	require.NoError(t, err)
+	defer rd.Close()
+	first := make([]byte, 2*store.ChunkSize)
+	_, err = io.ReadFull(rd, first)
+	require.NoError(t, err, "the first two chunks read, though the third is being read ahead")
+	require.Equal(t, data[:len(first)], first)
+	_, err = rd.Read(make([]byte, 1))
+	require.ErrorContains(t, err, "chunk 2 has 5 bytes")
+}

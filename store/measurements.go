@@ -67,8 +67,28 @@ type MeasurementRow struct {
 
 // SaveMeasurements stores a run's measurements with their summaries.
 func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptance.Measurement) error {
-	batch := &pgx.Batch{}
+	// Sent in batches of at most saveBatchBytes of samples: a run of ten
+	// million requests has 80 MB of them in each of its measurements, and
+	// one batch of all would hold every one encoded at once.
+	batch, queued := &pgx.Batch{}, 0
+	send := func() error {
+		if batch.Len() == 0 {
+			return nil
+		}
+		err := s.db.SendBatch(ctx, batch).Close()
+		batch, queued = &pgx.Batch{}, 0
+		if err != nil {
+			return fmt.Errorf("store: save measurements of run %d: %w", runID, err)
+		}
+		return nil
+	}
 	for _, m := range ms {
+		if size := 8 * (len(m.Values) + len(m.Counts)); queued > 0 && queued+size > saveBatchBytes {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+		queued += 8 * (len(m.Values) + len(m.Counts))
 		sum, err := Summarize(m)
 		if err != nil {
 			return fmt.Errorf("store: summarize %s/%s: %w", m.Step, m.Metric, err)
@@ -95,11 +115,11 @@ func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptan
 				trials = EXCLUDED.trials`,
 			runID, m.Metric, m.Step, m.Level, m.Repetition, sum.N, encodeFloat64s(m.Values), counts, toolJSON, src, sumJSON, trials, m.Host)
 	}
-	if err := s.db.SendBatch(ctx, batch).Close(); err != nil {
-		return fmt.Errorf("store: save measurements of run %d: %w", runID, err)
-	}
-	return nil
+	return send()
 }
+
+// saveBatchBytes bounds the samples SaveMeasurements sends at once.
+const saveBatchBytes = 16 << 20
 
 // LoadMeasurements returns a run's measurements with their samples, for
 // evaluation: of a multi-host run, its hosts combined (HostMeasurements
@@ -122,13 +142,14 @@ func (s *Store) loadMeasurements(ctx context.Context, runID int64, hosts bool) (
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (acceptance.Measurement, error) {
 		var m acceptance.Measurement
-		var values, counts, tool, src []byte
-		if err := r.Scan(&m.Metric, &m.Step, &m.Level, &m.Repetition, &values, &counts, &tool, &src, &m.Trials, &m.Host); err != nil {
+		var tool, src []byte
+		// The samples are decoded from the row as received: a copy of the
+		// raw bytes first would double what a large one holds.
+		if err := r.Scan(&m.Metric, &m.Step, &m.Level, &m.Repetition, float64sOf{&m.Values}, int64sOf{&m.Counts}, &tool, &src, &m.Trials, &m.Host); err != nil {
 			return m, err
 		}
-		m.Values = decodeFloat64s(values)
-		if counts != nil {
-			m.Counts = decodeInt64s(counts)
+		if m.Values == nil {
+			m.Values = []float64{}
 		}
 		if err := json.Unmarshal(tool, &m.ToolSummary); err != nil {
 			return m, err
@@ -172,6 +193,37 @@ func (s *Store) measurementSummaries(ctx context.Context, runID int64, hosts boo
 		}
 		return m, json.Unmarshal(sum, &m.Summary)
 	})
+}
+
+// float64sOf decodes a bytea of little-endian float64s into *v (nil for
+// NULL), straight from the received row.
+type float64sOf struct{ v *[]float64 }
+
+func (f float64sOf) ScanBytes(b []byte) error {
+	if b == nil {
+		*f.v = nil
+		return nil
+	}
+	if len(b)%8 != 0 {
+		return fmt.Errorf("store: %d bytes of samples is not a whole number of float64s", len(b))
+	}
+	*f.v = decodeFloat64s(b)
+	return nil
+}
+
+// int64sOf decodes a bytea of little-endian int64s into *v (nil for NULL).
+type int64sOf struct{ v *[]int64 }
+
+func (f int64sOf) ScanBytes(b []byte) error {
+	if b == nil {
+		*f.v = nil
+		return nil
+	}
+	if len(b)%8 != 0 {
+		return fmt.Errorf("store: %d bytes of counts is not a whole number of int64s", len(b))
+	}
+	*f.v = decodeInt64s(b)
+	return nil
 }
 
 func encodeFloat64s(v []float64) []byte {

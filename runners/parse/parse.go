@@ -72,7 +72,7 @@ const (
 
 // Size limits, checked before anything is parsed.
 const (
-	MaxRecordBytes   int64 = 2 << 30  // request records and telemetry (JSON lines)
+	MaxRecordBytes   int64 = 4 << 30  // request records and telemetry (JSON lines): ten million requests are 2.3 GB
 	MaxToolJSONBytes int64 = 64 << 20 // a tool's single JSON document
 	// MaxLineBytes bounds one JSON line of a records file.
 	MaxLineBytes = 1 << 20

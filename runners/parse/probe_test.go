@@ -243,7 +243,7 @@ func TestImportFileRefusesOversizeBeforeReading(t *testing.T) {
 	require.NoError(t, f.Close())
 	_, _, err = ImportFile(FormatProbeRequests, path, Options{Result: stepResult(1, 0)})
 	require.ErrorIs(t, err, ErrTooLarge)
-	require.Contains(t, err.Error(), "the limit is 2147483648 bytes (2 GiB)")
+	require.Contains(t, err.Error(), "the limit is 4294967296 bytes (4 GiB)")
 
 	tool := filepath.Join(dir, "fio.json")
 	require.NoError(t, os.WriteFile(tool, nil, 0o600))
