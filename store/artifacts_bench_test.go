@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/accordlab/accord/internal/memwatch"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
 )
@@ -29,7 +30,7 @@ func BenchmarkArtifactRoundTrip1GiB(b *testing.B) {
 		}
 		want := hex.EncodeToString(h.Sum(nil))
 
-		w := startMemWatch(b)
+		w := memwatch.Start(b)
 		blob, err := st.Artifacts().Put(ctx, content(seed))
 		if err != nil {
 			b.Fatal(err)
@@ -44,7 +45,7 @@ func BenchmarkArtifactRoundTrip1GiB(b *testing.B) {
 			b.Fatal(err)
 		}
 		rd.Close()
-		rss, heap := w.growth(b)
+		rss, heap := w.Growth(b)
 		if blob.SHA256 != want || hex.EncodeToString(h.Sum(nil)) != want || n != size || blob.Size != size {
 			b.Fatalf("not byte-exact: stored %s (%d bytes), read %d bytes, want %s", blob.SHA256, blob.Size, n, want)
 		}

@@ -1,4 +1,8 @@
-package store_test
+// Package memwatch measures, for benchmarks, how far a process's memory
+// rises while it does something: the peak resident set (Linux VmHWM, reset
+// through /proc/self/clear_refs) and the peak Go heap (sampled), above
+// where they stood when the watch started.
+package memwatch
 
 import (
 	"os"
@@ -10,23 +14,23 @@ import (
 	"time"
 )
 
-// memWatch measures how far the process's memory rises above where it
-// stood when the watch started: the peak resident set (VmHWM, reset
-// through /proc/self/clear_refs) and the peak Go heap (sampled).
-type memWatch struct {
+// Watch is one measurement in progress.
+type Watch struct {
 	baseRSS, baseHeap int64
 	peakHeap          int64
 	stop              chan struct{}
 	done              sync.WaitGroup
 }
 
-func startMemWatch(tb testing.TB) *memWatch {
+// Start collects garbage, resets the peak resident set and starts sampling
+// the heap.
+func Start(tb testing.TB) *Watch {
 	tb.Helper()
 	runtime.GC()
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 		tb.Fatalf("reset the peak resident set: %v", err)
 	}
-	w := &memWatch{baseRSS: procStatusKiB(tb, "VmRSS:") << 10, baseHeap: heapInUse(), stop: make(chan struct{})}
+	w := &Watch{baseRSS: StatusKiB(tb, "VmRSS:") << 10, baseHeap: heapInUse(), stop: make(chan struct{})}
 	w.peakHeap = w.baseHeap
 	w.done.Add(1)
 	go func() {
@@ -45,13 +49,13 @@ func startMemWatch(tb testing.TB) *memWatch {
 	return w
 }
 
-// growth stops the watch and returns the peak rises, in bytes.
-func (w *memWatch) growth(tb testing.TB) (rss, heap int64) {
+// Growth stops the watch and returns the peak rises, in bytes.
+func (w *Watch) Growth(tb testing.TB) (rss, heap int64) {
 	tb.Helper()
 	close(w.stop)
 	w.done.Wait()
 	w.peakHeap = max(w.peakHeap, heapInUse())
-	return procStatusKiB(tb, "VmHWM:")<<10 - w.baseRSS, w.peakHeap - w.baseHeap
+	return StatusKiB(tb, "VmHWM:")<<10 - w.baseRSS, w.peakHeap - w.baseHeap
 }
 
 func heapInUse() int64 {
@@ -60,7 +64,9 @@ func heapInUse() int64 {
 	return int64(m.HeapInuse)
 }
 
-func procStatusKiB(tb testing.TB, field string) int64 {
+// StatusKiB reads a field of /proc/self/status in KiB ("VmHWM:" is the
+// peak resident set).
+func StatusKiB(tb testing.TB, field string) int64 {
 	tb.Helper()
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
