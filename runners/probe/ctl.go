@@ -291,24 +291,31 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return err
 	}
 	launch, launchErr := readLaunch(dir)
+	// A fault guardian outlives its probe on purpose, to remove the fault
+	// once the probe is gone (killed, say): until it has, something of the
+	// run is still on the host, and the tail does not end (its end frees
+	// the host for the next run).
+	faultLeft := func() bool { return len(guardianProcesses(dir)) > 0 }
 	for {
 		if err := copyNew(); err != nil {
 			return fail(stderr, ExitError, "tail: %v", err)
 		}
-		if _, err := os.Stat(filepath.Join(dir, wire.StatusFile)); err == nil {
+		_, statusErr := os.Stat(filepath.Join(dir, wire.StatusFile))
+		switch {
+		case statusErr == nil && !faultLeft():
 			// StatusFile is written after the done event: drain and finish.
 			if err := copyNew(); err != nil {
 				return fail(stderr, ExitError, "tail: %v", err)
 			}
 			return ExitOK
-		}
-		if launchErr != nil {
+		case statusErr == nil:
+			// Finished, its fault not yet removed: wait.
+		case launchErr != nil:
 			if errors.Is(launchErr, fs.ErrNotExist) {
 				return fail(stderr, ExitError, "tail: no probe was launched in %s", dir)
 			}
 			return fail(stderr, ExitError, "tail: %v", launchErr)
-		}
-		if !launch.running() {
+		case !launch.running() && !faultLeft():
 			// Gone: one last look, since it may have finished just now.
 			if _, err := os.Stat(filepath.Join(dir, wire.StatusFile)); err == nil {
 				continue

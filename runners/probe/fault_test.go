@@ -100,6 +100,55 @@ func TestFaultIsRemovedWhenTheProbeIsKilled(t *testing.T) {
 	require.Contains(t, string(log), `"phase":"undo","ok":true,"reason":"the probe asked for removal"`)
 }
 
+// A killed probe's fault guardian removes the fault after the probe is
+// gone: until it has, the run is not over on the host. The tail (whose end
+// frees the host for the next run) waits for it, and another run sees the
+// folder as active meanwhile. The guardian is held still (SIGSTOP) to make
+// the wait last; the tail said "crashed" at once before.
+func TestTailWaitsForTheFaultToBeRemoved(t *testing.T) {
+	t.Parallel()
+	ns := netns(t)
+	dir := runDir(t, planOf(rateLimit("slow-lo", time.Minute)))
+	pid := launch(t, ns, dir)
+	waitFor(t, 60*time.Second, "the tbf qdisc", func() bool { return hasTBF(t, ns) })
+	guardians := guardianProcesses(dir)
+	require.Len(t, guardians, 1)
+	require.NoError(t, syscall.Kill(guardians[0].PID, syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(guardians[0].PID, syscall.SIGCONT) })
+	require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL))
+	waitFor(t, 10*time.Second, "the probe's processes to go", func() bool {
+		l, err := readLaunch(dir)
+		return err == nil && !l.running()
+	})
+
+	tail := probeCmd("", "tail", "--dir", dir, "--offset", "0")
+	var stderr strings.Builder
+	tail.Stderr = &stderr
+	require.NoError(t, tail.Start())
+	ended := make(chan error, 1)
+	go func() { ended <- tail.Wait() }()
+	select {
+	case err := <-ended:
+		t.Fatalf("the tail ended (%v: %s) while the fault is still on the host: %s", err, stderr.String(), qdisc(t, ns))
+	case <-time.After(2 * time.Second): // ten polls of the tail
+	}
+	require.True(t, hasTBF(t, ns), "the fault is still applied")
+	other := filepath.Join(filepath.Dir(dir), "other-1")
+	require.NotEmpty(t, activeRunFolders(filepath.Join(filepath.Dir(dir), "*"), other, "", 0), "a run beside it sees it active")
+
+	require.NoError(t, syscall.Kill(guardians[0].PID, syscall.SIGCONT))
+	select {
+	case err := <-ended:
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit)
+		require.Equal(t, ExitCrashed, exit.ExitCode(), stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("the tail did not end once the guardian removed the fault")
+	}
+	require.False(t, hasTBF(t, ns), "the fault was removed before the tail ended")
+	require.Empty(t, activeRunFolders(filepath.Join(filepath.Dir(dir), "*"), other, "", 0))
+}
+
 func TestStopRemovesTheFault(t *testing.T) {
 	t.Parallel()
 	ns := netns(t)

@@ -144,7 +144,9 @@ func activeRunFolders(scope, self, base string, runID int64) []wire.Neighbour {
 			continue // finished (or unreadable: not ours to judge)
 		}
 		l, err := readLaunch(d)
-		if err != nil || l.StoppedBeforeLaunch || !l.running() {
+		// A probe gone whose fault guardian still holds its fault (it
+		// removes it once the probe is gone) is active all the same.
+		if err != nil || l.StoppedBeforeLaunch || (!l.running() && len(guardianProcesses(d)) == 0) {
 			continue
 		}
 		if runID > 0 && l.RunID == runID && filepath.Dir(filepath.Dir(d)) == base {
