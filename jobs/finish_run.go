@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners"
@@ -24,7 +25,7 @@ func (w *ExecuteRunWorker) finish(ctx context.Context, run store.Run, host store
 	state, reason := store.RunEvaluating, "judging the results"
 	switch {
 	case breach != nil:
-		state, reason = store.RunFailed, "stopped by the stop-loss: "+breach.Explanation
+		state, reason = store.RunFailed, "stopped by the stop-loss: "+strings.TrimPrefix(breach.Explanation, "Stop-loss: ")
 	case out.Crashed:
 		state, reason = store.RunFailed, "the probe stopped without writing a status (crashed or killed on the host)"
 	case out.Status == nil:

@@ -73,7 +73,8 @@ func TestStopLossAbortsADegradingRun(t *testing.T) {
 	runID := b.submit(t, b.river, b.saveProfile(t, profile), &gv, nil)
 	run := b.waitFor(t, runID, 80*time.Second, "abort", func(r store.Run) bool { return store.RunFinal(r.State) })
 	require.Equal(t, store.RunFailed, run.State)
-	require.Contains(t, run.Reason, "stopped by the stop-loss")
+	require.Contains(t, run.Reason, "stopped by the stop-loss: p99 TTFT crossed the 400 ms line")
+	require.NotContains(t, run.Reason, "stop-loss: Stop-loss", "said once")
 	require.Less(t, time.Since(started), 60*time.Second, "aborted long before the step's 90 s")
 
 	raw, err := b.store.RunStopLoss(ctx, runID)
@@ -214,7 +215,7 @@ func TestStopLossCrossingSurvivesAWorkerDyingAtTheStop(t *testing.T) {
 	second := b.startWorker(t, "server-2", "ACCORD_LEASE_TTL=3s")
 	run := b.waitFor(t, runID, 120*time.Second, "the run is taken over and ends", func(r store.Run) bool { return store.RunFinal(r.State) })
 	require.Equal(t, store.RunFailed, run.State, second.logText())
-	require.Contains(t, run.Reason, "stopped by the stop-loss: Stop-loss: ")
+	require.Contains(t, run.Reason, "stopped by the stop-loss: p99 TTFT crossed the 400 ms line in 2 consecutive interim windows (", "said once, with its numbers")
 	after, err := b.store.RunStopLoss(ctx, runID)
 	require.NoError(t, err)
 	require.JSONEq(t, string(raw), string(after), "the crossing is the one the first worker saw, kept once")
