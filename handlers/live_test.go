@@ -77,12 +77,17 @@ func TestRunWithoutAWorkerSaysItIsTakenOver(t *testing.T) {
 	host, runID, runPath, apiPath := pb.runOnALabHost(t)
 	require.NoError(t, pb.store.SetRunState(ctx, runID, store.RunPreparing, "connecting to the host"))
 	require.NoError(t, pb.store.SetRunState(ctx, runID, store.RunRunning, "the probe is measuring on the host"))
-	_, _, err := pb.store.AcquireLease(ctx, host, runID, "worker-a", 200*time.Millisecond)
+	_, _, err := pb.store.AcquireLease(ctx, host, runID, "worker-a", time.Minute)
 	require.NoError(t, err)
 
 	_, page := pb.get(t, pb.viewer, runPath)
 	require.NotContains(t, page, "no worker is following this run", "the lease is alive")
-	time.Sleep(300 * time.Millisecond) // worker A is gone: its lease lapses
+	// Worker A's last renewal was a short one, and then it was gone: the
+	// lease lapses (a lease's life is fixed by construction, not by how
+	// soon this loaded machine answers the first request).
+	_, _, err = pb.store.AcquireLease(ctx, host, runID, "worker-a", time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond)
 
 	_, page = pb.get(t, pb.viewer, runPath)
 	require.Contains(t, page, "no worker is following this run")
