@@ -42,6 +42,9 @@ type rolloutBundle struct {
 	profileVersion int64
 	gateVersion    int64
 	hostID         int64
+	// periodic, when set before River starts, are the jobs River
+	// schedules by itself (the production watch's tick, as the server has).
+	periodic []*river.PeriodicJob
 }
 
 func setupRollouts(t *testing.T, stages ...string) *rolloutBundle {
@@ -112,6 +115,7 @@ func (b *rolloutBundle) startRiverWith(t *testing.T, backoff time.Duration, chan
 	client, err := river.NewClient(riverpgxv5.New(b.store.Pool), &river.Config{
 		Logger: b.deps.Log, Queues: map[string]river.QueueConfig{QueueDefault: {MaxWorkers: 4}}, Workers: workers,
 		FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond, TestOnly: true,
+		PeriodicJobs: b.periodic,
 	})
 	require.NoError(t, err)
 	require.NoError(t, client.Start(context.Background()))

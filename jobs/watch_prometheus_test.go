@@ -233,3 +233,57 @@ func TestWatchHaltsTheStageOnABreachSeenThroughPrometheus(t *testing.T) {
 	t.Logf("switch→crossing %s, crossing→first check past %s, breach→halt %s (scrape 1 s, checks every %s, k = %d)",
 		breachAt.Sub(switched).Round(time.Millisecond), firstPast.Sub(breachAt).Round(time.Millisecond), figures[key+"/breach_to_halt"], interval, k)
 }
+
+// The same stop-loss, carried by River as the server carries it: the
+// periodic tick finds the watch due, its check asks the real Prometheus
+// scraping the degraded emulator, and the k-th breach in a row halts the
+// stage with the breach-to-halt time in the signed decision. Nothing here
+// calls the check directly; the only bound asserted is the one that holds
+// by construction (k checks an interval apart take (k−1) intervals).
+func TestWatchHaltsTheStageThroughRiversScheduleAndPrometheus(t *testing.T) {
+	t.Parallel()
+	const k, interval = 2, 5 * time.Second
+	b := setupRollouts(t, "lab-acceptance", "pilot-5pct")
+	ins := b.insertOnly(t)
+	ctx := context.Background()
+	b.judgedRun(t, "PASS")
+	b.decide(t, ins, acceptance.DecisionApprove, "lab-acceptance", vera, "")
+	b.decide(t, ins, acceptance.DecisionApprove, "lab-acceptance", chen, "")
+
+	model := startServedModel(t, 3)
+	prom := promtest.Start(t, promtest.Options{Targets: []string{model.addr}, ScrapeInterval: time.Second})
+	prom.WaitUp(t, 1)
+	stage, ok := b.rollout(t).Stage("pilot-5pct")
+	require.True(t, ok)
+	require.NoError(t, model.server.Degrade(20)) // every TTFT ≥ 2 s, past the 1 s line
+	watchID, err := b.store.SetWatch(ctx, b.programID, stage.ID, store.NewWatch{Name: "p99 TTFT of the serving fleet", Endpoint: prom.URL,
+		Query: vllmP99TTFT, Comparator: "<=", Line: 1.0, Unit: "s", Consecutive: k, IntervalSeconds: int(interval / time.Second)})
+	require.NoError(t, err)
+	b.periodic = rolloutPeriodic()
+	b.startRiver(t, 20*time.Millisecond)
+
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		cur, _ := b.rollout(t).State.CurrentStage()
+		if cur.State == acceptance.StageHalted {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "River's watch did not halt the stage within 2 minutes")
+		time.Sleep(200 * time.Millisecond)
+	}
+	ds := b.verifyLog(t)
+	rec := ds[len(ds)-1].Record
+	require.Equal(t, "stop-loss-triggered", rec.Kind)
+	key := fmt.Sprintf("watch/%d", watchID)
+	breachAt, err := time.Parse(time.RFC3339Nano, rec.Evidence.Figures[key+"/breach_at"])
+	require.NoError(t, err)
+	haltedAt, err := time.Parse(time.RFC3339Nano, rec.Evidence.Figures[key+"/halted_at"])
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, haltedAt.Sub(breachAt), time.Duration(k-1)*interval, "k checks an interval apart")
+	require.Equal(t, rollout.FormatSeconds(haltedAt.Sub(breachAt)), rec.Evidence.Figures[key+"/breach_to_halt"])
+	checks, err := b.store.ListWatchChecks(ctx, watchID, time.Time{}, 100)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(checks), k, "every check River made is kept")
+	require.True(t, checks[len(checks)-1].Triggered)
+	t.Logf("breach→halt %s through River's schedule (k = %d, checks every %s, scrape 1 s)", rec.Evidence.Figures[key+"/breach_to_halt"], k, interval)
+}
