@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web/browsertest"
 	"github.com/accordlab/accord/web/htmltest"
@@ -129,4 +131,49 @@ func TestBrowserWatchPageDrawsItsChart(t *testing.T) {
 	br.Screenshot("watch-page")
 	require.Empty(t, br.Problems())
 	require.Empty(t, br.ForeignRequests(rb.ts.URL))
+}
+
+// fallingPrometheus answers a value past a line of 2 s at every check, and
+// dates the crossing from a range query: the last point within the line,
+// then past it.
+type fallingPrometheus struct{ crossed time.Time }
+
+func (p fallingPrometheus) Value(context.Context, string, string, string) (float64, error) { return 3.5, nil }
+
+func (p fallingPrometheus) Range(_ context.Context, _, _, _ string, start, end time.Time, step time.Duration) ([]store.WatchPoint, error) {
+	var pts []store.WatchPoint
+	for at := start; !at.After(end); at = at.Add(step) {
+		v := 1.0
+		if !at.Before(p.crossed) {
+			v = 3.5
+		}
+		pts = append(pts, store.WatchPoint{At: at, Value: v})
+	}
+	return pts, nil
+}
+
+// The decisions page shows a watch's stop-loss with the time from the
+// breach to the halt, as its signed evidence has it.
+func TestDecisionsPageShowsBreachToHalt(t *testing.T) {
+	t.Parallel()
+	rb := setupRollout(t)
+	rb.addStages(t, "pilot-5pct")
+	ctx := context.Background()
+	watchID, err := rb.store.SetWatch(ctx, rb.programID, rb.stageID(t, "pilot-5pct"), store.NewWatch{Name: "p99 TTFT of the fleet",
+		Endpoint: "http://127.0.0.1:9/prom", Query: "vllm_p99", Comparator: "<=", Line: 2, Unit: "s", Consecutive: 2, IntervalSeconds: 30})
+	require.NoError(t, err)
+	env := rollout.Env{Keyring: rb.keyring, Queue: jobs.NewQueue(rb.river)}
+	t0 := time.Now().Truncate(time.Second)
+	prom := fallingPrometheus{crossed: t0.Add(-12 * time.Second)}
+	for i := range 2 {
+		res, err := rollout.CheckWatch(ctx, rb.store, env, prom, watchID, t0.Add(time.Duration(i)*30*time.Second))
+		require.NoError(t, err)
+		require.Equal(t, i == 1, res.Triggered)
+	}
+	res, page := rb.get(t, rb.viewer, rb.url("/decisions"))
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	text := htmltest.Text(htmltest.Parse(t, page))
+	require.Contains(t, text, "stop-loss")
+	require.Contains(t, text, fmt.Sprintf("watch %d breach to halt", watchID))
+	require.Contains(t, text, "42.000 s", "halted at the second check, 30 s after the first, 12 s after the crossing")
 }
