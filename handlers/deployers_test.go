@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,10 +10,14 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/apiclient"
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/service/rollout"
+	"github.com/accordlab/accord/store"
 )
 
 // argoMeasure asks the stage's gate as Argo Rollouts' web metric provider
@@ -218,4 +223,49 @@ func TestDeployTokensAreScoped(t *testing.T) {
 	res, page := rb.post(t, rb.viewer, "/tokens", form)
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
 	require.Contains(t, page, "A deploy token has the deploy scope alone")
+}
+
+// A stage stopped by a production watch's stop-loss, and one rejected by an
+// approver: Argo's analysis fails and Flagger rolls back, each answer
+// naming what stopped the stage.
+func TestDeployersAskAccordAfterAStopLossAndARejection(t *testing.T) {
+	t.Parallel()
+	rb := setupRollout(t)
+	rb.addStages(t, "pilot-5pct", "fleet-100pct")
+	rb.judgedRun(t, "PASS")
+	token := rb.createTokenViaUI(t, rb.viewer, "deploy")
+	const ok, no = http.StatusOK, http.StatusConflict
+	ctx := context.Background()
+
+	watchID, err := rb.store.SetWatch(ctx, rb.programID, rb.stageID(t, "pilot-5pct"), store.NewWatch{Name: "p99 TTFT of the fleet",
+		Endpoint: "http://127.0.0.1:9/prom", Query: "vllm_p99", Comparator: "<=", Line: 2, Unit: "s", Consecutive: 2, IntervalSeconds: 30})
+	require.NoError(t, err)
+	env := rollout.Env{Keyring: rb.keyring, Queue: jobs.NewQueue(rb.river)}
+	t0 := time.Now()
+	for i := range 2 {
+		_, err := rollout.CheckWatch(ctx, rb.store, env, fallingPrometheus{crossed: t0.Add(-time.Second)}, watchID, t0.Add(time.Duration(i)*30*time.Second))
+		require.NoError(t, err)
+	}
+	m, g := rb.argoMeasure(t, token, "pilot-5pct")
+	require.Equal(t, "Failed", m)
+	require.True(t, g.Halted)
+	require.Equal(t, "halted", g.StageState)
+	require.Contains(t, g.Reason, "The stage was stopped by a stop-loss by ")
+	require.Equal(t, [3]int{no, no, ok}, rb.flaggerHooks(t, token, "pilot-5pct"))
+
+	// Both sides resume it; then an approver rejects it.
+	for _, c := range []*http.Client{rb.custApprover, rb.vendorApprover} {
+		code, _ := rb.decide(t, c, "pilot-5pct", "resume", "the array's firmware was rolled back")
+		require.Equal(t, http.StatusSeeOther, code)
+	}
+	require.Equal(t, [3]int{ok, no, no}, rb.flaggerHooks(t, token, "pilot-5pct"))
+	code, _ := rb.decide(t, rb.custApprover, "pilot-5pct", "reject", "p99 TTFT is 40 % over the contract")
+	require.Equal(t, http.StatusSeeOther, code)
+	m, g = rb.argoMeasure(t, token, "pilot-5pct")
+	require.Equal(t, "Failed", m)
+	require.Equal(t, "rejected", g.StageState)
+	require.Equal(t, "The stage was rejected by ca@customer.example: p99 TTFT is 40 % over the contract", g.Reason)
+	require.Equal(t, [3]int{no, no, ok}, rb.flaggerHooks(t, token, "pilot-5pct"))
+	m, _ = rb.argoMeasure(t, token, "fleet-100pct")
+	require.Equal(t, "Inconclusive", m, "a stage after a rejected one is not reached")
 }
