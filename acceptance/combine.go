@@ -139,6 +139,11 @@ func combineSeries(g []Measurement) (Measurement, error) {
 	}
 	out.Source.Field = fmt.Sprintf("merged from the %s of %d hosts (%s)", map[bool]string{false: "samples", true: "samples and histogram buckets"}[histogram], len(g), hostNames(g))
 	if !histogram {
+		if v, idx, ok := mergeBySecond(g, n); ok {
+			out.Values, out.SentIndex = v, idx
+			out.Source.Field += "; second by second of each host's send times, from its first measured request (the hosts start together at a barrier)"
+			return out, nil
+		}
 		out.Values = make([]float64, 0, n)
 		for _, m := range g {
 			out.Values = append(out.Values, m.Values...)
@@ -247,4 +252,34 @@ func CombineHostFacts(hosts []HostFacts) map[string]string {
 		}
 	}
 	return out
+}
+
+// mergeBySecond merges raw samples that all record their send times
+// (SentIndex), second by second, so that the combined samples keep them:
+// second s holds every host's values of its own second s. false when a
+// host has none.
+func mergeBySecond(g []Measurement, n int) ([]float64, []int64, bool) {
+	secs := 0
+	for _, m := range g {
+		if len(m.SentIndex) == 0 || checkSentIndex(m) != nil {
+			return nil, nil, false
+		}
+		secs = max(secs, len(m.SentIndex))
+	}
+	values := make([]float64, 0, n)
+	index := make([]int64, secs)
+	for s := range secs {
+		index[s] = int64(len(values))
+		for _, m := range g {
+			if s >= len(m.SentIndex) {
+				continue
+			}
+			end := int64(len(m.Values))
+			if s+1 < len(m.SentIndex) {
+				end = m.SentIndex[s+1]
+			}
+			values = append(values, m.Values[m.SentIndex[s]:end]...)
+		}
+	}
+	return values, index, true
 }

@@ -94,7 +94,7 @@ var (
 	commandFormats = []string{FormatFioJSON, FormatVLLMBenchJSON, FormatGenAIPerfJSON, FormatText}
 	faultActions   = []string{FaultNetem, FaultRateLimit, FaultPathDown}
 	comparators    = []string{string(LessOrEqual), string(GreaterOrEqual)}
-	modes          = []string{string(Absolute), string(Relative)}
+	modes          = []string{string(Absolute), string(Relative), string(Isolation), string(Drift)}
 	severities     = []string{string(Blocking), string(Advisory)}
 	corrections    = []string{CorrectionHolm, CorrectionNone}
 )

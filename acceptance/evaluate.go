@@ -114,8 +114,13 @@ type CriterionResult struct {
 	MinSamples    int      `json:"min_samples,omitempty"`
 	// PointEstimate is set when the gate set lets this criterion be judged
 	// on a tool's summary alone (point_estimate: true).
-	PointEstimate bool    `json:"point_estimate,omitempty"`
-	Verdict       Verdict `json:"verdict"`
+	PointEstimate bool `json:"point_estimate,omitempty"`
+	// Reference is an isolation criterion's victim measured alone (Step
+	// in the series is the victim under interference); Window a drift
+	// criterion's window (the series compare its last with its first).
+	Reference string   `json:"reference,omitempty"`
+	Window    Duration `json:"window,omitempty"`
+	Verdict   Verdict  `json:"verdict"`
 	// PValue is the criterion's p-value for passing: the largest over its
 	// series (it passes only if every series does). Absent when no series
 	// had an interval.
@@ -164,6 +169,9 @@ const (
 	reasonPointEstimate     = "point-estimate-only"
 	reasonClientLimited     = "client-limited"
 	reasonDefinitionsDiffer = "percentile-definitions-differ"
+	reasonNoReference       = "reference-missing-series"
+	reasonNoSendTimes       = "no-send-times"
+	reasonWindowsOverlap    = "windows-overlap"
 )
 
 // SeriesResult is the verdict of a criterion on one series (step × level).

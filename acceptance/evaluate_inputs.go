@@ -79,6 +79,15 @@ func MeasurementsDigest(ms []Measurement) string {
 			w.byte(0xfd)
 			w.str(m.Host)
 		}
+		if m.SentIndex != nil {
+			// Only where the send times are known (the probe's request
+			// metrics), so that other digests are unchanged.
+			w.byte(0xfc)
+			w.uvarint(uint64(len(m.SentIndex)))
+			for _, i := range m.SentIndex {
+				w.u64(uint64(i))
+			}
+		}
 		if m.Trials > 0 {
 			// Only when known, so that digests of measurements made before
 			// Trials existed are unchanged. 0xff cannot start the next

@@ -221,6 +221,9 @@ type critCtx struct {
 	alpha float64
 	q     float64 // quantile of a percentile statistic
 	isQ   bool
+	// against names what a change is measured against in explanations:
+	// "against the baseline", or within the run for isolation and drift.
+	against string
 }
 
 func (cc *critCtx) le() bool { return cc.c.Comparator == LessOrEqual }
@@ -232,16 +235,18 @@ func (e *evaluator) evaluateCriterion(index int, c Criterion) (CriterionResult, 
 		return CriterionResult{}, err
 	}
 	unit := string(m.Unit)
-	if c.Mode == Relative {
+	if c.Mode.ComparesTwo() {
 		unit = "%"
 	}
 	cr := CriterionResult{
 		Index: index, Name: c.Name, Metric: c.Metric, Statistic: c.Statistic, Mode: c.Mode,
 		Comparator: c.Comparator, Threshold: c.Threshold, ThresholdUnit: c.Unit, Limit: limit, Unit: unit,
 		Severity: c.Severity, Confidence: c.Confidence, MinSamples: c.MinSamples, PointEstimate: c.PointEstimate,
+		Reference: c.Reference, Window: c.Window,
 	}
 	cc := &critCtx{index: index, c: c, m: m, limit: limit, conf: c.Confidence, alpha: alphaOf(c.Confidence)}
 	cc.q, cc.isQ = c.Statistic.Quantile()
+	cc.against = againstPhrase(c)
 
 	var keys []SeriesKey
 	for _, k := range e.cand.seriesKeys(c.Metric) {
@@ -281,6 +286,9 @@ func (e *evaluator) evaluateSeries(cc *critCtx, key SeriesKey) (SeriesResult, er
 	flags := prefixedFlags("the candidate", e.candFlags[key])
 	if cc.c.Mode == Relative && e.hasBaseline {
 		flags = append(flags, prefixedFlags("the baseline", e.baseFlags[key])...)
+	}
+	if cc.c.Mode == Isolation {
+		flags = append(flags, prefixedFlags("the victim alone", e.candFlags[SeriesKey{Step: cc.c.Reference, Level: key.Level}])...)
 	}
 	if len(flags) == 0 {
 		return sr, nil
@@ -323,8 +331,13 @@ func (e *evaluator) evaluateSeriesData(cc *critCtx, key SeriesKey) (SeriesResult
 		sr.Explanation = fmt.Sprintf("No repetition of %s has %s values, so it cannot be judged.", seriesLabel(key), metricLabel(cc.m))
 		return sr, nil
 	}
-	if cc.c.Mode == Absolute {
+	switch cc.c.Mode {
+	case Absolute:
 		return e.absolute(cc, key, cs, sr)
+	case Isolation:
+		return e.isolation(cc, key, cs, sr)
+	case Drift:
+		return e.drift(cc, key, cs, sr)
 	}
 	if !e.hasBaseline {
 		sr.Verdict, sr.Reason, sr.Method = Inconclusive, reasonNoBaseline, "no baseline"
@@ -857,8 +870,8 @@ func (e *evaluator) relative(cc *critCtx, key SeriesKey, cs, bs *preparedSide, s
 			sr.Method = fmt.Sprintf("at least %s samples a side are needed to resample %s", fmtCount(minN), cc.c.Statistic)
 			sr.Needed = &Needed{CandidateSamples: max(nc, minN), BaselineSamples: max(nb, minN),
 				Basis: "samples for the quantile to lie inside the sample (as for a distribution-free bound)"}
-			sr.Explanation = fmt.Sprintf("%s changed by %s against the baseline (%s vs %s, n = %s vs %s), but resampling %s needs at least %s samples on each side, so it cannot be judged yet.",
-				capitalize(statLabel(cc.c.Statistic, cc.m)), orUnknownPct(sr.Estimate), orUnknown(c, cc.m.Unit), orUnknown(b, cc.m.Unit),
+			sr.Explanation = fmt.Sprintf("%s changed by %s %s (%s vs %s, n = %s vs %s), but resampling %s needs at least %s samples on each side, so it cannot be judged yet.",
+				capitalize(statLabel(cc.c.Statistic, cc.m)), orUnknownPct(sr.Estimate), cc.against, orUnknown(c, cc.m.Unit), orUnknown(b, cc.m.Unit),
 				fmtCount(nc), fmtCount(nb), cc.c.Statistic, fmtCount(minN))
 			return sr, nil
 		}
@@ -1016,8 +1029,8 @@ func (e *evaluator) relRate(cc *critCtx, key SeriesKey, cs, bs *preparedSide, sr
 		sr.Method = fmt.Sprintf("one value per repetition; the bootstrap over repetitions needs at least %d per side", MinRateRepetitions)
 		sr.Needed = &Needed{CandidateRepetitions: max(rc, MinRateRepetitions), BaselineRepetitions: max(rb, MinRateRepetitions),
 			Basis: "a rate has one value per repetition; its interval comes from repetitions"}
-		sr.Explanation = fmt.Sprintf("%s changed by %s against the baseline, from %d vs %d repetitions; a rate has one value per repetition, so its interval comes from repetitions, and that needs at least %d on each side.",
-			capitalize(statLabel(cc.c.Statistic, cc.m)), orUnknownPct(sr.Estimate), rc, rb, MinRateRepetitions)
+		sr.Explanation = fmt.Sprintf("%s changed by %s %s, from %d vs %d repetitions; a rate has one value per repetition, so its interval comes from repetitions, and that needs at least %d on each side.",
+			capitalize(statLabel(cc.c.Statistic, cc.m)), orUnknownPct(sr.Estimate), cc.against, rc, rb, MinRateRepetitions)
 		return sr, nil
 	}
 	sc, err := cs.bootSide()
@@ -1080,7 +1093,7 @@ func pointEstimateOnly(cc *critCtx, sr SeriesResult, who string, tools []string)
 	value := ""
 	if sr.Estimate != nil {
 		if cc.c.Mode == Relative {
-			value = fmt.Sprintf(" (it changed by %s against the baseline by those figures)", fmtPct(*sr.Estimate))
+			value = fmt.Sprintf(" (it changed by %s %s by those figures)", fmtPct(*sr.Estimate), cc.against)
 		} else {
 			value = fmt.Sprintf(" (%s)", fmtValue(*sr.Estimate, cc.m.Unit))
 		}
@@ -1165,8 +1178,8 @@ func relPointOnly(cc *critCtx, cs, bs *preparedSide, sr SeriesResult) SeriesResu
 		nc, nb := sr.Candidate.N, sr.Baseline.N
 		if nc == 0 || nb == 0 {
 			sr.Verdict, sr.Reason = Inconclusive, reasonUnknownSampleSize
-			sr.Explanation = fmt.Sprintf("%s changed by %s against the baseline by the tools' own summaries, but they do not say how many samples they cover, and the criterion asks for at least %s.",
-				capitalize(statLabel(cc.c.Statistic, cc.m)), fmtPct(d), fmtCount(int64(cc.c.MinSamples)))
+			sr.Explanation = fmt.Sprintf("%s changed by %s %s by the tools' own summaries, but they do not say how many samples they cover, and the criterion asks for at least %s.",
+				capitalize(statLabel(cc.c.Statistic, cc.m)), fmtPct(d), cc.against, fmtCount(int64(cc.c.MinSamples)))
 			return sr
 		}
 		if min(nc, nb) < int64(cc.c.MinSamples) {

@@ -375,7 +375,7 @@ func explainRelative(cc *critCtx, sr SeriesResult) string {
 		}
 		return fmt.Sprintf("%s %s bound %s", conf, which, fmtPct(*p))
 	}
-	head := fmt.Sprintf("%s changed by %s against the baseline", stat, d)
+	head := fmt.Sprintf("%s changed by %s %s", stat, d, cc.against)
 	switch {
 	case sr.Verdict == Pass && !cc.le():
 		return fmt.Sprintf("%s (%s; %s, %s), clearing the required %s.", head, vals, bound(sr.Lower, "lower"), size, margin)
@@ -403,6 +403,6 @@ func explainRelativePoint(cc *critCtx, sr SeriesResult, tools []string) string {
 		true:  {Pass: "within the allowed", Fail: "beyond the allowed"},
 		false: {Pass: "clearing the required", Fail: "short of the required"},
 	}[cc.le()][sr.Verdict]
-	return fmt.Sprintf("%s changed by %s against the baseline (%s); %s (interval: none), so the verdict rests on the point estimate alone%s: %s %s.",
-		stat, fmtPct(*sr.Estimate), vals, why, pointEstimateAllowed(cc), side, fmtPct(cc.limit))
+	return fmt.Sprintf("%s changed by %s %s (%s); %s (interval: none), so the verdict rests on the point estimate alone%s: %s %s.",
+		stat, fmtPct(*sr.Estimate), cc.against, vals, why, pointEstimateAllowed(cc), side, fmtPct(cc.limit))
 }

@@ -39,7 +39,29 @@ const (
 	// Relative compares the relative difference (candidate − baseline) /
 	// baseline, in percent, with the threshold.
 	Relative CriterionMode = "relative"
+	// Isolation compares, within one run, the victim step measured beside
+	// an aggressor (Step, in a parallel group) with the same victim
+	// measured alone (Reference): (interference − alone) / alone, in
+	// percent, judged as a relative criterion is.
+	Isolation CriterionMode = "isolation"
+	// Drift compares, within one run, the last Window of a step's requests
+	// (by the time each was sent) with its first Window: (last − first) /
+	// first, in percent, judged as a relative criterion is.
+	Drift CriterionMode = "drift"
 )
+
+// CriterionModes are the modes in the order the forms and the help page
+// list them.
+var CriterionModes = []CriterionMode{Absolute, Relative, Isolation, Drift}
+
+// ComparesTwo reports whether the mode judges a change in percent between
+// two sets of samples (a baseline run's, a quiet phase's, a first
+// window's) rather than a statistic against a limit.
+func (m CriterionMode) ComparesTwo() bool { return m == Relative || m == Isolation || m == Drift }
+
+// WithinRun reports whether both sides of the comparison come from the
+// judged run itself (isolation, drift), so that no baseline is needed.
+func (m CriterionMode) WithinRun() bool { return m == Isolation || m == Drift }
 
 // Severity of a criterion: blocking ones decide the overall verdict.
 type Severity string
@@ -62,7 +84,15 @@ type Criterion struct {
 	Mode      CriterionMode `json:"mode" yaml:"mode"`
 	// Step restricts the criterion to one step of the profile; empty means
 	// every step (and sweep level) that produces the metric must pass.
-	Step       string     `json:"step,omitempty" yaml:"step,omitempty"`
+	// For isolation, Step is the victim measured under interference (a
+	// step in a parallel group) and is required.
+	Step string `json:"step,omitempty" yaml:"step,omitempty"`
+	// Reference is, for isolation, the same victim measured alone in the
+	// same run (a step of the same kind on its own, not in a group).
+	Reference string `json:"reference,omitempty" yaml:"reference,omitempty"`
+	// Window is, for drift, the length of the first and of the last
+	// stretch of each repetition compared (by the requests' send times).
+	Window     Duration   `json:"window,omitempty" yaml:"window,omitempty"`
 	Comparator Comparator `json:"comparator" yaml:"comparator"`
 	Threshold  float64    `json:"threshold" yaml:"threshold"`
 	// Unit of Threshold for absolute criteria (converted to the metric's

@@ -43,6 +43,14 @@ type Measurement struct {
 	// representative value, ascending) occurred Counts[i] times. Used where
 	// keeping every sample would cost too much (ITL, fio latency bins).
 	Counts []int64 `json:"-"`
+	// SentIndex, when set, says when each value's request was sent, so
+	// that a drift criterion can cut windows out of the repetition: Values
+	// are then in the order their requests were sent, and SentIndex[s] is
+	// the index of the first value whose request was sent in second s of
+	// the repetition or later (second 0 is the second of the first
+	// measured request); the last second's values end at len(Values).
+	// Only raw samples (no Counts) carry it.
+	SentIndex []int64 `json:"-"`
 	// ToolSummary keeps the tool's own statistics (in the canonical unit),
 	// shown beside Accord's recomputed ones: "p99" → value.
 	ToolSummary map[string]float64 `json:"tool_summary,omitempty"`

@@ -220,7 +220,7 @@ func (g GateSetSpec) Normalized() GateSetSpec {
 		}
 		if c.Unit == "" {
 			switch c.Mode {
-			case Relative:
+			case Relative, Isolation, Drift:
 				c.Unit = "%"
 			case Absolute:
 				if m, ok := LookupMetric(c.Metric); ok {

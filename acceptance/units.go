@@ -149,7 +149,7 @@ func canonicalValue(c Criterion, v float64) (float64, error) {
 		mode = Absolute
 	}
 	switch mode {
-	case Relative:
+	case Relative, Isolation, Drift:
 		if c.Unit != "%" && c.Unit != "" {
 			return 0, fmt.Errorf("criterion %s: a relative threshold is in %%, not %q", c.Name, c.Unit)
 		}

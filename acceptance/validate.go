@@ -901,9 +901,10 @@ func validateCriterion(c *specChecker, cp string, cr Criterion) {
 	if !known {
 		return
 	}
+	validateWithinRun(c, cp, cr, m)
 	unitOK := false
 	switch cr.Mode {
-	case Relative:
+	case Relative, Isolation, Drift:
 		if cr.Unit != "%" {
 			c.add(specField(cp, "unit"), "a relative threshold is a change in percent: use %%")
 		} else {
@@ -940,7 +941,7 @@ func validateCriterion(c *specChecker, cp string, cr Criterion) {
 // checkLimit checks that a threshold or stop-loss value is sane for the
 // metric, once converted.
 func checkLimit(c *specChecker, p string, cr Criterion, m Metric, v float64) bool {
-	if cr.Mode == Relative {
+	if cr.Mode.ComparesTwo() {
 		if v <= -100 || v > MaxRelativePct {
 			c.add(p, "a relative change must be more than -100 %% and at most +%d %%", MaxRelativePct)
 			return false
@@ -990,6 +991,14 @@ func ValidateGateSetForProfile(gates GateSetSpec, profile ProfileSpec) Validatio
 		cp := specIndex("criteria", i)
 		if _, ok := LookupMetric(cr.Metric); !ok {
 			continue // ValidateGateSet reports it
+		}
+		if cr.Mode == Isolation {
+			validateIsolationSteps(c, cp, cr, p)
+			continue
+		}
+		if cr.Mode == Drift {
+			validateDriftSteps(c, cp, cr, p)
+			continue
 		}
 		if RunProduces(cr.Metric) {
 			if cr.Step != "" {

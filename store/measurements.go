@@ -83,12 +83,12 @@ func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptan
 		return nil
 	}
 	for _, m := range ms {
-		if size := 8 * (len(m.Values) + len(m.Counts)); queued > 0 && queued+size > saveBatchBytes {
+		if size := 8 * (len(m.Values) + len(m.Counts) + len(m.SentIndex)); queued > 0 && queued+size > saveBatchBytes {
 			if err := send(); err != nil {
 				return err
 			}
 		}
-		queued += 8 * (len(m.Values) + len(m.Counts))
+		queued += 8 * (len(m.Values) + len(m.Counts) + len(m.SentIndex))
 		sum, err := Summarize(m)
 		if err != nil {
 			return fmt.Errorf("store: summarize %s/%s: %w", m.Step, m.Metric, err)
@@ -108,12 +108,16 @@ func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptan
 		if m.Trials > 0 {
 			trials = &m.Trials
 		}
-		batch.Queue(`INSERT INTO measurements (run_id, metric, step, level, repetition, n, values_f64, counts, tool_summary, source, summary, trials, host)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		var sent []byte
+		if m.SentIndex != nil {
+			sent = encodeInt64s(m.SentIndex)
+		}
+		batch.Queue(`INSERT INTO measurements (run_id, metric, step, level, repetition, n, values_f64, counts, tool_summary, source, summary, trials, host, sent_index)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 			ON CONFLICT (run_id, metric, step, level, repetition, host) DO UPDATE SET n = EXCLUDED.n, values_f64 = EXCLUDED.values_f64,
 				counts = EXCLUDED.counts, tool_summary = EXCLUDED.tool_summary, source = EXCLUDED.source, summary = EXCLUDED.summary,
-				trials = EXCLUDED.trials`,
-			runID, m.Metric, m.Step, m.Level, m.Repetition, sum.N, encodeFloat64s(m.Values), counts, toolJSON, src, sumJSON, trials, m.Host)
+				trials = EXCLUDED.trials, sent_index = EXCLUDED.sent_index`,
+			runID, m.Metric, m.Step, m.Level, m.Repetition, sum.N, encodeFloat64s(m.Values), counts, toolJSON, src, sumJSON, trials, m.Host, sent)
 	}
 	return send()
 }
@@ -135,7 +139,7 @@ func (s *Store) HostMeasurements(ctx context.Context, runID int64) ([]acceptance
 }
 
 func (s *Store) loadMeasurements(ctx context.Context, runID int64, hosts bool) ([]acceptance.Measurement, error) {
-	rows, err := s.db.Query(ctx, `SELECT metric, step, level, repetition, values_f64, counts, tool_summary, source, coalesce(trials, 0), host
+	rows, err := s.db.Query(ctx, `SELECT metric, step, level, repetition, values_f64, counts, tool_summary, source, coalesce(trials, 0), host, sent_index
 		FROM measurements WHERE run_id = $1 AND (host <> '') = $2 ORDER BY host, step, level, metric, repetition`, runID, hosts)
 	if err != nil {
 		return nil, fmt.Errorf("store: load measurements of run %d: %w", runID, err)
@@ -145,7 +149,7 @@ func (s *Store) loadMeasurements(ctx context.Context, runID int64, hosts bool) (
 		var tool, src []byte
 		// The samples are decoded from the row as received: a copy of the
 		// raw bytes first would double what a large one holds.
-		if err := r.Scan(&m.Metric, &m.Step, &m.Level, &m.Repetition, float64sOf{&m.Values}, int64sOf{&m.Counts}, &tool, &src, &m.Trials, &m.Host); err != nil {
+		if err := r.Scan(&m.Metric, &m.Step, &m.Level, &m.Repetition, float64sOf{&m.Values}, int64sOf{&m.Counts}, &tool, &src, &m.Trials, &m.Host, int64sOf{&m.SentIndex}); err != nil {
 			return m, err
 		}
 		if m.Values == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +47,12 @@ func ImportProbeRecords(r io.Reader, opts Options) ([]acceptance.Measurement, []
 type probeAcc struct {
 	ttft, ttftContent, e2el, tpot         []float64
 	ttftIntended, e2elIntended, sendDelay []float64
+	// The second of the step's clock each value's request was sent in,
+	// beside each slice above (what drift criteria cut windows by), and
+	// the first such second of the level.
+	ttftS, ttftContentS, e2elS, tpotS    []int32
+	ttftIntendedS, e2elIntendedS, sendDS []int32
+	firstSec                             int32
 
 	all, succeeded, failed, warmup int64
 	outputTokens, promptTokens     int64
@@ -97,7 +104,7 @@ func importProbeRecords(r io.Reader, size int64, opts Options) ([]acceptance.Mea
 	if hint <= 0 || hint > bound {
 		hint = min(bound, 1<<16)
 	}
-	acc := probeAcc{errorKinds: map[string]int64{}}
+	acc := probeAcc{errorKinds: map[string]int64{}, firstSec: math.MaxInt32}
 	acc.ttft = make([]float64, 0, hint)
 	acc.ttftContent = make([]float64, 0, hint)
 	acc.e2el = make([]float64, 0, hint)
@@ -231,7 +238,13 @@ func (a *probeAcc) add(r *recordLine, openLoop, hasSLO bool, slo acceptance.SLO)
 	a.succeeded++
 	a.outputTokens += int64(r.OutputTokens)
 	a.promptTokens += int64(r.PromptTokens)
+	if r.Sent/1e9 > math.MaxInt32 {
+		return "t_sent", fmt.Errorf("%d ns is more than 68 years into the step", r.Sent)
+	}
+	sec := int32(r.Sent / 1e9)
+	a.firstSec = min(a.firstSec, sec)
 	a.e2el = append(a.e2el, e2el)
+	a.e2elS = append(a.e2elS, sec)
 
 	ttft := math.NaN()
 	if r.FirstToken == 0 {
@@ -242,6 +255,7 @@ func (a *probeAcc) add(r *recordLine, openLoop, hasSLO bool, slo acceptance.SLO)
 		}
 		ttft = float64(r.FirstToken-r.Sent) / nsPerMs
 		a.ttft = append(a.ttft, ttft)
+		a.ttftS = append(a.ttftS, sec)
 	}
 	if r.FirstContent == 0 {
 		a.noContent++
@@ -250,11 +264,13 @@ func (a *probeAcc) add(r *recordLine, openLoop, hasSLO bool, slo acceptance.SLO)
 			return "t_first_content", fmt.Errorf("%d ns is outside t_sent %d .. t_done %d", r.FirstContent, r.Sent, r.Done)
 		}
 		a.ttftContent = append(a.ttftContent, float64(r.FirstContent-r.Sent)/nsPerMs)
+		a.ttftContentS = append(a.ttftContentS, sec)
 	}
 	tpot := 0.0 // as vLLM: a request with one output token meets any TPOT limit
 	if r.OutputTokens > 1 && r.FirstToken != 0 {
 		tpot = float64(r.Done-r.FirstToken) / nsPerMs / float64(r.OutputTokens-1)
 		a.tpot = append(a.tpot, tpot)
+		a.tpotS = append(a.tpotS, sec)
 	}
 	// Open loop: every request has an intended send time (the first may be
 	// 0, the level's start). Closed loop: only where the probe wrote one.
@@ -267,9 +283,12 @@ func (a *probeAcc) add(r *recordLine, openLoop, hasSLO bool, slo acceptance.SLO)
 			return "t_intended", fmt.Errorf("latency from the intended send time: %w", err)
 		}
 		a.sendDelay = append(a.sendDelay, float64(r.Sent-r.Intended)/nsPerMs)
+		a.sendDS = append(a.sendDS, sec)
 		a.e2elIntended = append(a.e2elIntended, e2elInt)
+		a.e2elIntendedS = append(a.e2elIntendedS, sec)
 		if r.FirstToken != 0 {
 			a.ttftIntended = append(a.ttftIntended, float64(r.FirstToken-r.Intended)/nsPerMs)
+			a.ttftIntendedS = append(a.ttftIntendedS, sec)
 		}
 	}
 	if hasSLO {
@@ -291,21 +310,22 @@ func (a *probeAcc) measurements(res *wire.StepResult, in, resName string, hasSLO
 	src := func(field, method string) acceptance.Source {
 		return acceptance.Source{Tool: ToolProbe, ToolVersion: opts.ToolVersion, Field: field, PercentileMethod: method}
 	}
-	dist := func(metric string, values []float64, field string) {
+	dist := func(metric string, values []float64, secs *[]int32, field string) {
 		if len(values) == 0 {
 			return
 		}
 		m := opts.measurement(metric, src(in+": "+field, MethodRawSamples))
-		m.Values = values
+		m.Values, m.SentIndex = bySendSecond(values, *secs, a.firstSec)
+		*secs = nil // the seconds are in the index now
 		out = append(out, m)
 	}
-	dist(acceptance.MetricTTFT, a.ttft, "t_first_token − t_sent")
-	dist(acceptance.MetricTTFTContent, a.ttftContent, "t_first_content − t_sent")
-	dist(acceptance.MetricE2EL, a.e2el, "t_done − t_sent")
-	dist(acceptance.MetricTPOT, a.tpot, "(t_done − t_first_token) / (output_tokens − 1)")
-	dist(acceptance.MetricTTFTIntended, a.ttftIntended, "t_first_token − t_intended")
-	dist(acceptance.MetricE2ELIntended, a.e2elIntended, "t_done − t_intended")
-	dist(acceptance.MetricSendDelay, a.sendDelay, "t_sent − t_intended")
+	dist(acceptance.MetricTTFT, a.ttft, &a.ttftS, "t_first_token − t_sent")
+	dist(acceptance.MetricTTFTContent, a.ttftContent, &a.ttftContentS, "t_first_content − t_sent")
+	dist(acceptance.MetricE2EL, a.e2el, &a.e2elS, "t_done − t_sent")
+	dist(acceptance.MetricTPOT, a.tpot, &a.tpotS, "(t_done − t_first_token) / (output_tokens − 1)")
+	dist(acceptance.MetricTTFTIntended, a.ttftIntended, &a.ttftIntendedS, "t_first_token − t_intended")
+	dist(acceptance.MetricE2ELIntended, a.e2elIntended, &a.e2elIntendedS, "t_done − t_intended")
+	dist(acceptance.MetricSendDelay, a.sendDelay, &a.sendDS, "t_sent − t_intended")
 
 	if a.succeeded == 0 {
 		warnings = append(warnings, fmt.Sprintf("all %d measured requests failed: no latency distributions", a.all))
@@ -556,4 +576,36 @@ func selfCheckMeasurements(sc *wire.SelfCheck, resName string, opts Options) ([]
 		warnings = append(warnings, "the load generator flagged this level: "+strings.Join(sc.Reasons, "; "))
 	}
 	return out, warnings, nil
+}
+
+// bySendSecond orders values by the second their requests were sent in
+// (stable: the file's order within a second) and returns them with their
+// send-time index (acceptance.Measurement.SentIndex): index[s] is where
+// the values of second first+s start. A counting sort: records are
+// written as requests end, close to but not in send order.
+func bySendSecond(values []float64, secs []int32, first int32) ([]float64, []int64) {
+	if len(secs) != len(values) || len(values) == 0 {
+		return values, nil
+	}
+	last := first
+	for _, s := range secs {
+		last = max(last, s)
+	}
+	index := make([]int64, int(last-first)+1)
+	for _, s := range secs {
+		if s+1-first < int32(len(index)) {
+			index[s+1-first]++
+		}
+	}
+	for i := 1; i < len(index); i++ {
+		index[i] += index[i-1]
+	}
+	pos := slices.Clone(index)
+	out := make([]float64, len(values))
+	for i, v := range values {
+		k := secs[i] - first
+		out[pos[k]] = v
+		pos[k]++
+	}
+	return out, index
 }
