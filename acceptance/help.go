@@ -174,7 +174,9 @@ var fieldHelp = func() map[string]string {
 		"criteria[*].name":           "A unique name for the criterion, shown in verdicts (letters, digits, - and _).",
 		"criteria[*].metric":         "The canonical metric judged, as both sides measure it.",
 		"criteria[*].statistic":      "What is computed from the samples: a percentile, the mean or max of a distribution, or the value of a rate metric.",
-		"criteria[*].mode":           "absolute compares with a limit; relative compares the change against a baseline run, in percent.",
+		"criteria[*].mode":           "absolute compares with a limit; relative compares the change against a baseline run, in percent; isolation compares the victim beside an aggressor with the victim alone in the same run; drift compares a step's last window with its first.",
+		"criteria[*].reference":      "isolation only: the victim step measured alone (a step on its own, of the same kind and load as step); step is then the victim in the parallel group beside the aggressor.",
+		"criteria[*].window":         "drift only: how long the first and the last window are (like 1h); requests are placed in them by the time they were sent, and each repetition must last at least two windows.",
 		"criteria[*].step":           "Judge only this step of the profile; empty means every step and sweep level that produces the metric.",
 		"criteria[*].comparator":     "<= for limits the statistic must stay under, >= for ones it must reach.",
 		"criteria[*].threshold":      "The limit, in the unit below; for relative criteria the change in percent (+25 means 25 % more than the baseline).",
@@ -206,6 +208,16 @@ var fieldHelp = func() map[string]string {
 	}
 	return m
 }()
+
+// ModeHelp describes a criterion mode for the help page.
+func ModeHelp(m CriterionMode) string { return modeHelp[m] }
+
+var modeHelp = map[CriterionMode]string{
+	Absolute:  "The statistic against a limit in the metric's unit (p99 TTFT ≤ 2000 ms): it passes when the whole confidence interval is on the passing side.",
+	Relative:  "The change against a baseline run, in percent ((candidate − baseline) / baseline): a seeded bootstrap interval, and Student's t on each repetition's own value where both runs have two or more. Needs a comparable baseline.",
+	Isolation: "The noisy-neighbour test, within one run: the victim step measured beside an aggressor (step, in a parallel group) against the same victim measured alone (reference, a step on its own, same kind and load), in percent — \"p99 TTFT rises by at most 10 % under the noisy neighbour\". Judged as a relative criterion is, with the quiet phase as the baseline; no baseline run is needed.",
+	Drift:     "The soak test, within one run: a step's requests sent in the last window (window, like 1h) against those sent in its first, in percent — \"p99 TTFT in the last hour within 5 % of the first hour\". Judged as a relative criterion is, by a bootstrap of the two windows' samples; INCONCLUSIVE when a window has too few requests for the percentile or the run is shorter than two windows.",
+}
 
 // StatisticHelp describes a statistic for the help page.
 func StatisticHelp(s Statistic) string { return statisticHelp[s] }

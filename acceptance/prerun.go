@@ -101,9 +101,76 @@ func PreRunCheck(in PreRunInput) []RunWarning {
 					in.Baseline.RunID, metricLabel(m), seriesList(missing), c.Name, seriesList(seriesOf(in.Baseline.Samples[c.Metric])))})
 			}
 		}
+		switch c.Mode {
+		case Isolation:
+			out = append(out, isolationWarnings(p, c)...)
+			ref := c
+			ref.Step = c.Reference
+			out = append(out, sampleWarnings(p, c, m, criterionSeries(p, ref), in)...)
+		case Drift:
+			out = append(out, driftWarnings(p, c, m, keys, in)...)
+			continue // the windows' samples, not the whole step's
+		}
 		out = append(out, sampleWarnings(p, c, m, keys, in)...)
 	}
 	return dedupeWarnings(out)
+}
+
+// WarnWithinRun is a warning that an isolation or drift criterion does not
+// fit the profile (its steps, its windows).
+const WarnWithinRun = "within-run"
+
+// isolationWarnings says when the profile does not measure the victim
+// alone and beside the aggressor as the criterion names them.
+func isolationWarnings(p ProfileSpec, c Criterion) []RunWarning {
+	cc := &specChecker{}
+	validateIsolationSteps(cc, "criterion", c, p)
+	var out []RunWarning
+	for _, e := range cc.result() {
+		out = append(out, RunWarning{Kind: WarnWithinRun, Criterion: c.Name, Message: fmt.Sprintf("%s would be INCONCLUSIVE: %s.", c.Name, e.Message)})
+	}
+	return out
+}
+
+// driftWarnings says when a drift criterion's windows would not be
+// judged: a level shorter than two windows, or a window with too few
+// requests for the percentile (from the profile's rate, or a previous
+// run's requests spread evenly over its duration).
+func driftWarnings(p ProfileSpec, c Criterion, m Metric, keys []SeriesKey, in PreRunInput) []RunWarning {
+	var out []RunWarning
+	w := c.Window.D()
+	for _, k := range keys {
+		j := indexOfStep(p, k.Step)
+		if j < 0 || p.Steps[j].Inference == nil {
+			continue
+		}
+		d := p.Steps[j].Inference.Duration.D()
+		if d <= 0 {
+			continue // ended by a request count: its length is known only once it ran
+		}
+		if d < 2*w {
+			out = append(out, RunWarning{Kind: WarnWithinRun, Criterion: c.Name, Message: fmt.Sprintf(
+				"%s compares the first and last %s of %s, which lasts %s, shorter than two windows: it would be INCONCLUSIVE. Run the level longer or shorten the window.",
+				c.Name, c.Window, seriesLabel(k), Duration(d))})
+			continue
+		}
+		q, isQ := c.Statistic.Quantile()
+		if !isQ || c.Statistic == StatP50 {
+			continue
+		}
+		need := stats.MinSamplesUpper(q, c.Confidence)
+		n, basis := expectedSamples(p, m, k, in.Observed)
+		if basis == "" {
+			continue
+		}
+		perWindow := int64(float64(n) * w.Seconds() / d.Seconds())
+		if perWindow < need {
+			out = append(out, RunWarning{Kind: WarnTooFewRequests, Criterion: c.Name, Message: fmt.Sprintf(
+				"%s needs at least %s requests in each %s window of %s for a bound on the %s; %s gives about %s a window, so it would be INCONCLUSIVE. Send more requests per second or widen the window.",
+				c.Name, fmtCount(need), c.Window, seriesLabel(k), c.Statistic, basis, fmtCount(perWindow))})
+		}
+	}
+	return out
 }
 
 // criterionSeries are the series of the profile a criterion judges: every

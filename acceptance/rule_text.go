@@ -19,9 +19,14 @@ func RuleText(metric string, st Statistic, mode CriterionMode, cmp Comparator, t
 		op = "≥"
 	}
 	var rule string
-	if mode == Relative {
+	switch mode {
+	case Relative:
 		rule = fmt.Sprintf("%s %s %s against the baseline", name, op, fmtPct(threshold))
-	} else {
+	case Isolation:
+		rule = fmt.Sprintf("%s %s %s beside the aggressor against alone", name, op, fmtPct(threshold))
+	case Drift:
+		rule = fmt.Sprintf("%s %s %s in the last window against the first", name, op, fmtPct(threshold))
+	default:
 		rule = fmt.Sprintf("%s %s %s %s", name, op, fmtNum(threshold), unit)
 	}
 	if confidence > 0 {
@@ -32,7 +37,7 @@ func RuleText(metric string, st Statistic, mode CriterionMode, cmp Comparator, t
 
 // Rule is the criterion's rule, its stop-loss line and its severity.
 func (c Criterion) Rule() string {
-	rule := RuleText(c.Metric, c.Statistic, c.Mode, c.Comparator, c.Threshold, c.Unit, c.Confidence)
+	rule := RuleText(c.Metric, c.Statistic, c.Mode, c.Comparator, c.Threshold, c.Unit, c.Confidence) + withinRunText(c)
 	if c.StopLoss != nil {
 		if c.Mode == Relative {
 			rule += "; stop-loss at " + fmtPct(*c.StopLoss)

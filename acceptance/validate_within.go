@@ -25,7 +25,7 @@ func validateWithinRun(c *specChecker, cp string, cr Criterion, m Metric) {
 		return
 	}
 	if cr.StopLoss != nil {
-		c.add(specField(cp, "stop_loss"), "an %s criterion compares stretches of the finished run and has no stop-loss line: use an absolute or relative criterion for one", cr.Mode)
+		c.add(specField(cp, "stop_loss"), "a criterion of mode %s compares stretches of the finished run and has no stop-loss line: use an absolute or relative criterion for one", cr.Mode)
 	}
 	switch cr.Mode {
 	case Isolation:

@@ -27,6 +27,9 @@ func (s *Server) showHelp(w http.ResponseWriter, r *http.Request) {
 	for _, st := range acceptance.Statistics {
 		statistics = append(statistics, web.HelpEntry{Term: string(st), Text: acceptance.StatisticHelp(st)})
 	}
+	for _, m := range acceptance.CriterionModes {
+		statistics = append(statistics, web.HelpEntry{Term: "mode " + string(m), Text: acceptance.ModeHelp(m)})
+	}
 	statistics = append(statistics, methodHelp...)
 	p := s.page(r, "Help", "help")
 	s.render(w, r, http.StatusOK, web.HelpPage(p, acceptance.Metrics(), statistics, verdicts))
