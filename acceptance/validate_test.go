@@ -387,7 +387,7 @@ func TestValidateGateSetBad(t *testing.T) {
 		{"unknown statistic", func(g *GateSetSpec) { g.Criteria[0].Statistic = "p42" }, "criteria[0].statistic", `"p42" is not allowed: use one of p50, p90, p95, p99, p99.9, mean, max, rate`},
 		{"percentile of a rate", func(g *GateSetSpec) { g.Criteria[1].Statistic = StatP99 }, "criteria[1].statistic", "output_token_throughput has one value per repetition, so only rate applies, not p99"},
 		{"rate of a distribution", func(g *GateSetSpec) { g.Criteria[0].Statistic = StatRate }, "criteria[0].statistic", "rate applies only to throughput and ratio metrics; ttft is a distribution: use a percentile, mean or max"},
-		{"bad mode", func(g *GateSetSpec) { g.Criteria[0].Mode = "delta" }, "criteria[0].mode", `"delta" is not allowed: use one of absolute, relative`},
+		{"bad mode", func(g *GateSetSpec) { g.Criteria[0].Mode = "delta" }, "criteria[0].mode", `"delta" is not allowed: use one of absolute, relative, isolation, drift`},
 		{"bad step name", func(g *GateSetSpec) { g.Criteria[0].Step = "a/b" }, "criteria[0].step", "step names may use only letters, digits, - and _"},
 		{"bad comparator", func(g *GateSetSpec) { g.Criteria[0].Comparator = "<" }, "criteria[0].comparator", `"<" is not allowed: use one of <=, >=`},
 		{"confidence one half", func(g *GateSetSpec) { g.Criteria[0].Confidence = 0.5 }, "criteria[0].confidence", "must be more than 0.5 and at most 0.9999 (0.95 is usual)"},
