@@ -124,6 +124,9 @@ func Compute(in Input) Aggregates {
 		}
 		if ok {
 			a.OverRun[step.Name] = or
+			if or.Windowed != "" {
+				a.Meta.Notes = append(a.Meta.Notes, or.Windowed)
+			}
 		}
 	}
 	a.TimeSeries = rec.timeSeries()

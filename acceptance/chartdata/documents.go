@@ -151,6 +151,11 @@ type OverRun struct {
 	Warmup      [][2]float64 `json:"warmup,omitempty"`
 	WarmupCount int64        `json:"warmup_count,omitempty"`
 	Failed      int64        `json:"failed,omitempty"`
+	// Windowed says, when the step had more requests than are drawn one by
+	// one, how Points and Rolling were made from windows of the run (its
+	// fastest and slowest request each, the percentile from a log-bucketed
+	// histogram); empty when every request is a point.
+	Windowed string `json:"windowed,omitempty"`
 }
 
 // TimeSeries is one quantity per second over the run: Points reduced

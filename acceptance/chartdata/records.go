@@ -20,6 +20,10 @@ type Records struct {
 	quantities              []Quantity
 	telemetry               [][]Point // by quantity
 	notes                   []string
+	// exactLimit is the most requests of a step kept one point each
+	// (maxExactPoints; tests lower it); past it the step's requests go
+	// into windows (windows.go).
+	exactLimit int
 }
 
 // Quantity is one charted telemetry quantity. Group names the chart it is
@@ -50,12 +54,39 @@ type Request struct {
 type stepRecords struct {
 	points, warmup []Point
 	failed         int64
+	// Past the exact limit: the measured and warm-up requests' windows
+	// (points and warmup are then empty).
+	win, warmWin *latencyWindows
+}
+
+// addPoint keeps a request's point, exactly or, past limit, in windows.
+func (sr *stepRecords) addPoint(p Point, warmup bool, limit int) {
+	if sr.win == nil && len(sr.points)+len(sr.warmup) >= limit {
+		sr.win, sr.warmWin = newLatencyWindows(), newLatencyWindows()
+		for _, q := range sr.points {
+			sr.win.add(q)
+		}
+		for _, q := range sr.warmup {
+			sr.warmWin.add(q)
+		}
+		sr.points, sr.warmup = nil, nil
+	}
+	switch {
+	case sr.win != nil && warmup:
+		sr.warmWin.add(p)
+	case sr.win != nil:
+		sr.win.add(p)
+	case warmup:
+		sr.warmup = append(sr.warmup, p)
+	default:
+		sr.points = append(sr.points, p)
+	}
 }
 
 // NewRecords starts an aggregation whose telemetry holds the quantities,
 // charted in that order.
 func NewRecords(telemetry []Quantity) *Records {
-	return &Records{steps: map[string]*stepRecords{}, last: -1, quantities: telemetry, telemetry: make([][]Point, len(telemetry))}
+	return &Records{steps: map[string]*stepRecords{}, last: -1, quantities: telemetry, telemetry: make([][]Point, len(telemetry)), exactLimit: maxExactPoints}
 }
 
 // Note keeps what could not be read, for the chart data's notes.
@@ -79,11 +110,7 @@ func (a *Records) AddRequest(step string, offset float64, rec Request) {
 	if rec.FirstToken >= rec.Sent && rec.FirstToken > 0 {
 		p := Point{X: offset + float64(rec.Sent)/1e9, Y: float64(rec.FirstToken-rec.Sent) / 1e6}
 		if finite(p.X) && finite(p.Y) {
-			if rec.Warmup {
-				sr.warmup = append(sr.warmup, p)
-			} else {
-				sr.points = append(sr.points, p)
-			}
+			sr.addPoint(p, rec.Warmup, a.exactLimit)
 		}
 	}
 	// Throughput per second of the run.
@@ -161,6 +188,9 @@ func (a *Records) tokenSeconds() {
 // with MinMaxSampled, the rolling p99 from every request.
 func (a *Records) overRun(step string) (OverRun, bool, error) {
 	sr := a.steps[step]
+	if sr != nil && sr.win != nil {
+		return a.overRunWindowed(step, sr), true, nil
+	}
 	if sr == nil || len(sr.points)+len(sr.warmup) == 0 {
 		return OverRun{}, false, nil
 	}
@@ -180,6 +210,29 @@ func (a *Records) overRun(step string) (OverRun, bool, error) {
 		or.Rolling = [][2]float64{}
 	}
 	return or, true, nil
+}
+
+// overRunWindowed is overRun for a step kept in windows: each window's
+// fastest and slowest request as the scatter, the rolling p99 from the
+// windows' histograms over about as many windows as AutoWindow picks.
+func (a *Records) overRunWindowed(step string, sr *stepRecords) OverRun {
+	ext := sr.win.extremes()
+	span := 0.0
+	if len(ext) > 0 {
+		span = ext[len(ext)-1].X - ext[0].X
+	}
+	window, rolling := sr.win.rolling(AutoWindow(span, int(min(sr.win.n, math.MaxInt32))), overRunQuantile)
+	or := OverRun{Metric: acceptance.MetricTTFT, Window: window, Quantile: overRunQuantile, Requests: sr.win.n,
+		Points: pairs(MinMaxSampled(ext, ScatterPoints), 5), Rolling: pairs(rolling, 7),
+		Warmup: pairs(MinMaxSampled(sr.warmWin.extremes(), ScatterPoints/4), 5), WarmupCount: sr.warmWin.n, Failed: sr.failed,
+		Windowed: windowedNote(step, sr.win.n, sr.win.width)}
+	if or.Points == nil {
+		or.Points = [][2]float64{}
+	}
+	if or.Rolling == nil {
+		or.Rolling = [][2]float64{}
+	}
+	return or
 }
 
 // timeSeries lists throughput (per second of the run, from the requests)

@@ -408,7 +408,9 @@ func (r *runner) inferenceLevel(ctx context.Context, s acceptance.StepSpec, rep 
 	if inf.MetricsURL != "" {
 		before = r.scrapeTo(ctx, inf.MetricsURL, filepath.Join(dir, wire.PromBefore))
 	}
-	f, err := os.Create(filepath.Join(dir, wire.RequestsFile))
+	// A level's records go to segments of bounded size (a soak's would
+	// otherwise be one file as long as the soak), every one kept.
+	f, err := openSegments(dir, wire.RequestsFile, r.plan.RecordSegmentBytes)
 	if err != nil {
 		return err
 	}

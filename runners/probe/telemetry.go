@@ -162,7 +162,7 @@ func nvmeNamespaces() []string {
 // telemetry samples the host every second into telemetry.jsonl and keeps
 // the samples of the current interim window.
 type telemetry struct {
-	f         *os.File
+	f         *segmentWriter
 	dir       string
 	start     time.Time
 	devices   []string
@@ -183,7 +183,7 @@ type telemetry struct {
 // drives' counters, every vendor tool installed and the profile's
 // exporters.
 func (r *runner) startTelemetry(ctx context.Context, dir string, devices []string) (*telemetry, error) {
-	f, err := os.OpenFile(filepath.Join(dir, wire.TelemetryFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := openSegments(dir, wire.TelemetryFile, r.plan.RecordSegmentBytes)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}

@@ -115,7 +115,7 @@ func readRecords(ctx context.Context, files Files, steps []chartdata.StepRun) *c
 }
 
 func readRequests(rec *chartdata.Records, files Files, name string, r chartdata.StepRun) error {
-	f, err := files.Open(name)
+	f, _, _, err := openRecords(files, name)
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ var telemetryQuantities = func() []chartdata.Quantity {
 }()
 
 func readTelemetry(rec *chartdata.Records, files Files, name string, r chartdata.StepRun) error {
-	f, err := files.Open(name)
+	f, _, _, err := openRecords(files, name)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,11 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
+	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/store"
 )
@@ -90,4 +92,66 @@ func (f *storedFiles) Open(name string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return r, nil
+}
+
+// openRecords opens a records file of the folder (requests.jsonl,
+// telemetry.jsonl) as one stream over all of its segments in order
+// (wire.Segments: the probe continues a long step's records in numbered
+// segments), with their total size and how many segments there are.
+func openRecords(files Files, name string) (io.ReadCloser, int64, int, error) {
+	names := wire.Segments(name, func(n string) bool { _, ok := files.Size(n); return ok })
+	if len(names) == 0 {
+		return nil, 0, 0, fmt.Errorf("%s is missing from the run folder", name)
+	}
+	var size int64
+	for _, n := range names {
+		s, _ := files.Size(n)
+		size += s
+	}
+	return &segmentsReader{files: files, names: names}, size, len(names), nil
+}
+
+// segmentsReader reads segments one after another, each opened when the
+// one before it is done.
+type segmentsReader struct {
+	files Files
+	names []string
+	cur   io.ReadCloser
+}
+
+func (r *segmentsReader) Read(p []byte) (int, error) {
+	for {
+		if r.cur == nil {
+			if len(r.names) == 0 {
+				return 0, io.EOF
+			}
+			f, err := r.files.Open(r.names[0])
+			if err != nil {
+				return 0, err
+			}
+			r.cur, r.names = f, r.names[1:]
+		}
+		n, err := r.cur.Read(p)
+		if errors.Is(err, io.EOF) {
+			cerr := r.cur.Close()
+			r.cur = nil
+			if cerr != nil {
+				return n, cerr
+			}
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		return n, err
+	}
+}
+
+func (r *segmentsReader) Close() error {
+	if r.cur == nil {
+		return nil
+	}
+	err := r.cur.Close()
+	r.cur = nil
+	return err
 }

@@ -76,6 +76,9 @@ func ReadFolderReports(files Files, profile acceptance.ProfileSpec, probeVersion
 // importFile imports the folder's file name in format (detected when
 // empty), streamed, under its name in the folder.
 func importFile(files Files, format parse.Format, name string, opts parse.Options) (parse.Result, error) {
+	if format == parse.FormatProbeRequests || format == parse.FormatProbeTelemetry {
+		return importRecords(files, format, name, opts)
+	}
 	size, ok := files.Size(name)
 	if !ok {
 		return parse.Result{}, fmt.Errorf("%s is missing from the run folder", name)
@@ -86,6 +89,25 @@ func importFile(files Files, format parse.Format, name string, opts parse.Option
 	}
 	defer r.Close()
 	opts.Name = name
+	return parse.ImportReaderWithReport(format, r, size, opts)
+}
+
+// importRecords imports the probe's records file name read over all of
+// its segments in order, as the one stream the probe wrote; its report
+// says how many segments it read.
+func importRecords(files Files, format parse.Format, name string, opts parse.Options) (parse.Result, error) {
+	r, size, segments, err := openRecords(files, name)
+	if err != nil {
+		return parse.Result{}, err
+	}
+	defer r.Close()
+	opts.Name = name
+	if segments > 1 {
+		opts.Name = fmt.Sprintf("%s (and its %d further segments)", name, segments-1)
+		// Each segment is bounded, not their sum: the limit is the whole
+		// stream's, the collection's per-file limit each segment's.
+		opts.MaxBytes = max(opts.MaxBytes, size)
+	}
 	return parse.ImportReaderWithReport(format, r, size, opts)
 }
 

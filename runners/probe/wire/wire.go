@@ -33,7 +33,10 @@
 package wire
 
 import (
+	"fmt"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/accordlab/accord/acceptance"
@@ -68,6 +71,39 @@ const (
 	PromAfter      = "metrics-after.txt"
 )
 
+// DefaultRecordSegmentBytes bounds one segment of a records file: a soak's
+// requests and telemetry are written to a run of files of at most this
+// size (and one line), never to one file that grows with the run.
+const DefaultRecordSegmentBytes = 256 << 20
+
+// SegmentName is the name of segment n of a records file: the file itself
+// for the first (n = 0), then requests.0001.jsonl, requests.0002.jsonl, …
+func SegmentName(file string, n int) string {
+	if n == 0 {
+		return file
+	}
+	ext := path.Ext(file)
+	return fmt.Sprintf("%s.%04d%s", strings.TrimSuffix(file, ext), n, ext)
+}
+
+// Segments returns the segments of the records file name (a path in a
+// run folder) that exist, in order: name, then SegmentName's next ones
+// until one is missing.
+func Segments(name string, exists func(string) bool) []string {
+	if !exists(name) {
+		return nil
+	}
+	dir, file := path.Split(name)
+	out := []string{name}
+	for n := 1; ; n++ {
+		next := dir + SegmentName(file, n)
+		if !exists(next) {
+			return out
+		}
+		out = append(out, next)
+	}
+}
+
 // Plan is what the runner gives the probe: the profile version as data plus
 // the run's identity and limits.
 type Plan struct {
@@ -99,6 +135,11 @@ type Plan struct {
 	Role string `json:"role,omitempty"`
 	// Host names this host among the run's hosts, for the probe's log.
 	Host string `json:"host,omitempty"`
+	// RecordSegmentBytes is the size past which the probe continues a
+	// records file (RequestsFile, TelemetryFile) in its next segment
+	// (SegmentName), at a line's end; 0 means DefaultRecordSegmentBytes.
+	// Every segment is kept and collected, and read in order.
+	RecordSegmentBytes int64 `json:"record_segment_bytes,omitempty"`
 	// Sync makes the probe wait at every barrier of the run (see Barrier)
 	// until the server releases it: the hosts of a multi-host run start
 	// each phase together.
