@@ -14,8 +14,8 @@ import (
 // per request, so that building the charts takes memory bounded by the
 // number of windows, not by the length of the run. Each window keeps its
 // request count, its fastest and slowest request, and a log-bucketed
-// histogram of every request in it (acceptance/stats' grid, ≤ 0.1 %
-// relative error), from which the rolling percentile is read; the chart
+// histogram of every request in it (acceptance/stats' grid coarsened
+// to about 1 % relative error), from which the rolling percentile is read; the chart
 // data say so.
 
 // maxExactPoints is the most requests of a step kept one point each.
@@ -23,7 +23,22 @@ const maxExactPoints = 1 << 20
 
 // maxWindows bounds the windows of a step: when the run outgrows them,
 // they are merged in pairs and the width doubles.
-const maxWindows = 1024
+const maxWindows = 256
+
+// windowBucketGroup is how many of acceptance/stats' log buckets (0.1 %
+// wide) one bucket of a window's histogram spans: about 1 % relative
+// error, so that a window holds a few hundred buckets at most.
+const windowBucketGroup = 10
+
+func windowBucket(v float64) int {
+	return int(math.Floor(float64(stats.LogBucket(v)) / windowBucketGroup))
+}
+
+// windowBucketValue is the middle of a window bucket, within 1 % of
+// every value in it.
+func windowBucketValue(b int) float64 {
+	return stats.LogBucketValue(b*windowBucketGroup + windowBucketGroup/2)
+}
 
 // latencyWindows aggregates requests (x: seconds of the run, y: latency)
 // into windows [k·width, (k+1)·width).
@@ -37,7 +52,7 @@ type latencyWindow struct {
 	n        int64
 	min, max Point
 	zero     int64
-	buckets  map[int]int64 // stats.LogBucket → requests
+	buckets  map[int]int64 // windowBucket → requests
 }
 
 func newLatencyWindows() *latencyWindows {
@@ -62,7 +77,7 @@ func (lw *latencyWindows) add(p Point) {
 	if p.Y <= 0 {
 		w.zero++
 	} else {
-		w.buckets[stats.LogBucket(p.Y)]++
+		w.buckets[windowBucket(p.Y)]++
 	}
 	if len(lw.wins) > maxWindows {
 		lw.coarsen()
@@ -146,7 +161,7 @@ func (lw *latencyWindows) rolling(target, q float64) (float64, []Point) {
 			for _, b := range slices.Sorted(maps.Keys(counts)) {
 				seen += counts[b]
 				if seen >= rank {
-					y = stats.LogBucketValue(b)
+					y = windowBucketValue(b)
 					break
 				}
 			}
@@ -158,7 +173,7 @@ func (lw *latencyWindows) rolling(target, q float64) (float64, []Point) {
 
 // windowedNote says how a windowed step's latency over the run was made.
 func windowedNote(step string, n int64, width float64) string {
-	return fmt.Sprintf("step %s: %s requests, more than the %d drawn one by one: its latency over the run is kept in windows of %s s (each window's fastest and slowest request drawn, the rolling p99 read from the windows' log-bucketed histograms, within 0.1 %% of the exact value)",
+	return fmt.Sprintf("step %s: %s requests, more than the %d drawn one by one: its latency over the run is kept in windows of %s s (each window's fastest and slowest request drawn, the rolling p99 read from the windows' log-bucketed histograms, within about 1 %% of the exact value)",
 		step, fmtInt(n), maxExactPoints, fmtFloat(width))
 }
 
