@@ -89,6 +89,9 @@ func NewRecords(telemetry []Quantity) *Records {
 	return &Records{steps: map[string]*stepRecords{}, last: -1, quantities: telemetry, telemetry: make([][]Point, len(telemetry)), exactLimit: maxExactPoints}
 }
 
+// Requests is the number of request records added.
+func (a *Records) Requests() int64 { return a.requests }
+
 // Note keeps what could not be read, for the chart data's notes.
 func (a *Records) Note(msg string) { a.notes = append(a.notes, msg) }
 

@@ -457,3 +457,27 @@ func TestImportReaderNamesItsInput(t *testing.T) {
 	require.ErrorIs(t, err, ErrTooLarge)
 	require.Contains(t, err.Error(), "fio.json")
 }
+
+// Records are written as requests end, not as they were sent: the samples
+// of a request metric are kept in send order, second by second, with the
+// index of each second's first sample (for drift criteria's windows).
+func TestImportProbeRecordsKeepsSendOrder(t *testing.T) {
+	t.Parallel()
+	sec := 1000 * ms
+	recs := []wire.RequestRecord{
+		{ID: 1, Sent: 5*sec + 1*ms, FirstToken: 5*sec + 11*ms, Done: 5*sec + 20*ms, OutputTokens: 2},
+		{ID: 2, Sent: 3*sec + 1*ms, FirstToken: 3*sec + 31*ms, Done: 6*sec + 1*ms, OutputTokens: 2}, // sent earlier, ended later
+		{ID: 3, Sent: 5*sec + 2*ms, FirstToken: 5*sec + 42*ms, Done: 6*sec + 2*ms, OutputTokens: 2},
+		{ID: 4, Sent: 8*sec + 9*ms, FirstToken: 8*sec + 59*ms, Done: 8*sec + 99*ms, OutputTokens: 2},
+		{ID: 5, Warmup: true, Sent: 1 * ms, FirstToken: 2 * ms, Done: 3 * ms, OutputTokens: 2},
+	}
+	got, _, err := Import(FormatProbeRequests, jsonl(t, recs...), Options{Step: "s", Repetition: 1, Result: stepResult(6, 0)})
+	require.NoError(t, err)
+	m := byMetric(t, got)
+	ttft := m[acceptance.MetricTTFT]
+	require.Equal(t, []float64{30, 10, 40, 50}, ttft.Values)
+	// Second 0 is second 3 of the step (the first measured request's).
+	require.Equal(t, []int64{0, 1, 1, 3, 3, 3}, ttft.SentIndex)
+	require.Equal(t, []int64{0, 1, 1, 3, 3, 3}, m[acceptance.MetricE2EL].SentIndex)
+	require.Nil(t, m[acceptance.MetricRequestThroughput].SentIndex)
+}

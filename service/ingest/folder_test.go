@@ -109,3 +109,38 @@ func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// A level whose records the probe continued in segments reads as the one
+// file it would otherwise have been, the segments in order, for the
+// measurements and the charts alike.
+func TestSegmentedRecordsReadAsOne(t *testing.T) {
+	t.Parallel()
+	var recs []wire.RequestRecord
+	for i := range 30 {
+		sent := int64(i+1) * 100_000_000
+		recs = append(recs, wire.RequestRecord{ID: int64(i + 1), Sent: sent, FirstToken: sent + int64(i+1)*1e6, Done: sent + 50e6, OutputTokens: 3})
+	}
+	whole := inferenceFolder(t, requestLines(t, recs...))
+	split := inferenceFolder(t, requestLines(t, recs[:10]...))
+	dir := wire.OutputDir + "/01-chat/rep-1/c=1/"
+	split[dir+"requests.0001.jsonl"] = requestLines(t, recs[10:25]...)
+	split[dir+"requests.0002.jsonl"] = requestLines(t, recs[25:]...)
+	split[dir+"requests.0004.jsonl"] = requestLines(t, recs[:1]...) // after a gap: not a segment of this file
+
+	a, _, err := ReadFolder(memFiles(whole), acceptance.ProfileSpec{}, "test")
+	require.NoError(t, err)
+	b, _, err := ReadFolder(memFiles(split), acceptance.ProfileSpec{}, "test")
+	require.NoError(t, err)
+	require.Len(t, b, len(a))
+	for i := range a {
+		require.Equal(t, a[i].Values, b[i].Values, a[i].Metric)
+		require.Equal(t, a[i].SentIndex, b[i].SentIndex, a[i].Metric)
+		if len(b[i].Values) > 1 {
+			require.Contains(t, b[i].Source.Field, "requests.jsonl (and its 2 further segments)")
+		}
+	}
+
+	steps, _ := readStepResults(memFiles(split))
+	rec := readRecords(context.Background(), memFiles(split), steps)
+	require.Equal(t, int64(30), rec.Requests())
+}
