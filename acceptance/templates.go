@@ -151,6 +151,59 @@ func ProfileTemplates() []ProfileTemplate {
 				}},
 			},
 		},
+		{
+			ID:          "noisy-neighbour",
+			Title:       "Noisy neighbour isolation",
+			Description: "The same inference victim measured alone, then beside an aggressor reading the shared storage hard, to see how much the neighbour costs it.",
+			Spec: ProfileSpec{
+				Purpose:     PurposeInferenceServing,
+				Storage:     Storage{Transport: TransportNVMeoFTCP},
+				Repetitions: 3,
+				Warmup:      tmplDur(10 * time.Second),
+				Steps: []StepSpec{
+					{Name: "victim-alone", Kind: StepInference, Inference: noisyVictimStep()},
+					{Name: "settle", Kind: StepPause, Pause: &PauseStep{Duration: tmplDur(10 * time.Second)}},
+					{Name: "victim-noisy", Kind: StepInference, Group: "noisy-neighbour", Inference: noisyVictimStep()},
+					{
+						// Outlasts the victim (warm-up included), so that every
+						// measured request meets it.
+						Name: "aggressor", Kind: StepFio, Group: "noisy-neighbour",
+						Fio: &FioStep{
+							RW: RWRandRead, BlockSize: 1 << 20, IODepth: 32, NumJobs: 4,
+							Size: 16 << 30, Runtime: tmplDur(2*time.Minute + 30*time.Second), IOEngine: IOEngineLibaio, Direct: true,
+							Target: "/mnt/accord/kvcache.dat",
+						},
+					},
+				},
+			},
+		},
+		{
+			ID:          "soak-8h",
+			Title:       "Eight-hour soak",
+			Description: "Inference at a steady 4 requests a second for eight hours, to catch drift between the first and the last hour, leaks and tail spikes.",
+			Spec: ProfileSpec{
+				Purpose:     PurposeInferenceServing,
+				Storage:     Storage{Transport: TransportEmulated},
+				Repetitions: 1,
+				Warmup:      tmplDur(time.Minute),
+				RunTimeout:  tmplDur(8*time.Hour + 30*time.Minute),
+				Steps: []StepSpec{{
+					Name:    "soak",
+					Kind:    StepInference,
+					Timeout: tmplDur(8*time.Hour + 15*time.Minute),
+					Inference: &InferenceStep{
+						Endpoint: EmulatorEndpoint, Model: EmulatorModel, API: APIChat,
+						PromptTokens:   TokenDist{Dist: DistNormal, Mean: 1024, StdDev: 256, Min: 256, Max: 2048},
+						OutputTokens:   TokenDist{Dist: DistNormal, Mean: 256, StdDev: 64, Min: 32, Max: 512},
+						Load:           Load{Mode: LoadRate, Rate: 4, Arrival: ArrivalPoisson, MaxConcurrency: 256},
+						Duration:       tmplDur(8 * time.Hour),
+						RequestTimeout: tmplDur(5 * time.Minute),
+						SLO:            SLO{TTFTMs: 2000, TPOTMs: 200},
+						Seed:           8,
+					},
+				}},
+			},
+		},
 	}
 	for i := range ts {
 		ts[i].Spec.Name = ts[i].Title
@@ -158,6 +211,21 @@ func ProfileTemplates() []ProfileTemplate {
 		ts[i].Spec.Normalize()
 	}
 	return ts
+}
+
+// noisyVictimStep is the noisy-neighbour profile's victim, alone and
+// beside the aggressor alike: 2 minutes at 8 requests a second, 960
+// requests a repetition, enough for a bound on p99 in each.
+func noisyVictimStep() *InferenceStep {
+	return &InferenceStep{
+		Endpoint: EmulatorEndpoint, Model: EmulatorModel, API: APIChat,
+		PromptTokens:   TokenDist{Dist: DistFixed, Mean: 1024},
+		OutputTokens:   TokenDist{Dist: DistFixed, Mean: 64},
+		Load:           Load{Mode: LoadRate, Rate: 8, Arrival: ArrivalPoisson, MaxConcurrency: 64},
+		Duration:       tmplDur(2 * time.Minute),
+		RequestTimeout: tmplDur(2 * time.Minute),
+		Seed:           19,
+	}
 }
 
 func coldWarmStep() *InferenceStep {
@@ -260,6 +328,58 @@ func GateSetTemplates() []GateSetTemplate {
 						Comparator: GreaterOrEqual, Threshold: -5, Unit: "%", Severity: Blocking,
 						StopLoss: tmplPtr(-25.0),
 						Help:     "Non-inferiority: the lower confidence bound of the IOPS change must stay above the threshold.",
+					},
+				},
+			},
+		},
+		{
+			ID:          "noisy-neighbour-isolation",
+			Title:       "Noisy neighbour isolation",
+			Description: "The victim's TTFT and TPOT beside the aggressor may rise only a little over the same victim alone in the same run.",
+			Profiles:    []string{"noisy-neighbour"},
+			Spec: GateSetSpec{
+				Criteria: []Criterion{
+					{
+						Name: "ttft-p99-isolation", Metric: MetricTTFT, Statistic: StatP99, Mode: Isolation,
+						Step: "victim-noisy", Reference: "victim-alone",
+						Comparator: LessOrEqual, Threshold: 10, Unit: "%", Severity: Blocking,
+						Help: "The array's QoS should keep one tenant's reads from stretching another's time to the first token: judged on the tail, where a neighbour shows first.",
+					},
+					{
+						Name: "tpot-p99-isolation", Metric: MetricTPOT, Statistic: StatP99, Mode: Isolation,
+						Step: "victim-noisy", Reference: "victim-alone",
+						Comparator: LessOrEqual, Threshold: 10, Unit: "%", Severity: Advisory,
+						Help: "Decoding reads little from storage; a rise here points at the host (CPU, network) rather than the array.",
+					},
+					{
+						Name: "victim-errors", Metric: MetricErrorRate, Statistic: StatRate, Mode: Absolute, Step: "victim-noisy",
+						Comparator: LessOrEqual, Threshold: 1, Unit: "%", Severity: Blocking,
+						Help: "Isolation means little if the victim's requests fail beside the neighbour.",
+					},
+				},
+			},
+		},
+		{
+			ID:          "soak-drift",
+			Title:       "Soak without drift",
+			Description: "p99 TTFT and TPOT in the last hour of a soak within a few percent of its first hour, and few failed requests.",
+			Profiles:    []string{"soak-8h"},
+			Spec: GateSetSpec{
+				Criteria: []Criterion{
+					{
+						Name: "ttft-p99-drift", Metric: MetricTTFT, Statistic: StatP99, Mode: Drift, Window: tmplDur(time.Hour),
+						Comparator: LessOrEqual, Threshold: 5, Unit: "%", Severity: Blocking,
+						Help: "A cache that fills, a log that grows or a leak shows as a tail that creeps up over the hours.",
+					},
+					{
+						Name: "tpot-p99-drift", Metric: MetricTPOT, Statistic: StatP99, Mode: Drift, Window: tmplDur(time.Hour),
+						Comparator: LessOrEqual, Threshold: 5, Unit: "%", Severity: Blocking,
+						Help: "Decoding speed should hold over the whole soak.",
+					},
+					{
+						Name: "error-rate", Metric: MetricErrorRate, Statistic: StatRate, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 1, Unit: "%", Severity: Blocking,
+						Help: "A soak that drops requests does not pass, however steady the rest.",
 					},
 				},
 			},

@@ -3,6 +3,7 @@ package acceptance
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -25,7 +26,7 @@ func TestProfileTemplates(t *testing.T) {
 			}
 		}
 	}
-	for _, id := range []string{"kv-cache-lookup", "checkpoint-restore", "inference-ttft-sweep", "cold-warm-ttft", "soak-2h"} {
+	for _, id := range []string{"kv-cache-lookup", "checkpoint-restore", "inference-ttft-sweep", "cold-warm-ttft", "soak-2h", "noisy-neighbour", "soak-8h"} {
 		require.True(t, ids[id], id)
 	}
 
@@ -140,4 +141,34 @@ func TestTemplatesAreFreshCopies(t *testing.T) {
 	a[0].Spec.Steps[0].Fio.IODepth = 1
 	b := ProfileTemplates()
 	require.Equal(t, 32, b[0].Spec.Steps[0].Fio.IODepth)
+}
+
+// The noisy-neighbour and soak templates validate, and their gate sets can
+// judge a run of them: nothing the pre-run check would warn of.
+func TestWithinRunTemplatesCanJudgeTheirRuns(t *testing.T) {
+	t.Parallel()
+	for _, pair := range [][2]string{{"noisy-neighbour", "noisy-neighbour-isolation"}, {"soak-8h", "soak-drift"}} {
+		p, ok := LookupProfileTemplate(pair[0])
+		require.True(t, ok)
+		g, ok := LookupGateSetTemplate(pair[1])
+		require.True(t, ok)
+		require.Nil(t, ValidateProfile(p.Spec), pair[0])
+		require.Nil(t, ValidateGateSet(g.Spec), pair[1])
+		require.Nil(t, ValidateGateSetForProfile(g.Spec, p.Spec), pair[1])
+		require.Empty(t, PreRunCheck(PreRunInput{Profile: p.Spec, Gates: &g.Spec}), pair[1])
+		// A run of the 8-hour soak with a 6-hour step would not be judged:
+		// the check sees it.
+		if pair[0] == "soak-8h" {
+			short := p.Spec.Clone()
+			short.Steps[0].Inference.Duration = Duration(90 * time.Minute)
+			ws := PreRunCheck(PreRunInput{Profile: short, Gates: &g.Spec})
+			require.Len(t, ws, 2)
+			require.Contains(t, ws[0].Message, "shorter than two windows")
+		}
+	}
+	noisy, _ := LookupProfileTemplate("noisy-neighbour")
+	phases := noisy.Spec.Phases()
+	require.Len(t, phases, 3)
+	require.Equal(t, "noisy-neighbour", phases[2].Group)
+	require.Len(t, phases[2].Steps, 2)
 }
