@@ -24,6 +24,14 @@ import (
 // returns its OpenAI base URL.
 func startEmulator(t *testing.T, args ...string) string {
 	t.Helper()
+	url, _ := startEmulatorProcess(t, args...)
+	return url
+}
+
+// startEmulatorProcess is startEmulator that also returns the emulator's
+// process id.
+func startEmulatorProcess(t *testing.T, args ...string) (string, int) {
+	t.Helper()
 	cmd := exec.Command(sshtest.BuildAccord(t), append([]string{"emulate", "--listen", "127.0.0.1:0"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -39,11 +47,11 @@ func startEmulator(t *testing.T, args ...string) string {
 				for lines.Scan() {
 				}
 			}()
-			return "http://" + m + "/v1"
+			return "http://" + m + "/v1", cmd.Process.Pid
 		}
 	}
 	t.Fatal("the emulator did not print its address")
-	return ""
+	return "", 0
 }
 
 // A run against an inference server that degrades is aborted by its gate

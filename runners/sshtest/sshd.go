@@ -85,6 +85,17 @@ type SSHD struct {
 	exited chan struct{}
 }
 
+// PID is the sshd's process id (0 when it is not running): every session,
+// and so every probe and tool a run starts on this host, is its child.
+func (s *SSHD) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // HostPort is "127.0.0.1:PORT".
 func (s *SSHD) HostPort() string { return net.JoinHostPort(s.Addr, strconv.Itoa(s.Port)) }
 
