@@ -64,10 +64,9 @@ func throttledDisk(t *testing.T, file string, bytesPerSec int64) (join func(pid 
 // times over against the same victim alone in the same run, and the
 // isolation criterion judges it so. The KV file and everything the run
 // starts on the host read through one 16 MB/s path: the emulator reads 8
-// blocks of 64 KiB (O_DIRECT, no cache) for every request, 33 ms alone;
-// beside four 64 KiB reads of fio always queued, each of its blocks waits
-// behind them, so its reads take about five times as long whatever the
-// machine's own speed.
+// blocks of 64 KiB (O_DIRECT, no cache) for every request; beside four
+// 64 KiB reads of fio always queued, each of its blocks waits behind
+// them (16 ms), whatever the machine's own speed.
 func TestAggressorReadingTheKVFileSlowsTheVictim(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -125,10 +124,10 @@ func TestAggressorReadingTheKVFileSlowsTheVictim(t *testing.T) {
 	}
 	alone, noisy := p50["victim-alone"], p50["victim-noisy"]
 	t.Logf("TTFT p50 alone %.1f ms, beside the aggressor %.1f ms (%.1f×)", alone, noisy, noisy/alone)
-	// 8 blocks at 16 MB/s take 33 ms at least, alone; beside the aggressor
-	// at least twice that (about five times by construction).
-	require.GreaterOrEqual(t, alone, 30.0)
-	require.Greater(t, noisy, 2*alone)
+	// Beside the aggressor, each of the victim's 8 block reads waits behind
+	// the aggressor's four queued 64 KiB reads on the 16 MB/s path: 16 ms
+	// each, over 100 ms a request, however fast the request is alone.
+	require.Greater(t, noisy, 3*alone)
 
 	ev, err := b.store.LatestEvaluation(ctx, runID)
 	require.NoError(t, err)
