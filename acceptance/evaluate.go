@@ -14,7 +14,7 @@ import (
 // EngineVersion names the evaluation engine. It changes whenever a change
 // could change a verdict, a number or an explanation, so that a stored
 // evaluation says which rules produced it.
-const EngineVersion = "accord-evaluate/2"
+const EngineVersion = "accord-evaluate/3"
 
 // DefaultResamples is the number of bootstrap resamples per relative
 // criterion and series.
