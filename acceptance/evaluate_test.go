@@ -237,6 +237,7 @@ func TestMeasurementsDigestCoversEveryField(t *testing.T) {
 		"tool":    func(m *Measurement) { m.Source.ToolVersion = "2" },
 		"method":  func(m *Measurement) { m.Source.PercentileMethod = "n" },
 		"trials":  func(m *Measurement) { m.Trials = 1000 },
+		"sent":    func(m *Measurement) { m.SentIndex = []int64{0, 1} },
 	} {
 		m := base
 		mutate(&m)

@@ -35,7 +35,7 @@ func TestMeasurements(t *testing.T) {
 		in := []acceptance.Measurement{
 			{Metric: acceptance.MetricErrorRate, Step: "chat", Level: "c=4", Repetition: 1, Values: []float64{0.002}, Trials: 5000,
 				Source: acceptance.Source{Tool: "accord-probe", Field: "requests.jsonl: failed / all"}},
-			{Metric: acceptance.MetricTTFT, Step: "chat", Level: "c=4", Repetition: 1, Values: []float64{12.5, 13, 40},
+			{Metric: acceptance.MetricTTFT, Step: "chat", Level: "c=4", Repetition: 1, Values: []float64{12.5, 13, 40}, SentIndex: []int64{0, 2},
 				ToolSummary: map[string]float64{"p99": 39}, Source: acceptance.Source{Tool: "vllm-bench", Field: "ttfts"}},
 			{Metric: acceptance.MetricITL, Step: "chat", Level: "c=4", Repetition: 1, Values: []float64{5, 6}, Counts: []int64{10, 3},
 				Source: acceptance.Source{Tool: "accord-probe"}},
