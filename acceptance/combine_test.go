@@ -87,3 +87,22 @@ func TestCombineHostFacts(t *testing.T) {
 	c := CombineHostFacts([]HostFacts{{"clients", x}, {"clients", x}, {"aggressor", x}})
 	require.NotEmpty(t, CompareFacts(a, c), "one client differs")
 }
+
+// Hosts' request samples with send times combine second by second, so
+// that a drift criterion can judge the hosts together.
+func TestCombineHostsKeepsSendSeconds(t *testing.T) {
+	t.Parallel()
+	a := Measurement{Metric: MetricTTFT, Step: "s", Repetition: 1, Host: "a", Values: []float64{1, 2, 3}, SentIndex: []int64{0, 2}}
+	b := Measurement{Metric: MetricTTFT, Step: "s", Repetition: 1, Host: "b", Values: []float64{10, 20, 30}, SentIndex: []int64{0, 1, 1}}
+	out, warnings := CombineHosts([]Measurement{a, b})
+	require.Empty(t, warnings)
+	require.Len(t, out, 1)
+	require.Equal(t, []float64{1, 2, 10, 3, 20, 30}, out[0].Values)
+	require.Equal(t, []int64{0, 3, 4}, out[0].SentIndex)
+	require.Contains(t, out[0].Source.Field, "second by second")
+
+	b.SentIndex = nil // a host without send times: merged as before, without them
+	out, _ = CombineHosts([]Measurement{a, b})
+	require.Nil(t, out[0].SentIndex)
+	require.Len(t, out[0].Values, 6)
+}
