@@ -236,7 +236,7 @@ func statusBadge(s readiness.Status) templ.Component {
 			var templ_7745c5c3_Var3 string
 			templ_7745c5c3_Var3, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.CSSClasses(templ_7745c5c3_Var2).String()).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 1, Col: 0}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 1, Col: 0}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var3)
 			if templ_7745c5c3_Err != nil {
@@ -263,7 +263,7 @@ func statusBadge(s readiness.Status) templ.Component {
 		var templ_7745c5c3_Var4 string
 		templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(string(s))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 198, Col: 47}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 198, Col: 47}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 		if templ_7745c5c3_Err != nil {
@@ -301,7 +301,7 @@ func readinessCounts(pass, warn, fail, unknown int) templ.Component {
 		var templ_7745c5c3_Var6 string
 		templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(fail))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 203, Col: 47}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 203, Col: 47}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 		if templ_7745c5c3_Err != nil {
@@ -314,7 +314,7 @@ func readinessCounts(pass, warn, fail, unknown int) templ.Component {
 		var templ_7745c5c3_Var7 string
 		templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(warn))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 204, Col: 47}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 204, Col: 47}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 		if templ_7745c5c3_Err != nil {
@@ -327,7 +327,7 @@ func readinessCounts(pass, warn, fail, unknown int) templ.Component {
 		var templ_7745c5c3_Var8 string
 		templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(unknown))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 205, Col: 53}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 205, Col: 53}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 		if templ_7745c5c3_Err != nil {
@@ -340,7 +340,7 @@ func readinessCounts(pass, warn, fail, unknown int) templ.Component {
 		var templ_7745c5c3_Var9 string
 		templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(pass))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 206, Col: 47}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 206, Col: 47}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 		if templ_7745c5c3_Err != nil {
@@ -380,7 +380,7 @@ func nonZeroCounts(pass, warn, fail, unknown int) templ.Component {
 			var templ_7745c5c3_Var11 string
 			templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(fail))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 213, Col: 47}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 213, Col: 47}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
 			if templ_7745c5c3_Err != nil {
@@ -399,7 +399,7 @@ func nonZeroCounts(pass, warn, fail, unknown int) templ.Component {
 			var templ_7745c5c3_Var12 string
 			templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(warn))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 216, Col: 47}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 216, Col: 47}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 			if templ_7745c5c3_Err != nil {
@@ -418,7 +418,7 @@ func nonZeroCounts(pass, warn, fail, unknown int) templ.Component {
 			var templ_7745c5c3_Var13 string
 			templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(unknown))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 219, Col: 53}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 219, Col: 53}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 			if templ_7745c5c3_Err != nil {
@@ -436,7 +436,7 @@ func nonZeroCounts(pass, warn, fail, unknown int) templ.Component {
 		var templ_7745c5c3_Var14 string
 		templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(pass))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 221, Col: 46}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 221, Col: 46}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 		if templ_7745c5c3_Err != nil {
@@ -485,7 +485,7 @@ func fitBadge(f ReadinessFit) templ.Component {
 			var templ_7745c5c3_Var16 string
 			templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(strings.Join(f.Failures, "; "))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 231, Col: 54}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 231, Col: 54}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 			if templ_7745c5c3_Err != nil {
@@ -542,7 +542,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 			var templ_7745c5c3_Var19 string
 			templ_7745c5c3_Var19, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, "/readiness/plan")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 242, Col: 89}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 242, Col: 89}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var19)
 			if templ_7745c5c3_Err != nil {
@@ -560,7 +560,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 				var templ_7745c5c3_Var20 string
 				templ_7745c5c3_Var20, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, "/hosts")).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 247, Col: 41}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 247, Col: 41}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var20)
 				if templ_7745c5c3_Err != nil {
@@ -583,7 +583,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 					var templ_7745c5c3_Var21 string
 					templ_7745c5c3_Var21, templ_7745c5c3_Err = templruntime.NewAttributeExpression(strconv.Itoa(g.Count)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 258, Col: 43}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 258, Col: 43}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var21)
 					if templ_7745c5c3_Err != nil {
@@ -596,7 +596,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 					var templ_7745c5c3_Var22 string
 					templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(g.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 258, Col: 84}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 258, Col: 84}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 					if templ_7745c5c3_Err != nil {
@@ -619,7 +619,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 					var templ_7745c5c3_Var23 string
 					templ_7745c5c3_Var23, templ_7745c5c3_Err = templruntime.NewAttributeExpression("col-" + d.ID).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 263, Col: 42}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 263, Col: 42}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var23)
 					if templ_7745c5c3_Err != nil {
@@ -632,7 +632,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 					var templ_7745c5c3_Var24 string
 					templ_7745c5c3_Var24, templ_7745c5c3_Err = templruntime.NewAttributeExpression(d.Title + ". " + d.Why).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 264, Col: 45}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 264, Col: 45}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var24)
 					if templ_7745c5c3_Err != nil {
@@ -645,7 +645,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 					var templ_7745c5c3_Var25 string
 					templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(shortCheckName(d.ID))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 264, Col: 70}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 264, Col: 70}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
 					if templ_7745c5c3_Err != nil {
@@ -678,7 +678,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 					var templ_7745c5c3_Var26 string
 					templ_7745c5c3_Var26, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fmt.Sprintf("host-%d", row.Host.ID)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 274, Col: 51}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 274, Col: 51}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var26)
 					if templ_7745c5c3_Err != nil {
@@ -691,7 +691,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 					var templ_7745c5c3_Var27 string
 					templ_7745c5c3_Var27, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(HostReadinessURL(pr.ID, row.Host.ID, 0, ""))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 276, Col: 77}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 276, Col: 77}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var27)
 					if templ_7745c5c3_Err != nil {
@@ -704,7 +704,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 					var templ_7745c5c3_Var28 string
 					templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(row.Host.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 276, Col: 113}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 276, Col: 113}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var28))
 					if templ_7745c5c3_Err != nil {
@@ -728,7 +728,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 						var templ_7745c5c3_Var29 string
 						templ_7745c5c3_Var29, templ_7745c5c3_Err = templ.JoinStringErrs(row.FactsAt)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 281, Col: 54}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 281, Col: 54}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var29))
 						if templ_7745c5c3_Err != nil {
@@ -761,7 +761,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 							var templ_7745c5c3_Var30 string
 							templ_7745c5c3_Var30, templ_7745c5c3_Err = templ.JoinStringErrs("for " + strings.Join(row.JudgedBy, ", "))
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 291, Col: 55}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 291, Col: 55}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var30))
 							if templ_7745c5c3_Err != nil {
@@ -785,7 +785,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 						var templ_7745c5c3_Var31 string
 						templ_7745c5c3_Var31, templ_7745c5c3_Err = templruntime.NewAttributeExpression(strconv.Itoa(len(m.Definitions))).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 297, Col: 55}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 297, Col: 55}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var31)
 						if templ_7745c5c3_Err != nil {
@@ -803,7 +803,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 							var templ_7745c5c3_Var32 string
 							templ_7745c5c3_Var32, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/hosts/%d", row.Host.ID))).ResolveURL(ctx)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 299, Col: 113}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 299, Col: 113}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var32)
 							if templ_7745c5c3_Err != nil {
@@ -821,7 +821,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 							var templ_7745c5c3_Var33 string
 							templ_7745c5c3_Var33, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/hosts/%d", row.Host.ID))).ResolveURL(ctx)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 301, Col: 91}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 301, Col: 91}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var33)
 							if templ_7745c5c3_Err != nil {
@@ -845,7 +845,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 							var templ_7745c5c3_Var34 string
 							templ_7745c5c3_Var34, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fmt.Sprintf("%d/%s", row.Host.ID, c.CheckID)).Resolve(ctx)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 306, Col: 83}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 306, Col: 83}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var34)
 							if templ_7745c5c3_Err != nil {
@@ -877,7 +877,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 									var templ_7745c5c3_Var36 string
 									templ_7745c5c3_Var36, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.CSSClasses(templ_7745c5c3_Var35).String()).Resolve(ctx)
 									if templ_7745c5c3_Err != nil {
-										return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 1, Col: 0}
+										return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 1, Col: 0}
 									}
 									_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var36)
 									if templ_7745c5c3_Err != nil {
@@ -890,7 +890,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 									var templ_7745c5c3_Var37 string
 									templ_7745c5c3_Var37, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(HostReadinessURL(pr.ID, row.Host.ID, c.ProfileID, c.CheckID))).ResolveURL(ctx)
 									if templ_7745c5c3_Err != nil {
-										return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 310, Col: 133}
+										return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 310, Col: 133}
 									}
 									_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var37)
 									if templ_7745c5c3_Err != nil {
@@ -903,7 +903,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 									var templ_7745c5c3_Var38 string
 									templ_7745c5c3_Var38, templ_7745c5c3_Err = templruntime.NewAttributeExpression(cellTitle(c)).Resolve(ctx)
 									if templ_7745c5c3_Err != nil {
-										return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 310, Col: 156}
+										return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 310, Col: 156}
 									}
 									_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var38)
 									if templ_7745c5c3_Err != nil {
@@ -930,7 +930,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 								var templ_7745c5c3_Var39 string
 								templ_7745c5c3_Var39, templ_7745c5c3_Err = templ.JoinStringErrs(string(c.Status))
 								if templ_7745c5c3_Err != nil {
-									return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 310, Col: 177}
+									return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 310, Col: 177}
 								}
 								_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var39))
 								if templ_7745c5c3_Err != nil {
@@ -964,7 +964,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 					var templ_7745c5c3_Var40 string
 					templ_7745c5c3_Var40, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, "/profiles")).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 324, Col: 177}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 324, Col: 177}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var40)
 					if templ_7745c5c3_Err != nil {
@@ -987,7 +987,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 						var templ_7745c5c3_Var41 string
 						templ_7745c5c3_Var41, templ_7745c5c3_Err = templ.JoinStringErrs(row.Host.Name)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 333, Col: 40}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 333, Col: 40}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var41))
 						if templ_7745c5c3_Err != nil {
@@ -1010,7 +1010,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 						var templ_7745c5c3_Var42 string
 						templ_7745c5c3_Var42, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fmt.Sprintf("profile-%d", pf.SpecID)).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 339, Col: 53}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 339, Col: 53}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var42)
 						if templ_7745c5c3_Err != nil {
@@ -1023,7 +1023,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 						var templ_7745c5c3_Var43 string
 						templ_7745c5c3_Var43, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/profiles/%d", pf.SpecID))).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 341, Col: 77}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 341, Col: 77}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var43)
 						if templ_7745c5c3_Err != nil {
@@ -1036,7 +1036,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 						var templ_7745c5c3_Var44 string
 						templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(pf.Name)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 341, Col: 89}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 341, Col: 89}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var44))
 						if templ_7745c5c3_Err != nil {
@@ -1049,7 +1049,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 						var templ_7745c5c3_Var45 string
 						templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(pf.Version))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 341, Col: 149}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 341, Col: 149}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var45))
 						if templ_7745c5c3_Err != nil {
@@ -1062,7 +1062,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 						var templ_7745c5c3_Var46 string
 						templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(pf.Transport)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 343, Col: 25}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 343, Col: 25}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 						if templ_7745c5c3_Err != nil {
@@ -1090,7 +1090,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 							var templ_7745c5c3_Var47 string
 							templ_7745c5c3_Var47, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fmt.Sprintf("%d/%d", pf.SpecID, f.HostID)).Resolve(ctx)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 350, Col: 66}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 350, Col: 66}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var47)
 							if templ_7745c5c3_Err != nil {
@@ -1103,7 +1103,7 @@ func ReadinessMatrixPage(p Page, pr store.ProgramAccess, m ReadinessMatrix) temp
 							var templ_7745c5c3_Var48 string
 							templ_7745c5c3_Var48, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(HostReadinessURL(pr.ID, f.HostID, pf.SpecID, ""))).ResolveURL(ctx)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 351, Col: 84}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 351, Col: 84}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var48)
 							if templ_7745c5c3_Err != nil {
@@ -1184,7 +1184,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 			var templ_7745c5c3_Var51 string
 			templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs(d.Host.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 371, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 371, Col: 48}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var51))
 			if templ_7745c5c3_Err != nil {
@@ -1197,7 +1197,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 			var templ_7745c5c3_Var52 string
 			templ_7745c5c3_Var52, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/hosts/%d", d.Host.ID))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 373, Col: 108}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 373, Col: 108}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var52)
 			if templ_7745c5c3_Err != nil {
@@ -1210,7 +1210,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 			var templ_7745c5c3_Var53 string
 			templ_7745c5c3_Var53, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, "/readiness")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 374, Col: 87}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 374, Col: 87}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var53)
 			if templ_7745c5c3_Err != nil {
@@ -1228,7 +1228,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 				var templ_7745c5c3_Var54 string
 				templ_7745c5c3_Var54, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/hosts/%d", d.Host.ID))).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 381, Col: 68}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 381, Col: 68}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var54)
 				if templ_7745c5c3_Err != nil {
@@ -1261,7 +1261,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 				var templ_7745c5c3_Var55 string
 				templ_7745c5c3_Var55, templ_7745c5c3_Err = templ.JoinStringErrs(d.FactsAt)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 390, Col: 47}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 390, Col: 47}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var55))
 				if templ_7745c5c3_Err != nil {
@@ -1274,7 +1274,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 				var templ_7745c5c3_Var56 string
 				templ_7745c5c3_Var56, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/hosts/%d", d.Host.ID))).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 391, Col: 68}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 391, Col: 68}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var56)
 				if templ_7745c5c3_Err != nil {
@@ -1292,7 +1292,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 				var templ_7745c5c3_Var57 string
 				templ_7745c5c3_Var57, templ_7745c5c3_Err = templ.JoinStringErrs(d.FactsAt)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 396, Col: 28}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 396, Col: 28}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var57))
 				if templ_7745c5c3_Err != nil {
@@ -1310,7 +1310,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 					var templ_7745c5c3_Var58 string
 					templ_7745c5c3_Var58, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/runs/%d", *d.FactsRun))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 398, Col: 87}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 398, Col: 87}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var58)
 					if templ_7745c5c3_Err != nil {
@@ -1323,7 +1323,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 					var templ_7745c5c3_Var59 string
 					templ_7745c5c3_Var59, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.FormatInt(*d.FactsRun, 10))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 398, Col: 131}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 398, Col: 131}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var59))
 					if templ_7745c5c3_Err != nil {
@@ -1346,7 +1346,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 				var templ_7745c5c3_Var60 string
 				templ_7745c5c3_Var60, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/readiness/hosts/%d", d.Host.ID))).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 403, Col: 96}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 403, Col: 96}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var60)
 				if templ_7745c5c3_Err != nil {
@@ -1374,7 +1374,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 					var templ_7745c5c3_Var61 string
 					templ_7745c5c3_Var61, templ_7745c5c3_Err = templruntime.NewAttributeExpression(strconv.FormatInt(c.ID, 10)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 408, Col: 50}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 408, Col: 50}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var61)
 					if templ_7745c5c3_Err != nil {
@@ -1397,7 +1397,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 					var templ_7745c5c3_Var62 string
 					templ_7745c5c3_Var62, templ_7745c5c3_Err = templ.JoinStringErrs(c.Label)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 408, Col: 94}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 408, Col: 94}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var62))
 					if templ_7745c5c3_Err != nil {
@@ -1415,7 +1415,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 				var templ_7745c5c3_Var63 string
 				templ_7745c5c3_Var63, templ_7745c5c3_Err = templ.JoinStringErrs(d.Expectation)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 413, Col: 59}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 413, Col: 59}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var63))
 				if templ_7745c5c3_Err != nil {
@@ -1446,7 +1446,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 						var templ_7745c5c3_Var64 string
 						templ_7745c5c3_Var64, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(HostReadinessURL(pr.ID, d.Host.ID, f.ProfileID, ""))).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 424, Col: 84}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 424, Col: 84}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var64)
 						if templ_7745c5c3_Err != nil {
@@ -1459,7 +1459,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 						var templ_7745c5c3_Var65 string
 						templ_7745c5c3_Var65, templ_7745c5c3_Err = templ.JoinStringErrs(f.ProfileLabel)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 424, Col: 103}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 424, Col: 103}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var65))
 						if templ_7745c5c3_Err != nil {
@@ -1500,7 +1500,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 						var templ_7745c5c3_Var66 string
 						templ_7745c5c3_Var66, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("#check-" + c.ID)).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 436, Col: 52}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 436, Col: 52}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var66)
 						if templ_7745c5c3_Err != nil {
@@ -1513,7 +1513,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 						var templ_7745c5c3_Var67 string
 						templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(c.Title)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 436, Col: 64}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 436, Col: 64}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var67))
 						if templ_7745c5c3_Err != nil {
@@ -1526,7 +1526,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 						var templ_7745c5c3_Var68 string
 						templ_7745c5c3_Var68, templ_7745c5c3_Err = templ.JoinStringErrs(c.Summary)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 436, Col: 83}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 436, Col: 83}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var68))
 						if templ_7745c5c3_Err != nil {
@@ -1561,7 +1561,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 						var templ_7745c5c3_Var69 string
 						templ_7745c5c3_Var69, templ_7745c5c3_Err = templruntime.NewAttributeExpression("area-" + a.ID).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 446, Col: 28}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 446, Col: 28}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var69)
 						if templ_7745c5c3_Err != nil {
@@ -1574,7 +1574,7 @@ func ReadinessHostPage(p Page, pr store.ProgramAccess, d ReadinessHostData) temp
 						var templ_7745c5c3_Var70 string
 						templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs(a.Name)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 446, Col: 39}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 446, Col: 39}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var70))
 						if templ_7745c5c3_Err != nil {
@@ -1627,7 +1627,7 @@ func checkPanel(c readiness.Check) templ.Component {
 		var templ_7745c5c3_Var72 string
 		templ_7745c5c3_Var72, templ_7745c5c3_Err = templruntime.NewAttributeExpression("check-" + c.ID).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 457, Col: 50}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 457, Col: 50}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var72)
 		if templ_7745c5c3_Err != nil {
@@ -1640,7 +1640,7 @@ func checkPanel(c readiness.Check) templ.Component {
 		var templ_7745c5c3_Var73 string
 		templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs(c.Title)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 459, Col: 16}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 459, Col: 16}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var73))
 		if templ_7745c5c3_Err != nil {
@@ -1653,7 +1653,7 @@ func checkPanel(c readiness.Check) templ.Component {
 		var templ_7745c5c3_Var74 string
 		templ_7745c5c3_Var74, templ_7745c5c3_Err = templ.JoinStringErrs(c.ID)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 459, Col: 56}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 459, Col: 56}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var74))
 		if templ_7745c5c3_Err != nil {
@@ -1680,7 +1680,7 @@ func checkPanel(c readiness.Check) templ.Component {
 		var templ_7745c5c3_Var75 string
 		templ_7745c5c3_Var75, templ_7745c5c3_Err = templ.JoinStringErrs(c.Summary)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 467, Col: 38}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 467, Col: 38}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var75))
 		if templ_7745c5c3_Err != nil {
@@ -1698,7 +1698,7 @@ func checkPanel(c readiness.Check) templ.Component {
 			var templ_7745c5c3_Var76 string
 			templ_7745c5c3_Var76, templ_7745c5c3_Err = templ.JoinStringErrs(c.Fix)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 469, Col: 54}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 469, Col: 54}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var76))
 			if templ_7745c5c3_Err != nil {
@@ -1727,7 +1727,7 @@ func checkPanel(c readiness.Check) templ.Component {
 			var templ_7745c5c3_Var77 string
 			templ_7745c5c3_Var77, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(len(c.Evidence)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 473, Col: 54}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 473, Col: 54}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var77))
 			if templ_7745c5c3_Err != nil {
@@ -1745,7 +1745,7 @@ func checkPanel(c readiness.Check) templ.Component {
 				var templ_7745c5c3_Var78 string
 				templ_7745c5c3_Var78, templ_7745c5c3_Err = templ.JoinStringErrs(ev.Fact)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 479, Col: 40}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 479, Col: 40}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var78))
 				if templ_7745c5c3_Err != nil {
@@ -1758,7 +1758,7 @@ func checkPanel(c readiness.Check) templ.Component {
 				var templ_7745c5c3_Var79 string
 				templ_7745c5c3_Var79, templ_7745c5c3_Err = templ.JoinStringErrs(ev.Value)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 480, Col: 41}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 480, Col: 41}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var79))
 				if templ_7745c5c3_Err != nil {
@@ -1776,7 +1776,7 @@ func checkPanel(c readiness.Check) templ.Component {
 					var templ_7745c5c3_Var80 string
 					templ_7745c5c3_Var80, templ_7745c5c3_Err = templ.JoinStringErrs(CommandText(ev.Command))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 483, Col: 57}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 483, Col: 57}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var80))
 					if templ_7745c5c3_Err != nil {
@@ -1794,7 +1794,7 @@ func checkPanel(c readiness.Check) templ.Component {
 					var templ_7745c5c3_Var81 string
 					templ_7745c5c3_Var81, templ_7745c5c3_Err = templ.JoinStringErrs(ev.File)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 485, Col: 38}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 485, Col: 38}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var81))
 					if templ_7745c5c3_Err != nil {
@@ -1819,7 +1819,7 @@ func checkPanel(c readiness.Check) templ.Component {
 					var templ_7745c5c3_Var82 string
 					templ_7745c5c3_Var82, templ_7745c5c3_Err = templ.JoinStringErrs(ev.Error)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 491, Col: 63}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 491, Col: 63}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var82))
 					if templ_7745c5c3_Err != nil {
@@ -1842,7 +1842,7 @@ func checkPanel(c readiness.Check) templ.Component {
 					var templ_7745c5c3_Var83 string
 					templ_7745c5c3_Var83, templ_7745c5c3_Err = templ.JoinStringErrs(ev.Excerpt)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `readiness.templ`, Line: 497, Col: 42}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/readiness.templ`, Line: 497, Col: 42}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var83))
 					if templ_7745c5c3_Err != nil {
