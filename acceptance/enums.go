@@ -55,7 +55,12 @@ const (
 	FormatFioJSON       = "fio-json"
 	FormatVLLMBenchJSON = "vllm-bench-json"
 	FormatGenAIPerfJSON = "genai-perf-json"
-	FormatText          = "text"
+	// FormatGdsioText is gdsio's summary text (NVIDIA GPUDirect Storage).
+	FormatGdsioText = "gdsio-text"
+	// FormatGPUPathJSON is the gpu-path step's result document, as a
+	// wrapper around a vendor's own transfer tool writes it.
+	FormatGPUPathJSON = "gpu-path-json"
+	FormatText        = "text"
 )
 
 // Fault actions (FaultStep.Action).
@@ -91,7 +96,7 @@ var (
 	loadModes      = []string{LoadConcurrency, LoadRate}
 	arrivals       = []string{ArrivalConstant, ArrivalPoisson}
 	dists          = []string{DistFixed, DistUniform, DistNormal}
-	commandFormats = []string{FormatFioJSON, FormatVLLMBenchJSON, FormatGenAIPerfJSON, FormatText}
+	commandFormats = []string{FormatFioJSON, FormatVLLMBenchJSON, FormatGenAIPerfJSON, FormatGdsioText, FormatGPUPathJSON, FormatText}
 	faultActions   = []string{FaultNetem, FaultRateLimit, FaultPathDown}
 	comparators    = []string{string(LessOrEqual), string(GreaterOrEqual)}
 	modes          = []string{string(Absolute), string(Relative), string(Isolation), string(Drift)}

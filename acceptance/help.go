@@ -129,13 +129,13 @@ var fieldHelp = func() map[string]string {
 		"steps[*].command":             "Run your own benchmark tool as a program with arguments (never through a shell) and import its output.",
 		"steps[*].command.program":     "An absolute path or a program name found on the host's PATH.",
 		"steps[*].command.args":        "Arguments passed as they are, one per item; nothing is expanded by a shell.",
-		"steps[*].command.format":      "How the output is read: fio JSON, vLLM benchmark JSON, GenAI-Perf JSON, or kept as text only.",
+		"steps[*].command.format":      "How the output is read: fio JSON, vLLM benchmark JSON, GenAI-Perf JSON, gdsio's text (each read transfer's bandwidth as gpu_path_bandwidth; with one transfer per step, the command's CPU time per GiB as cpu_seconds_per_gib, since gdsio does not report it), the gpu-path result JSON (what a wrapper around a vendor's own transfer tool prints: modes with bandwidth_bps and cpu_seconds_per_gib), or kept as text only.",
 		"steps[*].command.output_file": "Where the tool writes its result, relative to the step's folder; empty means standard output.",
 
 		"steps[*].gpu_path":            "Measure how data gets from the storage under test into accelerator memory: GPU-direct with gdsio where GDS is installed, and always the CPU-mediated path (O_DIRECT reads into host memory plus the staging copy), with the CPU time it costs.",
 		"steps[*].gpu_path.target":     "The file or block device to read, like /mnt/nvme/accord.dat or /dev/nvme1n1; it is only read.",
 		"steps[*].gpu_path.block_size": "The size of each read, a power of two from 4KiB to 64MiB, like 1MiB.",
-		"steps[*].gpu_path.size":       "How much each path reads, like 4GiB; a file must be at least this big.",
+		"steps[*].gpu_path.size":       "How much each path reads, like 4GiB. The CPU-mediated path reads a smaller file again from its start (later passes may come from the page cache); gdsio reads this much of the file and says how much it moved.",
 		"steps[*].gpu_path.gpu":        "The accelerator gdsio reads into (its index, 0 by default).",
 
 		"telemetry":                                   "Further sources of the per-second telemetry every measuring step takes.",

@@ -146,7 +146,11 @@ type GPUPathStep struct {
 	// Target is a file or a block device on the lab host.
 	Target    string   `json:"target" yaml:"target"`
 	BlockSize ByteSize `json:"block_size" yaml:"block_size"`
-	// Size is how much each path reads (a file target must be at least this big).
+	// Size is how much each path reads. The CPU-mediated path reads a
+	// smaller target again from its start until Size bytes are read (so
+	// the page cache may serve the later passes of a file that fits in
+	// it); gdsio is asked for Size bytes of the file (-s) and says in its
+	// DataSetSize how much it moved.
 	Size ByteSize `json:"size" yaml:"size"`
 	// GPU is the accelerator index gdsio targets (0 by default).
 	GPU int `json:"gpu,omitempty" yaml:"gpu,omitempty"`
@@ -237,7 +241,10 @@ type SLO struct {
 type CommandStep struct {
 	Program string   `json:"program" yaml:"program"`
 	Args    []string `json:"args,omitempty" yaml:"args,omitempty,flow"`
-	// Format is fio-json, vllm-bench-json, genai-perf-json or text.
+	// Format is fio-json, vllm-bench-json, genai-perf-json, gdsio-text
+	// (gdsio's summary lines), gpu-path-json (the gpu-path step's result
+	// document, as a wrapper around a vendor's transfer tool writes it)
+	// or text.
 	Format string `json:"format" yaml:"format"`
 	// OutputFile, when set, is where the tool writes its result (relative to
 	// the step's folder); otherwise standard output is the result.

@@ -86,6 +86,8 @@ func StepMetrics(s StepSpec) []string {
 			out = append(out, vllmBenchMetrics...)
 		case FormatGenAIPerfJSON:
 			out = append(out, genAIPerfMetrics...)
+		case FormatGdsioText, FormatGPUPathJSON:
+			out = append(out, MetricGPUPathBandwidth, MetricCPUSecondsPerGiB)
 		}
 	case StepGPUPath:
 		if s.GPUPath == nil {

@@ -28,7 +28,7 @@ import (
 // importFormats are the formats a user may name (detection picks one
 // otherwise).
 var importFormats = []string{string(parse.FormatFio), string(parse.FormatVLLMBench), string(parse.FormatGenAIPerf),
-	string(parse.FormatAIPerf), string(parse.FormatAIPerfRecords)}
+	string(parse.FormatAIPerf), string(parse.FormatAIPerfRecords), string(parse.FormatGdsio), string(parse.FormatGPUPath)}
 
 // maxResultUpload bounds an uploaded result file.
 const maxResultUpload = 64 << 20

@@ -10,7 +10,8 @@ import (
 // Detect chooses the format of an uploaded output by its content: JSON lines
 // of the probe's request records or telemetry, or of AIPerf's per-request
 // export; fio's JSON (also with text
-// before it); vLLM's benchmark result; GenAI-Perf's or AIPerf's export.
+// before it); vLLM's benchmark result; GenAI-Perf's or AIPerf's export;
+// gdsio's text; the probe's gpu-path result.
 // The user may still force a format with Import.
 func Detect(data []byte) (Format, error) {
 	return detectHead(data, int64(len(data)))
@@ -29,7 +30,11 @@ func detectHead(head []byte, size int64) (Format, error) {
 		if bytes.Contains(head, []byte(`"fio version"`)) && bytes.Contains(head, []byte("\n{")) {
 			return FormatFio, nil
 		}
-		return "", fmt.Errorf("detect: not JSON (starts with %q): upload fio, vLLM, GenAI-Perf or AIPerf JSON, or the probe's JSON lines", clip(t, 20))
+		// gdsio's summary lines.
+		if bytes.Contains(head, []byte("XferType:")) && bytes.Contains(head, []byte("Throughput:")) {
+			return FormatGdsio, nil
+		}
+		return "", fmt.Errorf("detect: not JSON (starts with %q): upload fio, vLLM, GenAI-Perf or AIPerf JSON, gdsio's text, or the probe's JSON lines", clip(t, 20))
 	}
 	// JSON lines: the first line is a whole object and more follow, or the
 	// first line's keys give it away.
@@ -66,6 +71,8 @@ func detectHead(head []byte, size int64) (Format, error) {
 		return FormatFio, nil
 	case isVLLMDoc(top):
 		return FormatVLLMBench, nil
+	case isGPUPathDoc(top):
+		return FormatGPUPath, nil
 	}
 	if f, ok := isPerfDoc(top); ok {
 		return f, nil
@@ -98,4 +105,19 @@ func clip(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
+}
+
+// isGPUPathDoc: the probe's gpu-path result (wire.GPUPathResult), as a
+// gpu-path step or a vendor tool's wrapper writes it.
+func isGPUPathDoc(top map[string]json.RawMessage) bool {
+	modes, ok := top["modes"]
+	if !ok {
+		return false
+	}
+	var list []map[string]json.RawMessage
+	if json.Unmarshal(modes, &list) != nil || len(list) == 0 {
+		return false
+	}
+	_, ok = list[0]["mode"]
+	return ok
 }

@@ -1,6 +1,7 @@
 // Package parse turns raw tool outputs into Accord's canonical measurements:
 // the probe's own request records and telemetry, fio JSON (and json+), vLLM's
-// serving benchmark result, GenAI-Perf's and AIPerf's profile exports.
+// serving benchmark result, GenAI-Perf's and AIPerf's profile exports,
+// the GPU data path (the probe's gpu-path result and gdsio's text).
 //
 // Every importer either returns measurements (in the catalog's canonical
 // units: ms for request latencies, µs for I/O latencies, B/s for bandwidth)
@@ -43,7 +44,7 @@ const (
 )
 
 // Formats lists every format Import understands.
-var Formats = []Format{FormatProbeRequests, FormatProbeTelemetry, FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf, FormatAIPerfRecords, FormatGPUPath, FormatDriveWear}
+var Formats = []Format{FormatProbeRequests, FormatProbeTelemetry, FormatFio, FormatVLLMBench, FormatGenAIPerf, FormatAIPerf, FormatAIPerfRecords, FormatGPUPath, FormatGdsio, FormatDriveWear}
 
 // Tool names written into acceptance.Source.Tool.
 const (
@@ -220,6 +221,8 @@ func importWithReport(format Format, data []byte, opts Options) (Result, error) 
 		return importPerfSummary(data, opts, ToolAIPerf, "profile_export_aiperf.json")
 	case FormatGPUPath:
 		return plainResult(format, ToolProbe, opts.name(wire.GPUPathFile), opts.ToolVersion)(ImportGPUPath(data, opts))
+	case FormatGdsio:
+		return ImportGdsio(data, opts)
 	case FormatDriveWear:
 		return plainResult(format, "nvme-cli", opts.name(wire.DriveWearFile), opts.ToolVersion)(ImportDriveWear(data, opts))
 	case "text", "none":
@@ -277,6 +280,13 @@ var ownFormatFields = map[Format][]struct {
 		{field: "t_first_chunk", why: "the first chunk whatever it carries (vLLM and SGLang send a role-only one first): TTFT is taken at t_first_token"},
 		{field: "t_last_token", why: "the last token's arrival: TPOT runs to t_done, as vLLM's does"},
 		{field: "chunks", why: "chunks received: the ITL comes from the level's histogram in result.json"},
+	},
+	FormatGPUPath: {
+		{field: "target, block_size, size", why: "what the step was asked to read: the step's set-up, not a measurement"},
+		{field: "modes[].measured, modes[].reason, not_measured", read: true, why: "what each figure covers and why a path has none: shown as the import's warnings and in the file"},
+		{field: "modes[].bytes, modes[].seconds, modes[].cpu_seconds", why: "the parts of bandwidth_bps and cpu_seconds_per_gib: kept in the file"},
+		{field: "modes[].copy_seconds, modes[].o_direct", why: "how the CPU-mediated path spent its time and whether O_DIRECT held: kept in the file"},
+		{field: "modes[].output", why: "the measuring tool's own output, kept as a file of the run"},
 	},
 	FormatProbeTelemetry: {
 		{field: "t", why: "the sample's time in the step: a step's samples are pooled (the run page charts them over time)"},

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/parse"
 	"github.com/accordlab/accord/runners/probe/wire"
 )
 
@@ -43,7 +43,7 @@ func (r *runner) runGPUPath(ctx context.Context, i int, s acceptance.StepSpec, r
 			return err
 		}
 		defer tel.stop()
-		out, err := measureGPUPath(ctx, s.GPUPath, dir, exec.LookPath)
+		out, err := measureGPUPath(ctx, s.GPUPath, dir, r.lookPath)
 		if err != nil {
 			return err
 		}
@@ -163,48 +163,60 @@ func cpuMediatedRead(ctx context.Context, target string, bs, size int64) (wire.G
 	return m, nil
 }
 
-// gdsioLine finds gdsio's summary: "... Throughput: 2.345 GiB/sec, Avg_Latency: ...".
-var gdsioThroughput = regexp.MustCompile(`Throughput:\s*([0-9.]+)\s*GiB/sec`)
+// gdsioXfer is the XferType gdsio prints for each -x it is run with.
+var gdsioXfer = map[string]string{"0": "GPUD", "2": "CPU_GPU"}
 
-// runGdsio reads with gdsio in one transfer mode and takes the CPU time
-// of the gdsio process from the kernel's accounting.
+// runGdsio reads with gdsio in one transfer mode (-x xfer) and takes the
+// CPU time of the gdsio process (and any children it waited for) from
+// the kernel's accounting; gdsio's output is kept beside the result.
+// The figures are gdsio's own: the bytes it says it moved (DataSetSize)
+// over its total_time, the definition of its Throughput.
 func runGdsio(ctx context.Context, gdsio string, g *acceptance.GPUPathStep, mode, xfer, dir string) wire.GPUPathMode {
 	m := wire.GPUPathMode{Mode: mode, Tool: "gdsio", Output: "gdsio-" + mode + ".txt"}
 	args := []string{"-f", g.Target, "-d", strconv.Itoa(g.GPU), "-w", "1", "-s", strconv.FormatInt(int64(g.Size), 10),
 		"-i", strconv.FormatInt(int64(g.BlockSize)>>10, 10) + "K", "-x", xfer, "-I", "0"}
 	cmd := exec.CommandContext(ctx, gdsio, args...)
-	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	elapsed := time.Since(start)
-	_ = os.WriteFile(filepath.Join(dir, m.Output), out, 0o644)
+	if werr := os.WriteFile(filepath.Join(dir, m.Output), out, 0o644); werr != nil {
+		m.Output = ""
+	}
 	if err != nil {
 		m.Absent, m.Reason = true, fmt.Sprintf("gdsio -x %s failed: %v%s", xfer, err, tailText(out))
 		return m
 	}
-	gib, ok := ParseGdsio(string(out))
-	if !ok {
-		m.Absent, m.Reason = true, "gdsio's output has no Throughput line"
+	summaries, _ := parse.ParseGdsio(string(out))
+	var sum *parse.GdsioSummary
+	for i := range summaries {
+		if summaries[i].Reads() {
+			sum = &summaries[i]
+			break
+		}
+	}
+	switch {
+	case len(summaries) == 0:
+		m.Absent, m.Reason = true, "gdsio's output has no Throughput line"+tailText(out)
+		return m
+	case sum == nil:
+		m.Absent, m.Reason = true, "gdsio reported no read (IoType "+summaries[0].IoType+")"
+		return m
+	case sum.XferType != gdsioXfer[xfer]:
+		m.Absent, m.Reason = true, fmt.Sprintf("gdsio -x %s reported XferType %s, not %s", xfer, sum.XferType, gdsioXfer[xfer])
+		return m
+	case !sum.Has["DataSetSize"] || !sum.Has["total_time"] || sum.DoneKiB == 0 || sum.TotalTimeSec <= 0:
+		m.Absent, m.Reason = true, "gdsio's summary does not say how much it moved in how long (DataSetSize, total_time)"
 		return m
 	}
-	m.BandwidthBps = gib * (1 << 30)
-	m.Bytes = int64(g.Size)
-	m.Seconds = elapsed.Seconds()
+	m.Bytes = sum.DoneKiB << 10
+	m.Seconds = sum.TotalTimeSec
+	m.BandwidthBps, _ = sum.Bandwidth()
 	if st := cmd.ProcessState; st != nil {
 		m.CPUSeconds = (st.UserTime() + st.SystemTime()).Seconds()
-		m.CPUSecPerGiB = m.CPUSeconds / (float64(g.Size) / (1 << 30))
+		if m.CPUSeconds > 0 {
+			m.CPUSecPerGiB = m.CPUSeconds / (float64(m.Bytes) / (1 << 30))
+		}
 	}
-	m.Measured = "gdsio's reported throughput; CPU time of the gdsio process (user + system)"
+	m.Measured = "gdsio's bytes moved (DataSetSize) over its total_time; CPU time of the gdsio process (user + system), its start-up included"
 	return m
-}
-
-// ParseGdsio returns the throughput (GiB/s) gdsio reports.
-func ParseGdsio(s string) (float64, bool) {
-	mm := gdsioThroughput.FindStringSubmatch(s)
-	if mm == nil {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(mm[1], 64)
-	return v, err == nil && v >= 0
 }
 
 func tailText(b []byte) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -52,6 +53,10 @@ type runner struct {
 	// hostRunner reads the host's files and tools (tests give it a fake
 	// root and tools); nil is the real host.
 	hostRunner *facts.Runner
+	// lookPath finds the programs the run starts: fio, gdsio, the vendor
+	// tools, a command step's program (exec.LookPath; tests put fake
+	// vendor tools in front of PATH with Host).
+	lookPath func(string) (string, error)
 
 	// nextBarrier numbers the barriers passed (Plan.Sync).
 	nextBarrier int
@@ -74,6 +79,28 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
+	return runIn(ctx, dir, Host{}, stderr)
+}
+
+// Host is what a run finds on its host beyond its folder. The zero value
+// is the real host; tests use it to put recorded vendor tools in front of
+// PATH without changing the test process's environment.
+type Host struct {
+	// LookPath finds the programs the run starts (exec.LookPath when nil).
+	LookPath func(string) (string, error)
+}
+
+// RunIn runs the plan in dir as `accord probe run --dir DIR` does, on
+// host, and returns the command's exit code.
+func RunIn(ctx context.Context, dir string, host Host, stderr io.Writer) int {
+	dir, err := absDir(dir)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	return runIn(ctx, dir, host, stderr)
+}
+
+func runIn(ctx context.Context, dir string, host Host, stderr io.Writer) int {
 	if fi, err := os.Stat(filepath.Join(dir, wire.EventsFile)); err == nil && fi.Size() > 0 {
 		return fail(stderr, ExitLaunched, "run folder %s was already used by a run (%s is not empty); a measurement is never started twice", dir, wire.EventsFile)
 	}
@@ -95,13 +122,17 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return finishRun(ev, dir, started, wire.StateFailed, err.Error(), stderr)
 	}
 	r := newRunner(dir, plan, ev, started)
+	if host.LookPath != nil {
+		r.lookPath = host.LookPath
+	}
 	state, reason := r.run(ctx)
 	neighbours.stop()
 	return finishRun(ev, dir, started, state, reason, stderr)
 }
 
 func newRunner(dir string, plan *wire.Plan, ev *eventLog, started time.Time) *runner {
-	r := &runner{dir: dir, plan: plan, ev: ev, started: started, reps: repetitions(plan), interim: interimEvery(plan), during: map[int][]int{}}
+	r := &runner{dir: dir, plan: plan, ev: ev, started: started, reps: repetitions(plan), interim: interimEvery(plan), during: map[int][]int{},
+		lookPath: exec.LookPath}
 	index := map[string]int{}
 	for i, s := range plan.Profile.Steps {
 		index[s.Name] = i
@@ -196,7 +227,7 @@ func (r *runner) host() *facts.Runner {
 func (r *runner) takeFacts(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	f, err := facts.Collect(ctx, facts.Options{})
+	f, err := facts.Collect(ctx, facts.Options{Runner: &facts.Runner{LookPath: r.lookPath}})
 	if err != nil {
 		r.ev.log("warn", "host facts: %v", err)
 		return

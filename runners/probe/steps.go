@@ -43,7 +43,7 @@ func (r *runner) fio(ctx context.Context, s acceptance.StepSpec, rep int, dir st
 	if err := validateFio(f); err != nil {
 		return err
 	}
-	fioPath, err := exec.LookPath("fio")
+	fioPath, err := r.lookPath("fio")
 	if err != nil {
 		return errors.New("fio is not installed on this host")
 	}
@@ -224,18 +224,22 @@ func (r *runner) runCommand(ctx context.Context, i int, s acceptance.StepSpec, r
 	if main == "" {
 		main = commandOutputName(c.Format)
 	}
-	err := stepError(ctx, s.Name, r.command(ctx, s.Name, rep, c, filepath.Join(r.dir, rel), main))
+	sum, err := r.command(ctx, s.Name, rep, c, filepath.Join(r.dir, rel), main)
+	err = stepError(ctx, s.Name, err)
+	res.Command = sum
 	r.emitResult(res, filepath.ToSlash(main), err)
 	return err
 }
 
-func (r *runner) command(ctx context.Context, step string, rep int, c *acceptance.CommandStep, dir, main string) error {
+// command runs a command step's program and returns what the kernel
+// accounted of it (nil when it did not run).
+func (r *runner) command(ctx context.Context, step string, rep int, c *acceptance.CommandStep, dir, main string) (*wire.CommandSummary, error) {
 	if err := validateCommand(c); err != nil {
-		return err
+		return nil, err
 	}
-	prog, err := exec.LookPath(c.Program)
+	prog, err := r.lookPath(c.Program)
 	if err != nil {
-		return fmt.Errorf("program %s was not found on this host", c.Program)
+		return nil, fmt.Errorf("program %s was not found on this host", c.Program)
 	}
 	stdoutName := main
 	if c.OutputFile != "" {
@@ -243,17 +247,17 @@ func (r *runner) command(ctx context.Context, step string, rep int, c *acceptanc
 	}
 	stdout, err := os.Create(filepath.Join(dir, stdoutName))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stdout.Close()
 	stderr, err := os.Create(filepath.Join(dir, "stderr.txt"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stderr.Close()
 	tel, err := r.startTelemetry(ctx, dir, nvmeNamespaces())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tel.stop()
 	cmd := exec.CommandContext(ctx, prog, c.Args...)
@@ -274,20 +278,26 @@ func (r *runner) command(ctx context.Context, step string, rep int, c *acceptanc
 			}
 		}
 	}()
+	start := time.Now()
 	err = cmd.Run()
 	close(done)
+	var sum *wire.CommandSummary
+	if st := cmd.ProcessState; st != nil {
+		// wait4's accounting: the program and the children it waited for.
+		sum = &wire.CommandSummary{CPUSeconds: (st.UserTime() + st.SystemTime()).Seconds(), WallSeconds: time.Since(start).Seconds()}
+	}
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return sum, ctx.Err()
 	}
 	if err != nil {
-		return fmt.Errorf("%s failed: %v%s", c.Program, err, tailOf(filepath.Join(dir, "stderr.txt")))
+		return sum, fmt.Errorf("%s failed: %v%s", c.Program, err, tailOf(filepath.Join(dir, "stderr.txt")))
 	}
 	if c.OutputFile != "" {
 		if _, err := os.Stat(filepath.Join(dir, c.OutputFile)); err != nil {
-			return fmt.Errorf("%s did not write its output file %s", c.Program, c.OutputFile)
+			return sum, fmt.Errorf("%s did not write its output file %s", c.Program, c.OutputFile)
 		}
 	}
-	return nil
+	return sum, nil
 }
 
 // dropCaches writes dirty pages back and drops the page cache, dentries

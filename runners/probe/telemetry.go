@@ -190,7 +190,7 @@ func (r *runner) startTelemetry(ctx context.Context, dir string, devices []strin
 	warn := func(format string, args ...any) { r.ev.log("warn", format, args...) }
 	ctx, cancel := context.WithCancel(ctx)
 	t := &telemetry{f: f, dir: dir, start: time.Now(), devices: devices, cancel: cancel, done: make(chan struct{}),
-		gpus: presentTools(exec.LookPath), exporters: exporterSources(r.plan.Profile.Telemetry, warn),
+		gpus: presentTools(r.lookPath), exporters: exporterSources(r.plan.Profile.Telemetry, warn),
 		counter: counters.NewReader(), warn: warn}
 	go t.loop(ctx)
 	return t, nil

@@ -297,7 +297,8 @@ type StepResult struct {
 	// Dir is the output folder relative to the run folder.
 	Dir string `json:"dir"`
 	// Format of the main output, for the server's importer: probe-requests,
-	// fio-json, vllm-bench-json, genai-perf-json, text, none.
+	// fio-json, vllm-bench-json, genai-perf-json, gdsio-text,
+	// gpu-path-json, text, none.
 	Format string `json:"format"`
 	// Files are the raw outputs relative to the run folder.
 	Files     []string `json:"files,omitempty"`
@@ -309,6 +310,18 @@ type StepResult struct {
 	Inference *InferenceSummary `json:"inference,omitempty"`
 	// PromDelta holds counter increases between the scrapes before and after.
 	PromDelta map[string]float64 `json:"prom_delta,omitempty"`
+	// Command is what the probe measured of a command step's program.
+	Command *CommandSummary `json:"command,omitempty"`
+}
+
+// CommandSummary is the probe's account of a command step's program, for
+// importers of tools that do not report their own CPU cost (gdsio).
+type CommandSummary struct {
+	// CPUSeconds is the program's user + system time as the kernel
+	// accounted it when the probe waited for it: its own and that of the
+	// children it waited for (a wrapper script's tool included).
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	WallSeconds float64 `json:"wall_seconds"`
 }
 
 // InferenceSummary is the load generator's account of one level.
@@ -546,16 +559,22 @@ type GPUPathResult struct {
 
 // GPUPathMode is one path's figures; Absent modes carry only the reason.
 type GPUPathMode struct {
-	Mode   string `json:"mode"`
-	Tool   string `json:"tool"`
-	Absent bool   `json:"absent,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	Mode string `json:"mode"`
+	Tool string `json:"tool"`
+	// ToolVersion is the measuring tool's version where it says one (a
+	// vendor tool's wrapper); the probe's own modes leave it empty.
+	ToolVersion string `json:"tool_version,omitempty"`
+	Absent      bool   `json:"absent,omitempty"`
+	Reason      string `json:"reason,omitempty"`
 	// Measured says what the figures cover.
 	Measured     string  `json:"measured,omitempty"`
 	Bytes        int64   `json:"bytes,omitempty"`
 	Seconds      float64 `json:"seconds,omitempty"`
 	BandwidthBps float64 `json:"bandwidth_bps,omitempty"`
 	CPUSeconds   float64 `json:"cpu_seconds,omitempty"`
+	// CPUSecPerGiB is left out where the CPU time is unknown, and the
+	// importer then gives no cpu_seconds_per_gib for the mode (a zero
+	// would say the CPU paid nothing).
 	CPUSecPerGiB float64 `json:"cpu_seconds_per_gib,omitempty"`
 	// CopySeconds is the part of Seconds spent in the staging copy.
 	CopySeconds float64 `json:"copy_seconds,omitempty"`

@@ -7,6 +7,7 @@ package gputest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -49,6 +50,35 @@ func Testdata(tb testing.TB) string {
 // command); arguments no pattern matches fail too.
 func FakeTools(tb testing.TB, tools map[string]map[string]string) func(string) (string, error) {
 	tb.Helper()
+	dir := Dir(tb, tools)
+	return func(name string) (string, error) {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err != nil || strings.Contains(name, "/") {
+			return "", fmt.Errorf("%s: not found", name)
+		}
+		return p, nil
+	}
+}
+
+// InFrontOfPath returns a LookPath that finds programs in dir first and
+// on PATH otherwise, as a shell does with PATH=dir:$PATH: a probe run
+// in-process finds the fake vendor tools and the real fio.
+func InFrontOfPath(dir string) func(string) (string, error) {
+	return func(name string) (string, error) {
+		if !strings.Contains(name, "/") {
+			p := filepath.Join(dir, name)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return p, nil
+			}
+		}
+		return exec.LookPath(name)
+	}
+}
+
+// Dir writes one script per tool into a temporary folder and returns the
+// folder, for a PATH (a lab host's, through sshd) or InFrontOfPath.
+func Dir(tb testing.TB, tools map[string]map[string]string) string {
+	tb.Helper()
 	dir := tb.TempDir()
 	data := Testdata(tb)
 	for tool, byArgs := range tools {
@@ -71,13 +101,16 @@ func FakeTools(tb testing.TB, tools map[string]map[string]string) func(string) (
 		sh.WriteString("*) echo \"unexpected arguments: $*\" >&2; exit 2 ;;\nesac\n")
 		require.NoError(tb, os.WriteFile(filepath.Join(dir, tool), []byte(sh.String()), 0o755))
 	}
-	return func(name string) (string, error) {
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s: not found", name)
-		}
-		return p, nil
+	return dir
+}
+
+// Only returns the tools of Recorded named.
+func Only(names ...string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, n := range names {
+		out[n] = Recorded[n]
 	}
+	return out
 }
 
 // shellPattern quotes a pattern's literal parts so that spaces and
