@@ -104,6 +104,9 @@ var (
 	corrections    = []string{CorrectionHolm, CorrectionNone}
 )
 
+// CommandFormats lists the output formats a command step may declare.
+func CommandFormats() []string { return append([]string(nil), commandFormats...) }
+
 // RWReads reports whether a fio access pattern reads.
 func RWReads(rw string) bool {
 	switch rw {

@@ -284,7 +284,7 @@ func TestValidateProfileBad(t *testing.T) {
 		{"unclean program", func(p *ProfileSpec) { cmd(p).Program = "/usr/bin/../bin/sh" }, "steps[5].command.program", "must be a clean path (no .., //, trailing / or ./); did you mean /usr/bin/sh?"},
 		{"too many args", func(p *ProfileSpec) { cmd(p).Args = make([]string, 257) }, "steps[5].command.args", "must have at most 256 arguments"},
 		{"huge arg", func(p *ProfileSpec) { cmd(p).Args[1] = strings.Repeat("a", 4097) }, "steps[5].command.args[1]", "must be at most 4096 bytes"},
-		{"bad format", func(p *ProfileSpec) { cmd(p).Format = "csv" }, "steps[5].command.format", `"csv" is not allowed: use one of fio-json, vllm-bench-json, genai-perf-json, text`},
+		{"bad format", func(p *ProfileSpec) { cmd(p).Format = "csv" }, "steps[5].command.format", `"csv" is not allowed: use one of fio-json, vllm-bench-json, genai-perf-json, gdsio-text, gpu-path-json, text`},
 		{"escaping output", func(p *ProfileSpec) { cmd(p).OutputFile = "../../etc/passwd" }, "steps[5].command.output_file", "must be a path inside the step's folder, like result.json (no leading /, no ..)"},
 		{"absolute output", func(p *ProfileSpec) { cmd(p).OutputFile = "/tmp/x.json" }, "steps[5].command.output_file", "must be a path inside the step's folder, like result.json (no leading /, no ..)"},
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,10 +169,8 @@ func validateCommand(c *acceptance.CommandStep) error {
 			return fmt.Errorf("output_file %q must be a path inside the step folder", c.OutputFile)
 		}
 	}
-	switch c.Format {
-	case "fio-json", "vllm-bench-json", "genai-perf-json", "text":
-	default:
-		return fmt.Errorf("format %q is not one of fio-json, vllm-bench-json, genai-perf-json, text", c.Format)
+	if formats := acceptance.CommandFormats(); !slices.Contains(formats, c.Format) {
+		return fmt.Errorf("format %q is not one of %s", c.Format, strings.Join(formats, ", "))
 	}
 	return nil
 }
