@@ -31,6 +31,7 @@ import (
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/probe"
 	"github.com/accordlab/accord/runners/probe/emulator"
+	"github.com/accordlab/accord/runners/probe/gpu/gputest"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/service/ingest"
@@ -173,6 +174,10 @@ type labRunOpts struct {
 	// gateVersion judges the run with this gate set instead of the
 	// bundle's (gates must be set).
 	gateVersion int64
+	// tools is a folder of fake programs (vendor tools printing recorded
+	// outputs, gdsio, a vendor tool's wrapper) the probe finds in front of
+	// PATH, as on a lab host where they are installed.
+	tools string
 	// recorded names a run folder the probe wrote earlier
 	// (testdata/labruns/NAME, see its README) to ingest instead of running
 	// the probe now: tests that assert which run is faster read recorded
@@ -209,7 +214,7 @@ func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
 	if o.recorded != "" {
 		require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "labruns", o.recorded))))
 	} else {
-		cb.runProbe(t, dir, runID, profile)
+		cb.runProbe(t, dir, runID, profile, o.tools)
 	}
 	if o.editFacts != nil {
 		path := filepath.Join(dir, wire.FactsFile)
@@ -250,8 +255,9 @@ func (cb *chartsBundle) labRun(t *testing.T, o labRunOpts) int64 {
 }
 
 // runProbe runs the probe on a run folder as the runner launches it on a
-// lab host.
-func (cb *chartsBundle) runProbe(t *testing.T, dir string, runID int64, profile acceptance.ProfileSpec) {
+// lab host, with the programs of the folder tools (if any) in front of
+// PATH.
+func (cb *chartsBundle) runProbe(t *testing.T, dir string, runID int64, profile acceptance.ProfileSpec, tools string) {
 	t.Helper()
 	// The profile's fio files are under the temporary folder, which this
 	// "host" declares as scratch space.
@@ -259,8 +265,12 @@ func (cb *chartsBundle) runProbe(t *testing.T, dir string, runID int64, profile 
 		WritePlaces: []string{os.TempDir()}})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, wire.PlanFile), plan, 0o644))
-	var stdout, stderr bytes.Buffer
-	code := probe.Main(context.Background(), []string{"run", "--dir", dir}, &stdout, &stderr)
+	var stderr bytes.Buffer
+	host := probe.Host{}
+	if tools != "" {
+		host.LookPath = gputest.InFrontOfPath(tools)
+	}
+	code := probe.RunIn(context.Background(), dir, host, &stderr)
 	require.Equal(t, 0, code, "probe run: %s", stderr.String())
 }
 
@@ -288,7 +298,7 @@ func TestRecordLabRuns(t *testing.T) {
 		var profile acceptance.ProfileSpec
 		require.NoError(t, json.Unmarshal(pv.Spec, &profile))
 		dir := t.TempDir()
-		cb.runProbe(t, dir, runID, profile)
+		cb.runProbe(t, dir, runID, profile, "")
 		ms, _, err := ingest.ReadFolder(ingest.CollectionFiles(collectDir(t, dir)), profile, "record")
 		require.NoError(t, err)
 		p50[rr.name] = map[string]float64{}

@@ -18,6 +18,9 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/emulator"
+	"github.com/accordlab/accord/runners/probe/facts"
+	"github.com/accordlab/accord/runners/probe/gpu"
+	"github.com/accordlab/accord/runners/probe/gpu/gputest"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web/htmltest"
@@ -71,12 +74,13 @@ func gpuGates() acceptance.GateSetSpec {
 	}}.Normalized()
 }
 
-// addRDMAAndAccelerator gives the telemetry the probe wrote here what a
-// host with an RDMA port and an Ascend NPU would have given beside it
-// (this machine has neither): 3 retransmits and 1 CNP sent per second on
-// mlx5_0, 85 µs read latency on the namespace, and the NPU at 40 % busy.
-// The per-second samples, times and everything else are the probe's own.
-func addRDMAAndAccelerator(t *testing.T, dir string) {
+// addRDMA gives the telemetry the probe wrote here what a host with an
+// RDMA port would have given beside it (this machine has none): 3
+// retransmits and 1 CNP sent per second on mlx5_0 and 85 µs read latency
+// on the namespace. The per-second samples, times, the accelerators'
+// readings (from the recorded vendor tools on the probe's PATH) and
+// everything else are the probe's own.
+func addRDMA(t *testing.T, dir string) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, wire.OutputDir, "*", "rep-*", "*", wire.TelemetryFile))
 	require.NoError(t, err)
@@ -84,12 +88,12 @@ func addRDMAAndAccelerator(t *testing.T, dir string) {
 	require.NoError(t, err)
 	files = append(files, more...)
 	require.NotEmpty(t, files)
-	util, mem := 40.0, int64(12<<30)
 	for _, name := range files {
 		raw, err := os.ReadFile(name)
 		require.NoError(t, err)
 		var out bytes.Buffer
 		sc := bufio.NewScanner(bytes.NewReader(raw))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			var s wire.TelemetrySample
 			require.NoError(t, json.Unmarshal(sc.Bytes(), &s))
@@ -100,8 +104,6 @@ func addRDMAAndAccelerator(t *testing.T, dir string) {
 			s.Counters[acceptance.MetricRDMACNPSent] = 1
 			s.Counters[acceptance.MetricNSReadLatency] = 85
 			s.CounterDetail[acceptance.MetricRDMARetransmits+"{mlx5_0/1}"] = 3
-			s.GPUs = append(s.GPUs, wire.GPUSample{Tool: "npu-smi", Index: 0, UtilPct: &util, MemUsedBytes: &mem})
-			s.GPUUtilPct = &util
 			b, err := json.Marshal(s)
 			require.NoError(t, err)
 			out.Write(append(b, '\n'))
@@ -126,27 +128,25 @@ func addDriveWear(t *testing.T, dir string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, wire.DriveWearFile), b, 0o644))
 }
 
-// withAscend puts an Ascend NPU with a driver in the host facts, as
-// npu-smi would report it.
-func withAscend(driver string) func(map[string]any) {
-	return func(f map[string]any) {
-		g, _ := f["gpu"].(map[string]any)
-		if g == nil {
-			g = map[string]any{}
-			f["gpu"] = g
-		}
-		g["gpus"] = []any{map[string]any{"index": 0, "vendor": "Huawei Ascend", "tool": "npu-smi", "name": "910B3", "uuid": "npu0-chip0",
-			"driver_version": driver, "pci_bus_id": "0000:c1:00.0", "memory_total_mib": 65536, "numa_node": map[string]any{"value": "0"}}}
-	}
+// ascendHost is a folder with the npu-smi of an Atlas 800 training
+// server (driver 24.1.RC2, eight NPUs) printing its recorded outputs.
+func ascendHost(t *testing.T) string { return gputest.Dir(t, gputest.Only("npu-smi")) }
+
+// ascendInferenceHost has the npu-smi of an Atlas 800 inference server
+// (driver 21.0.4.B030, Ascend 310); its usages command fails, as on
+// releases without it.
+func ascendInferenceHost(t *testing.T) string {
+	return gputest.Dir(t, map[string]map[string]string{"npu-smi": {"info -t usages*": "", "*": "npu-smi-info-atlas800-3000-21.0.4.txt"}})
 }
 
 // TestGPUPathAndFabricCountersEndToEnd: a run with a gpu-path step and an
-// inference step, its probe run for real here, is ingested with the
-// counters an RDMA host would add and judged: retransmits fail their
-// gate, the CPU cost per GiB (measured here) passes, drive wear is shown
-// and judged; the run page draws the GPU, storage latency and TTFT on one
-// time axis and the counters as rates; a candidate on another accelerator
-// driver is INCOMPARABLE with the difference shown.
+// inference step, its probe run for real here with a recorded npu-smi on
+// its PATH, is ingested with the counters an RDMA host would add and
+// judged: retransmits fail their gate, the CPU cost per GiB (measured
+// here) passes, drive wear is shown and judged; the run page draws the
+// NPUs' utilisation, storage latency and TTFT on one time axis and the
+// counters as rates; a candidate on a host with another Ascend driver is
+// INCOMPARABLE with the difference shown.
 func TestGPUPathAndFabricCountersEndToEnd(t *testing.T) {
 	t.Parallel()
 	cb := setupCharts(t)
@@ -165,8 +165,17 @@ func TestGPUPathAndFabricCountersEndToEnd(t *testing.T) {
 	pv := saveSpec(t, cb.store, cb.programID, store.KindProfile, p.Name, acceptance.ProfileCanonicalJSON, acceptance.ProfileDigest, p)
 	gv := saveSpec(t, cb.store, cb.programID, store.KindGateSet, g.Name, acceptance.GateSetCanonicalJSON, acceptance.GateSetDigest, g)
 
-	edit := func(dir string) { addRDMAAndAccelerator(t, dir); addDriveWear(t, dir) }
-	baseline := cb.labRun(t, labRunOpts{profileVersion: pv.ID, gates: true, gateVersion: gv.ID, editFolder: edit, editFacts: withAscend("24.1.RC2")})
+	edit := func(dir string) { addRDMA(t, dir); addDriveWear(t, dir) }
+	baseline := cb.labRun(t, labRunOpts{profileVersion: pv.ID, gates: true, gateVersion: gv.ID, editFolder: edit, tools: ascendHost(t)})
+
+	// The host facts the probe took name the NPUs npu-smi listed.
+	hf, err := cb.store.RunFacts(ctx, baseline)
+	require.NoError(t, err)
+	var bf facts.Facts
+	require.NoError(t, json.Unmarshal(hf.Facts, &bf))
+	require.Len(t, bf.GPU.GPUs, 8)
+	require.Equal(t, "24.1.RC2", bf.GPU.GPUs[0].DriverVersion)
+	require.Equal(t, "npu-smi", bf.GPU.GPUs[0].Tool)
 
 	// The measurements: the data path measured here, the counters' rates
 	// and the drive's wear, as the ingest stored them.
@@ -235,9 +244,17 @@ func TestGPUPathAndFabricCountersEndToEnd(t *testing.T) {
 	require.Contains(t, text, "nvme0")
 	require.Contains(t, text, "RDMA retransmits")
 
-	// A candidate on another NPU driver: its relative criterion is
-	// INCOMPARABLE, with the driver named on both sides.
-	candidate := cb.labRun(t, labRunOpts{profileVersion: pv.ID, gates: true, gateVersion: gv.ID, baseline: &baseline, editFolder: edit, editFacts: withAscend("24.1.RC3")})
+	// The NPUs' telemetry, as npu-smi gave it to the probe: eight devices'
+	// power summed each second (the recorded table's 206.9 W and the rest).
+	power, ok := got[acceptance.MetricGPUPower+"|path||1"]
+	require.True(t, ok, "accelerator power sampled during the gpu-path step")
+	for _, v := range power.Values {
+		require.InDelta(t, npuPowerSum(t), v, 1e-9)
+	}
+
+	// A candidate on a host with another Ascend driver: its relative
+	// criterion is INCOMPARABLE, with the driver named on both sides.
+	candidate := cb.labRun(t, labRunOpts{profileVersion: pv.ID, gates: true, gateVersion: gv.ID, baseline: &baseline, editFolder: edit, tools: ascendInferenceHost(t)})
 	ev, err = cb.store.LatestEvaluation(ctx, candidate)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(ev.Result, &res))
@@ -249,7 +266,7 @@ func TestGPUPathAndFabricCountersEndToEnd(t *testing.T) {
 		}
 	}
 	require.NotNil(t, driverDiff, "the driver is the difference: %+v", res.Comparability.Differences)
-	require.Equal(t, "24.1.RC3", driverDiff.Candidate)
+	require.Equal(t, "21.0.4.B030", driverDiff.Candidate)
 	require.Equal(t, "24.1.RC2", driverDiff.Baseline)
 	for _, c := range res.Criteria {
 		if c.Name == "ttft-vs-baseline" {
@@ -260,6 +277,24 @@ func TestGPUPathAndFabricCountersEndToEnd(t *testing.T) {
 	text = htmltest.Text(htmltest.Parse(t, page))
 	require.Contains(t, text, "INCOMPARABLE")
 	require.Contains(t, text, "gpu.driver")
-	require.Contains(t, text, "24.1.RC3")
+	require.Contains(t, text, "21.0.4.B030")
 	require.Contains(t, text, "24.1.RC2")
+}
+
+// npuPowerSum is the power of the recorded Atlas 800 table, summed over
+// its chips as the gpu_power metric sums devices.
+func npuPowerSum(t *testing.T) float64 {
+	t.Helper()
+	a, ok := gpu.Lookup("npu-smi")
+	require.True(t, ok)
+	raw, err := os.ReadFile(filepath.Join(gputest.Testdata(t), "npu-smi-info-atlas800-9010-24.1.RC2.txt"))
+	require.NoError(t, err)
+	samples, err := a.ParseTelemetry([][]byte{raw})
+	require.NoError(t, err)
+	sum := 0.0
+	for _, s := range samples {
+		sum += *s.PowerW
+	}
+	require.Greater(t, sum, 206.9)
+	return sum
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// ExtraConfig lines go first in sshd_config, so they win over the
 	// defaults (sshd keeps the first value of a keyword).
 	ExtraConfig []string
+	// Env sets variables (NAME=VALUE, no spaces) in every session, like a
+	// lab host's PATH with fake vendor tools in front. sshd reads only its
+	// first SetEnv line, so they share HOME's.
+	Env []string
 }
 
 // SSHD is a running sshd on 127.0.0.1. Its fields describe the current
@@ -199,12 +203,21 @@ func (s *SSHD) start(hostKeyType string) error {
 	// sshd keeps the first value it reads for a keyword, so the test's own
 	// lines come first.
 	conf := append([]string{}, s.opts.ExtraConfig...)
+	env := append([]string{}, s.opts.Env...)
 	if !s.opts.RealHome {
 		home := filepath.Join(s.dir, "home")
 		if err := os.MkdirAll(home, 0o700); err != nil {
 			return err
 		}
-		conf = append(conf, "SetEnv HOME="+home)
+		env = append(env, "HOME="+home)
+	}
+	for _, e := range env {
+		if strings.ContainsAny(e, " \t\n\"") || !strings.Contains(e, "=") {
+			return fmt.Errorf("environment %q: NAME=VALUE without spaces or quotes", e)
+		}
+	}
+	if len(env) > 0 {
+		conf = append(conf, "SetEnv "+strings.Join(env, " "))
 	}
 	conf = append(conf,
 		"ListenAddress 127.0.0.1",
