@@ -7,15 +7,25 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/runners/probe/facts"
 	"github.com/accordlab/accord/runners/probe/gpu/gputest"
 	"github.com/accordlab/accord/runners/probe/wire"
+	"github.com/accordlab/accord/runners/sshrun"
+	"github.com/accordlab/accord/runners/sshtest"
+	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web"
 	"github.com/accordlab/accord/web/htmltest"
 )
 
@@ -175,4 +185,136 @@ func TestAnotherGPUModelIsIncomparable(t *testing.T) {
 	require.Contains(t, text, "gpu.model")
 	require.Contains(t, text, "AMD Navi 22 [Radeon RX 6700/6700 XT / 6800M]")
 	require.Contains(t, text, "4x AMD Arcturus GL-XL [Instinct MI100]")
+}
+
+// TestLabHostRunWithVendorTools: a run through a real lab host (sshd on
+// loopback, the accord binary uploaded as the probe, River working the
+// run as `accord serve` does) whose PATH has npu-smi, amd-smi, rocm-smi
+// and cnmon printing their recorded outputs. The probe on the host writes
+// the devices into facts.json and samples them into telemetry.jsonl; the
+// ingest keeps the facts and the accelerators' telemetry; the host page
+// lists the devices and the run page their readings.
+func TestLabHostRunWithVendorTools(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	ctx := context.Background()
+	tools := gputest.Dir(t, gputest.Only("npu-smi", "amd-smi", "rocm-smi", "cnmon"))
+	sshd := sshtest.StartSSHD(t, sshtest.Options{Env: []string{"PATH=" + tools + ":" + os.Getenv("PATH")}})
+
+	hostID, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: "npu-node-1", Address: sshd.Addr, Port: sshd.Port,
+		Username: sshd.User, AuthMethod: "key", PublicKey: "test", WritePlaces: []string{t.TempDir()}})
+	require.NoError(t, err)
+	sealed, err := pb.sealer.Seal(sshd.ClientKeyPEM, labhost.SealLabel(hostID))
+	require.NoError(t, err)
+	require.NoError(t, pb.store.SetHostSealedKey(ctx, hostID, sealed))
+	require.NoError(t, pb.store.PinHostKeys(ctx, pb.programID, hostID, sshrun.AuthorizedKey(sshd.HostKey), sshrun.Fingerprint(sshd.HostKey), nil))
+
+	remote := t.TempDir()
+	deps := jobs.Deps{Log: pb.log, Store: pb.store, Sealer: pb.sealer, Keyring: pb.keyring, Report: web.RenderReport, Version: "test",
+		Holder: "test/" + t.Name(), LeaseTTL: 10 * time.Second,
+		Runner: runners.Config{Options: sshrun.Options{RemoteBase: remote, HandshakeTimeout: 10 * time.Second},
+			Backoff: sshrun.Backoff{Initial: 200 * time.Millisecond, Max: time.Second, Attempts: 8},
+			Probe:   sshrun.ProbeSource{File: sshtest.BuildAccord(t)}, Limits: sshrun.Limits{TempDir: t.TempDir()}}}
+	client, err := river.NewClient(riverpgxv5.New(pb.pool), &river.Config{Logger: pb.log,
+		Queues:  map[string]river.QueueConfig{jobs.QueueDefault: {MaxWorkers: 2}, jobs.QueueRuns: {MaxWorkers: 2}, jobs.QueueReports: {MaxWorkers: 1}},
+		Workers: jobs.Register(deps), FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 100 * time.Millisecond, TestOnly: true})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() {
+		stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = client.StopAndCancel(stop)
+	})
+
+	// Three seconds of a command step: a few telemetry samples of every tool.
+	p := acceptance.ProfileSpec{SchemaVersion: acceptance.ProfileSchemaVersion, Name: "settle", Purpose: acceptance.PurposeCustom,
+		Storage: acceptance.Storage{Transport: acceptance.TransportLocalNVMe}, Repetitions: 1,
+		Steps: []acceptance.StepSpec{{Name: "settle", Kind: acceptance.StepCommand,
+			Command: &acceptance.CommandStep{Program: "sleep", Args: []string{"3"}, Format: acceptance.FormatText}}}}.Normalized()
+	require.Empty(t, acceptance.ValidateProfile(p))
+	pv := saveSpec(t, pb.store, pb.programID, store.KindProfile, p.Name, acceptance.ProfileCanonicalJSON, acceptance.ProfileDigest, p)
+	var runID int64
+	require.NoError(t, pb.store.InTx(ctx, func(tx *store.Store) error {
+		if runID, err = tx.CreateRun(ctx, store.NewRun{ProgramID: pb.programID, ProfileVersionID: pv.ID, HostID: hostID}); err != nil {
+			return err
+		}
+		res, err := client.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: runID}, nil)
+		if err != nil {
+			return err
+		}
+		return tx.SetRunJob(ctx, runID, res.Job.ID)
+	}))
+	var run store.Run
+	require.Eventually(t, func() bool {
+		run, err = pb.store.RunByID(ctx, runID)
+		return err == nil && store.RunFinal(run.State)
+	}, 3*time.Minute, 200*time.Millisecond, "the run ends")
+	require.Equal(t, store.RunDone, run.State, run.Reason)
+
+	// On the host: facts.json has the devices of each tool, the
+	// telemetry every device each tool samples.
+	folder := filepath.Join(remote, "runs", strconv.FormatInt(runID, 10)+"-1")
+	raw, err := os.ReadFile(filepath.Join(folder, wire.FactsFile))
+	require.NoError(t, err)
+	var f facts.Facts
+	require.NoError(t, json.Unmarshal(raw, &f))
+	perTool := map[string]int{}
+	for _, d := range f.GPU.GPUs {
+		perTool[d.Tool]++
+	}
+	require.Equal(t, map[string]int{"npu-smi": 8, "amd-smi": 1, "cnmon": 2}, perTool, "rocm-smi is superseded by amd-smi")
+	samples := 0
+	seen := map[string]map[int]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(folder, wire.OutputDir, "01-settle", "rep-1", wire.TelemetryFile)))), "\n") {
+		var s wire.TelemetrySample
+		require.NoError(t, json.Unmarshal([]byte(line), &s))
+		samples++
+		for _, g := range s.GPUs {
+			if seen[g.Tool] == nil {
+				seen[g.Tool] = map[int]bool{}
+			}
+			seen[g.Tool][g.Index] = true
+		}
+	}
+	require.GreaterOrEqual(t, samples, 2)
+	require.Equal(t, map[string]map[int]bool{"npu-smi": {0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true},
+		"amd-smi": {0: true, 1: true}, "cnmon": {0: true, 1: true}}, seen)
+
+	// Ingested: the run's facts are the host's, and its telemetry the
+	// accelerators' readings.
+	stored, err := pb.store.RunFacts(ctx, runID)
+	require.NoError(t, err)
+	require.JSONEq(t, string(raw), string(stored.Facts))
+	ms, err := pb.store.LoadMeasurements(ctx, runID)
+	require.NoError(t, err)
+	var power []float64
+	for _, m := range ms {
+		if m.Metric == acceptance.MetricGPUPower && m.Step == "settle" {
+			power = m.Values
+		}
+	}
+	require.NotEmpty(t, power, "the accelerators' power each second")
+
+	_, page := pb.get(t, pb.viewer, pb.url("/hosts/")+strconv.FormatInt(hostID, 10))
+	text := htmltest.Text(htmltest.Parse(t, page))
+	for _, want := range []string{"GPU 0 (amd-smi)", "AMD Instinct MI210", "Huawei Ascend xxx", "driver 24.1.RC2", "Cambricon MLU370-X8",
+		"npu-smi", "rocm-smi (superseded by amd-smi)"} {
+		require.Contains(t, text, want)
+	}
+	_, page = pb.get(t, pb.viewer, pb.url("/runs/")+strconv.FormatInt(runID, 10))
+	text = htmltest.Text(htmltest.Parse(t, page))
+	require.Contains(t, text, "Accelerator power")
+	require.Contains(t, text, "Accelerator memory used")
+	require.Contains(t, text, "GPU utilisation")
+	charts := pageCharts(t, page)
+	tel, ok := charts["chart-telemetry"]
+	require.True(t, ok, "the host telemetry chart")
+	require.Contains(t, strings.Join(tel.names(), " | "), "GPU")
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return b
 }
