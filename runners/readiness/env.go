@@ -126,8 +126,57 @@ func roceRelevant(e *env) bool {
 
 func modulesRelevant(e *env) bool { return nvmeRelevant(e) }
 
+// gpuRelevant: accelerators are expected, found, or a vendor's tool or
+// the nvidia module says they should be.
 func gpuRelevant(e *env) bool {
-	return e.o.GPUExpected || len(e.f.GPU.GPUs) > 0 || e.f.Modules.Loaded["nvidia"]
+	if e.o.GPUExpected || len(e.f.GPU.GPUs) > 0 || e.f.Modules.Loaded["nvidia"] {
+		return true
+	}
+	for _, t := range e.f.GPU.Tools {
+		if !t.Absent() && len(t.Sources) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// gdsRelevant: GPUDirect Storage is NVIDIA's, so it is judged where
+// NVIDIA GPUs are (or may be), not on a host whose accelerators are all
+// another vendor's.
+func gdsRelevant(e *env) bool {
+	if !gpuRelevant(e) {
+		return false
+	}
+	legacy := len(e.f.GPU.Tools) == 0 && !e.f.GPU.Source.Absent // facts from before the vendor tools: nvidia-smi's
+	if e.f.Modules.Loaded["nvidia"] || legacy || toolPresent(e.f.GPU, "nvidia-smi") {
+		return true
+	}
+	for _, d := range e.f.GPU.GPUs {
+		if d.Tool == "" || d.Tool == "nvidia-smi" {
+			return true
+		}
+	}
+	// Accelerators of other vendors only: GDS does not apply. None at all
+	// (expected, not found): the NVIDIA path is still the likely one.
+	return len(e.f.GPU.GPUs) == 0 && !anyToolPresent(e.f.GPU)
+}
+
+func toolPresent(g facts.GPU, tool string) bool {
+	for _, t := range g.Tools {
+		if t.Tool == tool {
+			return !t.Absent()
+		}
+	}
+	return false
+}
+
+func anyToolPresent(g facts.GPU) bool {
+	for _, t := range g.Tools {
+		if !t.Absent() {
+			return true
+		}
+	}
+	return false
 }
 
 // Controllers and namespaces.

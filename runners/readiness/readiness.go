@@ -93,7 +93,7 @@ type Options struct {
 	MinLinkSpeedMbps int `json:"min_link_speed_mbps,omitempty"`
 	// MinKernel is the oldest kernel release without a warning (default 5.15).
 	MinKernel string `json:"min_kernel,omitempty"`
-	// GPUExpected: the host is meant to have NVIDIA GPUs.
+	// GPUExpected: the host is meant to have accelerators (of any vendor).
 	GPUExpected bool `json:"gpu_expected,omitempty"`
 	// FioRequired: a fio step will run, so fio missing is a blocking failure.
 	FioRequired bool `json:"fio_required,omitempty"`
@@ -237,7 +237,7 @@ var checks = []checkDef{
 		gpuRelevant, checkGPUDriver},
 	{Definition{"gpu.gds", AreaGPU, "GPUDirect Storage", false,
 		"Without GDS reads are copied through host memory, so that is what gets measured."},
-		gpuRelevant, checkGDS},
+		gdsRelevant, checkGDS},
 	{Definition{"tools.fio", AreaTools, "fio", true,
 		"Blocking when a fio step will run and fio is missing."},
 		always, checkFio},

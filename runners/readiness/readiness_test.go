@@ -11,6 +11,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/facts"
+	"github.com/accordlab/accord/runners/probe/gpu"
 )
 
 type testBundle struct {
@@ -451,12 +452,20 @@ func TestMutations(t *testing.T) {
 			return b.rdma
 		}, optRDMA, "host.numa-locality", UNKNOWN, "GPU 0"},
 		{"driver not talking", func(b *testBundle) *facts.Facts {
-			b.rdma.GPU.GPUs = nil
-			b.rdma.GPU.Source.Raw = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n"
-			b.rdma.GPU.Source.Error = "exit status 9: "
-			b.rdma.GPU.Source.ExitCode = 9
+			failing(&b.rdma.GPU, "nvidia-smi", "exit status 9: ", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n")
 			return b.rdma
-		}, optRDMA, "gpu.driver", FAIL, "nvidia-smi fails"},
+		}, optRDMA, "gpu.driver", FAIL, "nvidia-smi -q -x fails: exit status 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"},
+		{"npu-smi not talking", func(b *testBundle) *facts.Facts {
+			// A host whose Ascend driver is broken: npu-smi's own error, not NVIDIA's advice.
+			failing(&b.rdma.GPU, "npu-smi", "exit status 1: dcmi module initialize failed. ret is -8005", "")
+			b.rdma.GPU.Source = facts.Source{Command: []string{"nvidia-smi", "-q", "-x"}, Absent: true}
+			for i := range b.rdma.GPU.Tools {
+				if b.rdma.GPU.Tools[i].Tool == "nvidia-smi" {
+					b.rdma.GPU.Tools[i].Sources = []facts.Source{b.rdma.GPU.Source}
+				}
+			}
+			return b.rdma
+		}, optRDMA, "gpu.driver", FAIL, "npu-smi info fails: exit status 1: dcmi module initialize failed. ret is -8005"},
 		{"cufile.json absent", func(b *testBundle) *facts.Facts {
 			b.rdma.GDS.CuFileJSON = facts.Source{File: "/etc/cufile.json", Absent: true}
 			return b.rdma
@@ -484,6 +493,24 @@ func TestMutations(t *testing.T) {
 			require.Equal(t, tc.status, c.Status, c.Summary)
 			require.Contains(t, c.Summary, tc.says)
 		})
+	}
+}
+
+// failing makes a vendor tool of the facts fail as the collector records
+// it: its first source has the error, no device is listed.
+func failing(g *facts.GPU, tool, errText, raw string) {
+	g.GPUs = nil
+	for i := range g.Tools {
+		if g.Tools[i].Tool != tool {
+			continue
+		}
+		a, _ := gpu.Lookup(tool)
+		src := facts.Source{Command: a.Argv(a.Facts[0]), Raw: raw, Error: errText, ExitCode: 1}
+		g.Tools[i].Sources = []facts.Source{src}
+		g.Tools[i].Devices = 0
+		if tool == "nvidia-smi" {
+			g.Source = src
+		}
 	}
 }
 
@@ -586,4 +613,58 @@ func TestQueueSizeAgainstTheProfilesIODepth(t *testing.T) {
 		{Kind: acceptance.StepFio, Fio: &acceptance.FioStep{IODepth: 256}},
 	}}
 	require.Equal(t, 256, OptionsFor(spec).MaxIODepth)
+}
+
+// TestGPUDriverIsVendorNeutral: without devices, the check names the
+// vendor tool that failed and its own words, and advises on that
+// vendor's driver; a host of another vendor's accelerators is not judged
+// on NVIDIA's GPUDirect Storage.
+func TestGPUDriverIsVendorNeutral(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	f := b.rdma
+	failing(&f.GPU, "nvidia-smi", "", "")
+	f.GPU.Source = facts.Source{Command: []string{"nvidia-smi", "-q", "-x"}, Absent: true, Error: "nvidia-smi is not installed (not found in PATH)"}
+	for i := range f.GPU.Tools {
+		switch f.GPU.Tools[i].Tool {
+		case "nvidia-smi":
+			f.GPU.Tools[i].Sources = []facts.Source{f.GPU.Source}
+		case "npu-smi":
+			f.GPU.Tools[i].Sources = []facts.Source{{Command: []string{"npu-smi", "info"}, Error: "exit status 1: dcmi module initialize failed. ret is -8005", ExitCode: 1}}
+		}
+	}
+	f.Modules.Loaded["nvidia"], f.Modules.Loaded["nvidia_fs"] = false, false
+	opts := Options{Transport: acceptance.TransportNVMeoFRDMA}
+	m := byID(Evaluate(f, opts))
+	c, ok := m["gpu.driver"]
+	require.True(t, ok, "an installed vendor tool makes the check apply without the gpu label")
+	require.Equal(t, WARN, c.Status, "not expected: a warning")
+	require.Equal(t, "npu-smi info fails: exit status 1: dcmi module initialize failed. ret is -8005 (GPUs are not expected on this host).", c.Summary)
+	require.Contains(t, c.Fix, "Huawei Ascend driver")
+	require.NotContains(t, c.Fix, "NVIDIA")
+	require.Equal(t, []string{"npu-smi", "info"}, c.Evidence[0].Command)
+	require.NotContains(t, m, "gpu.gds", "GPUDirect Storage is NVIDIA's")
+
+	opts.GPUExpected = true
+	require.Equal(t, FAIL, byID(Evaluate(f, opts))["gpu.driver"].Status)
+
+	// The tool runs and lists nothing.
+	for i := range f.GPU.Tools {
+		if f.GPU.Tools[i].Tool == "npu-smi" {
+			f.GPU.Tools[i].Sources = []facts.Source{{Command: []string{"npu-smi", "info"}, Raw: "+----+\n"}}
+		}
+	}
+	c = byID(Evaluate(f, opts))["gpu.driver"]
+	require.Equal(t, FAIL, c.Status)
+	require.Equal(t, "npu-smi runs but lists no device.", c.Summary)
+
+	// No vendor tool at all, and no driver module loaded.
+	for i := range f.GPU.Tools {
+		f.GPU.Tools[i].Sources = []facts.Source{{Command: []string{f.GPU.Tools[i].Tool}, Absent: true}}
+	}
+	c = byID(Evaluate(f, opts))["gpu.driver"]
+	require.Equal(t, FAIL, c.Status)
+	require.Contains(t, c.Summary, "No accelerator driver: none of the 12 vendor tools Accord reads is installed")
+	require.Contains(t, c.Fix, "npu-smi")
+	require.Contains(t, byID(Evaluate(f, opts)), "gpu.gds", "no accelerator found: the NVIDIA path is still judged")
 }

@@ -714,7 +714,23 @@ func collectGPU(ctx context.Context, r *Runner) GPU {
 			g.Source = t.Sources[0]
 		}
 		if len(outs) == len(a.Facts) {
+			// The optional and per-device commands: a failure is kept as
+			// evidence and leaves its output nil for the parser.
+			more := append([][]string(nil), a.OptionalFacts...)
+			if a.MoreFacts != nil {
+				more = append(more, a.MoreFacts(outs)...)
+			}
+			for _, args := range more {
+				src := r.RunLarge(ctx, a.Argv(args)...)
+				t.Sources = append(t.Sources, src)
+				if src.OK() && !src.Truncated {
+					outs = append(outs, []byte(src.Raw))
+				} else {
+					outs = append(outs, nil)
+				}
+			}
 			devs, err := a.ParseFacts(outs)
+			a.Explain(devs)
 			if err != nil {
 				t.Error = "parse: " + err.Error()
 				if a.Tool == "nvidia-smi" {
@@ -760,7 +776,7 @@ func supersederOf(tool string) string {
 // in where sysfs has no entry.
 func gpuDevice(r *Runner, a gpu.Adapter, t GPUTool, d gpu.Device) GPUDevice {
 	gd := GPUDevice{Index: d.Index, Vendor: a.Vendor, Tool: a.Tool, Name: d.Name, UUID: d.UUID,
-		DriverVersion: d.Driver, Firmware: d.Firmware, PCIBusID: d.PCIAddress, MemoryMiB: d.MemoryBytes >> 20}
+		DriverVersion: d.Driver, Firmware: d.Firmware, PCIBusID: d.PCIAddress, MemoryMiB: d.MemoryBytes >> 20, NotReported: d.NotReported}
 	if d.PCIAddress != "" {
 		gd.NUMANode = r.Attr("/sys/bus/pci/devices/" + d.PCIAddress + "/numa_node")
 	}

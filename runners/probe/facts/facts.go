@@ -284,6 +284,10 @@ type GPUDevice struct {
 	PCIBusID      string `json:"pci_bus_id"`
 	MemoryMiB     int64  `json:"memory_total_mib"`
 	NUMANode      Value  `json:"numa_node"`
+	// NotReported says why a blank driver_version, firmware_version or
+	// pci_address is blank (package gpu's Explain): the tool has no such
+	// field, printed N/A, or the command that gives it failed.
+	NotReported map[string]string `json:"not_reported,omitempty"`
 }
 
 // Model is the device's model as comparisons use it: the tool's name,

@@ -27,6 +27,11 @@ func TestCollectGPUFromRecordedTools(t *testing.T) {
 		require.False(t, tool.Absent(), tool.Tool)
 		require.Empty(t, tool.Error, tool.Tool)
 		for _, s := range tool.Sources {
+			if tool.Tool == "npu-smi" && len(s.Command) == 6 && s.Command[3] == "board" && s.Command[5] != "0" {
+				// The fake npu-smi answers the board query of NPU 0 only.
+				require.Contains(t, s.Error, "exit status 1", "%+v", s)
+				continue
+			}
 			require.True(t, s.OK(), "%s: %+v", tool.Tool, s)
 			require.NotEmpty(t, s.Raw)
 		}
@@ -73,6 +78,28 @@ func TestCollectGPUFromRecordedTools(t *testing.T) {
 	mi210 := byTool["amd-smi"]
 	require.Equal(t, "1", mi210.NUMANode.Value, "no sysfs entry: amd-smi's own NUMA node")
 	require.Equal(t, "AMD Instinct MI210", mi210.Model())
+
+	// Every blank driver, firmware or PCIe address says why; where a
+	// second command gives a fact (ixsmi's ids, hy-smi's bus and driver,
+	// npu-smi's board), it is read.
+	for _, d := range g.GPUs {
+		for field, v := range map[string]string{"driver_version": d.DriverVersion, "firmware_version": d.Firmware, "pci_address": d.PCIBusID} {
+			if v == "" {
+				require.NotEmpty(t, d.NotReported[field], "%s %s: %s is blank without a reason", d.Tool, d.Name, field)
+			} else {
+				require.NotContains(t, d.NotReported, field)
+			}
+		}
+	}
+	require.Equal(t, "0000:3b:00.0", byTool["ixsmi"].PCIBusID)
+	require.Contains(t, byTool["ixsmi"].NotReported["driver_version"], "ixsmi's query interface")
+	require.Equal(t, "6.3.27-V1.2.5", byTool["hy-smi"].DriverVersion)
+	require.Equal(t, "0000:05:00.0", byTool["hy-smi"].PCIBusID)
+	require.Equal(t, "7.1.0.4.218", byTool["npu-smi"].Firmware, "NPU 0's board query")
+	require.Equal(t, "0000:03:00.0", byTool["xpu-smi"].PCIBusID)
+	require.Contains(t, byTool["efsmi"].NotReported["firmware_version"], "not reported by efsmi")
+	require.Contains(t, byTool["brsmi"].NotReported["firmware_version"], "not reported by brsmi")
+	require.Equal(t, "not reported by amd-smi", byTool["amd-smi"].NotReported["pci_address"])
 
 	f := &Facts{GPU: g}
 	cmp := f.Comparable()

@@ -119,13 +119,22 @@ func parseROCmJSON(tool string, keys rocmKeys, b []byte) ([]Device, error) {
 	out := make([]Device, 0, len(cards))
 	for _, c := range cards {
 		d := Device{Index: c.index, Name: c.get(keys.name), UUID: c.get(keys.uuid), Driver: driver,
-			Firmware: c.get(keys.firmware), PCIAddress: PCIAddress(c.get(keys.bus)), NUMANode: c.get(keys.numa)}
+			Firmware: c.get(keys.firmware), PCIAddress: PCIAddress(firstField(c.get(keys.bus))), NUMANode: c.get(keys.numa)}
 		if m := c.memory(keys.memTotal); m != nil {
 			d.MemoryBytes = *m
 		}
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// firstField is the address at the start of a bus value that carries
+// more ("0000:05:00.0 --> SN: … --> OAM ID: 1" on hy-smi).
+func firstField(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
 }
 
 func sampleROCmJSON(tool string, keys rocmKeys, b []byte) ([]Sample, error) {

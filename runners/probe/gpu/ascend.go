@@ -19,15 +19,18 @@ import (
 // a time ("HBM Bandwidth Usage Rate(%)" on training parts, "DDR
 // Bandwidth Usage Rate(%)" or "Memory Bandwidth Usage Rate(%)" on
 // inference parts, per chip), so the sample runs that for every NPU the
-// table lists.
+// table lists. The firmware is in `npu-smi info -t board -i NPU`
+// ("Firmware Version : 7.1.0.4.218", NA where the user may not read it),
+// one NPU at a time, so the facts run that for every NPU too.
 func init() {
 	register(Adapter{
 		Tool:          "npu-smi",
 		Vendor:        "Huawei Ascend",
 		Facts:         [][]string{{"info"}},
+		MoreFacts:     npuBoardCommands,
 		Telemetry:     [][]string{{"info"}},
 		MoreTelemetry: npuUsagesCommands,
-		ParseFacts:    func(o [][]byte) ([]Device, error) { d, _, err := parseNPUSMI(one(o)); return d, err },
+		ParseFacts:    parseNPUSMIFacts,
 		ParseTelemetry: func(o [][]byte) ([]Sample, error) {
 			_, chips, err := parseNPUSMI(one(o))
 			if err != nil {
@@ -53,20 +56,85 @@ func init() {
 
 // npuUsagesCommands lists `info -t usages -i N` for every NPU of the table.
 func npuUsagesCommands(outputs [][]byte) [][]string {
-	devs, _, err := parseNPUSMI(one(outputs))
+	return perNPU(outputs, "usages")
+}
+
+// npuBoardCommands lists `info -t board -i N` for every NPU of the table.
+func npuBoardCommands(outputs [][]byte) [][]string {
+	return perNPU(outputs, "board")
+}
+
+func perNPU(outputs [][]byte, what string) [][]string {
+	var out [][]string
+	for _, npu := range npuIDs(one(outputs)) {
+		out = append(out, []string{"info", "-t", what, "-i", npu})
+	}
+	return out
+}
+
+// npuIDs are the NPU ids of the table, in order, each once.
+func npuIDs(table []byte) []string {
+	devs, _, err := parseNPUSMI(table)
 	if err != nil {
 		return nil
 	}
-	var out [][]string
+	var out []string
 	seen := map[string]bool{}
 	for _, d := range devs {
-		npu, _, _ := strings.Cut(strings.TrimPrefix(d.UUID, "npu"), "-")
+		npu := npuOf(d)
 		if !seen[npu] {
 			seen[npu] = true
-			out = append(out, []string{"info", "-t", "usages", "-i", npu})
+			out = append(out, npu)
 		}
 	}
 	return out
+}
+
+func npuOf(d Device) string {
+	npu, _, _ := strings.Cut(strings.TrimPrefix(d.UUID, "npu"), "-")
+	return npu
+}
+
+// parseNPUSMIFacts reads the table, then each NPU's board query for its
+// firmware (the outputs after the table, in npuIDs order).
+func parseNPUSMIFacts(o [][]byte) ([]Device, error) {
+	devs, _, err := parseNPUSMI(one(o))
+	if err != nil {
+		return nil, err
+	}
+	ids := npuIDs(one(o))
+	firmware := map[string]string{}
+	why := map[string]string{}
+	for k, npu := range ids {
+		board := output(o, 1+k)
+		if board == nil {
+			why[npu] = "not reported: npu-smi info -t board -i " + npu + " failed (its output is kept with the facts)"
+			continue
+		}
+		v, ok := "", false
+		for _, l := range kvLines(board) {
+			if l.Key == "Firmware Version" {
+				v, ok = l.Value, true
+			}
+		}
+		switch {
+		case !ok:
+			why[npu] = "not reported: npu-smi info -t board -i " + npu + " has no Firmware Version line"
+		case v == "" || strings.EqualFold(v, "NA") || strings.EqualFold(v, "N/A"):
+			why[npu] = "not reported: npu-smi printed " + v + " (Huawei's documentation: the firmware version is not readable by a non-root user on some products)"
+		default:
+			firmware[npu] = v
+		}
+	}
+	for i := range devs {
+		npu := npuOf(devs[i])
+		if v := firmware[npu]; v != "" {
+			devs[i].Firmware = v
+		} else if w := why[npu]; w != "" {
+			devs[i].note("firmware_version", w)
+		}
+	}
+	return devs, nil
 }
 
 // npuBandwidthKeys are the memory bandwidth lines of `info -t usages`,

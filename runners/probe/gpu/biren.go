@@ -13,6 +13,7 @@ func init() {
 		Vendor:         "Biren",
 		Facts:          [][]string{{queryArg(brsmiFacts), "--format=csv,noheader,nounits"}},
 		Telemetry:      [][]string{{queryArg(brsmiTelemetry), "--format=csv,noheader,nounits"}},
+		NotReported:    map[string]string{"firmware_version": "not reported by brsmi: no public brsmi output shows a firmware query field, so none is asked for"},
 		ParseFacts:     func(o [][]byte) ([]Device, error) { return csvDevices("brsmi", brsmiFacts, one(o)) },
 		ParseTelemetry: func(o [][]byte) ([]Sample, error) { return csvSamples("brsmi", brsmiTelemetry, one(o)) },
 	})

@@ -5,14 +5,16 @@ import "strings"
 // efsmi -q prints one "DEV ID n" block per GCU of "key : value" lines in
 // sections (Driver Info, Device Info, PCIe Info, Power Info, Device Mem
 // Info, Device Usage Info). Older drivers name the memory "Mem Size" /
-// "Mem Usage", newer ones "Total Size" / "Used Size". The telemetry
-// sample asks for the memory, usage and power sections.
+// "Mem Usage", newer ones "Total Size" / "Used Size". No section of
+// either layout has a firmware version. The telemetry sample asks for
+// the memory, usage and power sections.
 func init() {
 	register(Adapter{
 		Tool:           "efsmi",
 		Vendor:         "Enflame",
 		Facts:          [][]string{{"-q"}},
 		Telemetry:      [][]string{{"-q", "-d", "MEMORY,USAGE,POWER"}},
+		NotReported:    map[string]string{"firmware_version": "not reported by efsmi -q (no section of its report, old or new driver, has a firmware version)"},
 		ParseFacts:     func(o [][]byte) ([]Device, error) { d, _, err := parseEfsmi(one(o)); return d, err },
 		ParseTelemetry: func(o [][]byte) ([]Sample, error) { _, s, err := parseEfsmi(one(o)); return s, err },
 	})
@@ -57,8 +59,6 @@ func parseEfsmi(b []byte) ([]Device, []Sample, error) {
 			d.Name = l.Value
 		case "Dev UUID":
 			d.UUID = l.Value
-		case "FW Ver", "Boot FW Ver", "Firmware Ver":
-			d.Firmware = l.Value
 		case "Domain":
 			pci[0] = l.Value
 		case "Bus":

@@ -35,7 +35,14 @@ type Device struct {
 	// NUMANode as the tool reports it (-1 or empty when it does not);
 	// facts cross-checks it with sysfs.
 	NUMANode string `json:"numa_node,omitempty"`
+	// NotReported says, per empty field (by its JSON name), why it is
+	// empty: the tool has no such field, printed N/A, or a command failed.
+	// Explain fills it, so that no blank is silent.
+	NotReported map[string]string `json:"not_reported,omitempty"`
 }
+
+// ExplainedFields are the device facts every blank of is explained.
+var ExplainedFields = []string{"driver_version", "firmware_version", "pci_address"}
 
 // Sample is one device's reading at one moment. A nil field is a reading
 // the tool does not give (or gave as N/A): absent, never zero.
@@ -68,9 +75,67 @@ type Adapter struct {
 	// Telemetry outputs (npu-smi reports memory bandwidth per NPU, so it
 	// needs the NPU ids first); their outputs follow the Telemetry ones,
 	// nil where a command failed.
-	MoreTelemetry  func(outputs [][]byte) [][]string
+	MoreTelemetry func(outputs [][]byte) [][]string
+	// OptionalFacts are further facts commands (after Facts) that some
+	// releases lack: their failure leaves the devices listed, with the
+	// facts they would have given explained as not reported. MoreFacts
+	// derives per-device commands from the Facts outputs (npu-smi's board
+	// query per NPU). ParseFacts receives the Facts outputs, then the
+	// OptionalFacts ones, then the MoreFacts ones, nil where a command
+	// failed.
+	OptionalFacts [][]string
+	MoreFacts     func(outputs [][]byte) [][]string
+	// NotReported names the facts the tool's machine-readable output has
+	// no field for, with why (by Device JSON field name).
+	NotReported    map[string]string
 	ParseFacts     func(outputs [][]byte) ([]Device, error)
 	ParseTelemetry func(outputs [][]byte) ([]Sample, error)
+}
+
+// Explain gives every blank driver, firmware and PCIe address of devs a
+// reason: the parser's own (a failed command), the adapter's (the tool
+// has no such field), or, failing both, that the tool did not report it.
+func (a Adapter) Explain(devs []Device) {
+	for i := range devs {
+		d := &devs[i]
+		for _, f := range ExplainedFields {
+			if d.field(f) != "" {
+				delete(d.NotReported, f)
+				continue
+			}
+			if d.NotReported[f] != "" {
+				continue
+			}
+			why := a.NotReported[f]
+			if why == "" {
+				why = "not reported by " + a.Tool
+			}
+			if d.NotReported == nil {
+				d.NotReported = map[string]string{}
+			}
+			d.NotReported[f] = why
+		}
+	}
+}
+
+func (d Device) field(name string) string {
+	switch name {
+	case "driver_version":
+		return d.Driver
+	case "firmware_version":
+		return d.Firmware
+	case "pci_address":
+		return d.PCIAddress
+	}
+	return ""
+}
+
+// note records why a device's field is blank (a parser's own reason).
+func (d *Device) note(field, why string) {
+	if d.NotReported == nil {
+		d.NotReported = map[string]string{}
+	}
+	d.NotReported[field] = why
 }
 
 // Argv returns Tool followed by args.
@@ -125,6 +190,15 @@ func one(outputs [][]byte) []byte {
 		return nil
 	}
 	return outputs[0]
+}
+
+// output is the i-th output an adapter received; nil when the command
+// failed or did not run.
+func output(outputs [][]byte, i int) []byte {
+	if i < len(outputs) {
+		return outputs[i]
+	}
+	return nil
 }
 
 // number reads the leading number of a reading such as "67.03 W",

@@ -31,13 +31,18 @@ func TestEveryVendorHasAnAdapter(t *testing.T) {
 	require.Equal(t, []string{"amd-smi", "brsmi", "cnmon", "efsmi", "hy-smi", "ixsmi", "mthreads-gmi", "mx-smi", "npu-smi", "nvidia-smi", "rocm-smi", "xpu-smi"}, tools)
 }
 
-// facts runs an adapter's facts parser on recorded outputs.
+// facts runs an adapter's facts parser on recorded outputs; an empty
+// file name is a command that failed (a nil output).
 func facts(t *testing.T, tool string, files ...string) []Device {
 	t.Helper()
 	a, ok := Lookup(tool)
 	require.True(t, ok)
 	var outs [][]byte
 	for _, f := range files {
+		if f == "" {
+			outs = append(outs, nil)
+			continue
+		}
 		outs = append(outs, read(t, f))
 	}
 	d, err := a.ParseFacts(outs)
@@ -105,6 +110,15 @@ func TestAMDSMI(t *testing.T) {
 	require.Empty(t, d[0].PCIAddress)
 	require.Empty(t, d[0].Firmware, "vbios has only a name")
 	require.True(t, strings.HasPrefix(d[0].Driver, "Linuxversion6.14.0-24-generic"), d[0].Driver)
+	a, _ := Lookup("amd-smi")
+	a.Explain(d)
+	require.Equal(t, map[string]string{"firmware_version": "not reported by amd-smi", "pci_address": "not reported by amd-smi"}, d[0].NotReported,
+		"the blanks are said, not silent")
+
+	// The MI300A of AMD's own README: bus.bdf is there, the VBIOS N/A.
+	d = facts(t, "amd-smi", "amd-smi-static-json-mi300a-readme.json")
+	require.Equal(t, []Device{{Index: 0, Name: "MI300A", UUID: "0x7E8F7E20764E2714", Driver: "6.9.0-rc5+", MemoryBytes: 64289 * MiB,
+		PCIAddress: "0000:01:00.0", NUMANode: "0"}}, d)
 
 	s := telemetry(t, "amd-smi", "amd-smi-metric-json-gpu-data.json")
 	require.Equal(t, []Sample{
@@ -126,24 +140,50 @@ func TestAMDSMISupersedesROCmSMI(t *testing.T) {
 
 func TestHySMI(t *testing.T) {
 	t.Parallel()
-	d := facts(t, "hy-smi", "hy-smi-dcu-dtk24.04.3.json")
-	require.Equal(t, []Device{{Index: 0, Name: "DCU xxxx", UUID: "7100fa8866904061", MemoryBytes: 65520 * MiB}}, d)
+	// The JSON (DTK's SMI) has neither the bus nor the driver: the text of
+	// --showbus and --showdriverversion gives them.
+	d := facts(t, "hy-smi", "hy-smi-dcu-dtk24.04.3.json", "hy-smi-showbus-8hcu.txt", "hy-smi-showdriverversion.txt")
+	require.Equal(t, []Device{{Index: 0, Name: "DCU xxxx", UUID: "7100fa8866904061", MemoryBytes: 65520 * MiB, Driver: "6.3.27-V1.2.5", PCIAddress: "0000:05:00.0"}}, d)
+	// A release that refuses them: the devices stay, the blanks are said.
+	d = facts(t, "hy-smi", "hy-smi-dcu-dtk24.04.3.json", "", "")
+	require.Equal(t, "DCU xxxx", d[0].Name)
+	require.Contains(t, d[0].NotReported["pci_address"], "hy-smi --showbus failed")
+	require.Contains(t, d[0].NotReported["driver_version"], "hy-smi --showdriverversion failed")
+	// A JSON that has the bus, as newer HyHAL prints it (address, serial, OAM id).
+	withBus := strings.Replace(string(read(t, "hy-smi-dcu-dtk24.04.3.json")), `"Device ID": "0x6210",`, `"Device ID": "0x6210", "PCI Bus": "0000:9f:00.0 --> SN: TPXxxxx --> OAM ID: 1",`, 1)
+	a, _ := Lookup("hy-smi")
+	d, err := a.ParseFacts([][]byte{[]byte(withBus), nil, nil})
+	require.NoError(t, err)
+	require.Equal(t, "0000:9f:00.0", d[0].PCIAddress)
 	s := telemetry(t, "hy-smi", "hy-smi-dcu-dtk24.04.3.json")
 	require.Equal(t, []Sample{{Index: 0, UtilPct: f(0), MemUsedBytes: i(2 * MiB), PowerW: f(80)}}, s)
 }
 
 func TestNPUSMI(t *testing.T) {
 	t.Parallel()
-	d := facts(t, "npu-smi", "npu-smi-info-atlas800-9010-24.1.RC2.txt")
+	// The table, then each NPU's board query: NPU 0's gives the firmware
+	// (Huawei's documented board output), NPU 1's is NA (not readable by
+	// the user), the others failed.
+	board := read(t, "npu-smi-info-t-board-200i-a2-24.1.RC2.txt")
+	na := []byte(strings.Replace(string(board), "7.1.0.4.218", "NA", 1))
+	a, _ := Lookup("npu-smi")
+	table := read(t, "npu-smi-info-atlas800-9010-24.1.RC2.txt")
+	require.Equal(t, [][]string{{"info", "-t", "board", "-i", "0"}, {"info", "-t", "board", "-i", "1"}}, a.MoreFacts([][]byte{table})[:2])
+	d, err := a.ParseFacts([][]byte{table, board, na, nil, nil, nil, nil, nil, nil})
+	require.NoError(t, err)
 	require.Len(t, d, 8, "the process table is not read as devices")
-	require.Equal(t, Device{Index: 3, Name: "xxx", UUID: "npu3-chip0", Driver: "24.1.RC2", MemoryBytes: 32768 * MiB, PCIAddress: "0000:01:00.0"}, d[3])
+	require.Equal(t, "7.1.0.4.218", d[0].Firmware)
+	require.Contains(t, d[1].NotReported["firmware_version"], "npu-smi printed NA")
+	require.Equal(t, Device{Index: 3, Name: "xxx", UUID: "npu3-chip0", Driver: "24.1.RC2", MemoryBytes: 32768 * MiB, PCIAddress: "0000:01:00.0",
+		NotReported: map[string]string{"firmware_version": "not reported: npu-smi info -t board -i 3 failed (its output is kept with the facts)"}}, d[3])
 	s := telemetry(t, "npu-smi", "npu-smi-info-atlas800-9010-24.1.RC2.txt")
 	require.Equal(t, Sample{Index: 3, UtilPct: f(0), MemUsedBytes: i(0), PowerW: f(206.9)}, s[3])
 
 	// Inference parts have DDR only: its Memory-Usage is the memory.
 	d = facts(t, "npu-smi", "npu-smi-info-atlas800-3000-21.0.4.txt")
 	require.Len(t, d, 4)
-	require.Equal(t, Device{Index: 1, Name: "310", UUID: "npu6-chip1", Driver: "21.0.4.B030", MemoryBytes: 8192 * MiB, PCIAddress: "0000:8a:00.0"}, d[1])
+	require.Equal(t, Device{Index: 1, Name: "310", UUID: "npu6-chip1", Driver: "21.0.4.B030", MemoryBytes: 8192 * MiB, PCIAddress: "0000:8a:00.0",
+		NotReported: map[string]string{"firmware_version": "not reported: npu-smi info -t board -i 6 failed (its output is kept with the facts)"}}, d[1])
 	s = telemetry(t, "npu-smi", "npu-smi-info-atlas800-3000-21.0.4.txt")
 	require.Equal(t, Sample{Index: 0, UtilPct: f(0), MemUsedBytes: i(2703 * MiB), PowerW: f(12.8)}, s[0])
 }
@@ -221,8 +261,18 @@ func TestEfsmi(t *testing.T) {
 
 func TestIxsmi(t *testing.T) {
 	t.Parallel()
-	d := facts(t, "ixsmi", "ixsmi-query-gpu.csv")
-	require.Equal(t, []Device{{Index: 0, Name: "Iluvatar MR-V50", MemoryBytes: 16384 * MiB}, {Index: 1, Name: "Iluvatar MR-V100", MemoryBytes: 32768 * MiB}}, d)
+	d := facts(t, "ixsmi", "ixsmi-query-gpu.csv", "ixsmi-query-gpu-ids.csv")
+	require.Equal(t, []Device{{Index: 0, Name: "Iluvatar MR-V50", MemoryBytes: 16384 * MiB, UUID: "GPU-00000000-0000-0000-0000-000000000000", PCIAddress: "0000:3b:00.0"},
+		{Index: 1, Name: "Iluvatar MR-V100", MemoryBytes: 32768 * MiB, UUID: "GPU-00000000-0000-0000-0000-000000000001", PCIAddress: "0000:86:00.0"}}, d)
+	a, _ := Lookup("ixsmi")
+	a.Explain(d)
+	require.Contains(t, d[0].NotReported["driver_version"], "not reported by ixsmi's query interface")
+	require.Contains(t, d[0].NotReported["firmware_version"], "not reported by ixsmi's query interface")
+	require.NotContains(t, d[0].NotReported, "pci_address")
+	// A release whose query has no uuid or pci.bus_id: devices stay.
+	d = facts(t, "ixsmi", "ixsmi-query-gpu.csv", "")
+	require.Len(t, d, 2)
+	require.Contains(t, d[1].NotReported["pci_address"], "failed")
 	s := telemetry(t, "ixsmi", "ixsmi-query-gpu.csv")
 	require.Equal(t, Sample{Index: 1, UtilPct: f(0), MemUsedBytes: i(27996 * MiB)}, s[1])
 }
@@ -239,7 +289,8 @@ func TestCnmon(t *testing.T) {
 func TestXPUSMI(t *testing.T) {
 	t.Parallel()
 	d := facts(t, "xpu-smi", "xpu-smi-m-p800.txt", "xpu-smi-q-p800.txt")
-	require.Equal(t, []Device{{Index: 0, Name: "P800 OAM", Driver: "5.0.21.16", MemoryBytes: 98304 * MiB}, {Index: 1, Name: "P800 OAM", Driver: "5.0.21.16", MemoryBytes: 98304 * MiB}}, d)
+	require.Equal(t, []Device{{Index: 0, Name: "P800 OAM", Driver: "5.0.21.16", MemoryBytes: 98304 * MiB, PCIAddress: "0000:03:00.0"},
+		{Index: 1, Name: "P800 OAM", Driver: "5.0.21.16", MemoryBytes: 98304 * MiB, PCIAddress: "0000:23:00.0"}}, d)
 	s := telemetry(t, "xpu-smi", "xpu-smi-m-p800.txt")
 	require.Equal(t, Sample{Index: 0, UtilPct: f(12), MemUsedBytes: i(2048 * MiB), PowerW: f(85)}, s[0])
 }

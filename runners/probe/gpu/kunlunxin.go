@@ -6,16 +6,20 @@ import (
 )
 
 // Kunlunxin's xpu-smi -m prints one whitespace-separated line per XPU,
-// the machine-readable form its tooling parses by position: field 1 the
-// device id, 4 the temperature, 8 the power (W), 17 and 18 the memory
-// used and total (MiB), 19 the utilisation (%), 21 and 22 the board name
-// in parentheses ("(P800" "OAM)"). The driver version comes from xpu-smi
-// -q ("Driver Version : ...").
+// the machine-readable form its tooling parses by position: field 0 the
+// PCIe address, 1 the device id, 3 the serial number, 4 the temperature,
+// 8 the power (W), 17 and 18 the memory used and total (MiB), 19 the
+// utilisation (%), 21 and 22 the board name in parentheses ("(P800"
+// "OAM)"). The driver version comes from xpu-smi -q ("Driver Version :
+// ..."). Neither gives a firmware version.
 func init() {
 	register(Adapter{
 		Tool:   "xpu-smi",
 		Vendor: "Kunlunxin",
 		Facts:  [][]string{{"-m"}, {"-q"}},
+		NotReported: map[string]string{
+			"firmware_version": "not reported by xpu-smi -m or -q (neither has a firmware field)",
+		},
 		ParseFacts: func(o [][]byte) ([]Device, error) {
 			devs, _, err := parseXPUSMI(one(o))
 			if err != nil {
@@ -51,6 +55,9 @@ func parseXPUSMI(b []byte) ([]Device, []Sample, error) {
 			continue
 		}
 		d := Device{Index: idx}
+		if strings.Count(f[0], ":") >= 1 && strings.Contains(f[0], ".") {
+			d.PCIAddress = PCIAddress(f[0])
+		}
 		if len(f) > 22 {
 			d.Name = strings.TrimSpace(strings.TrimPrefix(f[21], "(") + " " + strings.TrimSuffix(f[22], ")"))
 		}
