@@ -32,16 +32,23 @@ var integrationSequence = []store.IntegrationSeed{
 		Description: "Namespaces provisioned on the array and connected over the profile's transport: native multipath with a spreading I/O policy, usable ANA paths, enough I/O queues, healthy drives.",
 		CheckIDs:    []string{"storage.controllers", "storage.multipath", "storage.ana", "storage.queues", "storage.health", "storage.scheduler"}},
 	{Kind: "host", Title: "Host setup",
-		Description: "Kernel, NVMe initiator modules, CPU frequency governor, NUMA placement of NIC, NVMe and GPU, and the tools the runs need.",
-		CheckIDs:    []string{"host.kernel", "host.initiator-modules", "host.cpufreq", "host.numa-locality", "tools.fio", "tools.nvme-cli"}},
+		Description: hostStepDescription,
+		CheckIDs:    []string{"host.kernel", "host.initiator-modules", "host.cpufreq", "host.numa-locality", "host.pcie-links", "tools.fio", "tools.nvme-cli"}},
 	{Kind: "gpu-path", Title: "GPU-path validation",
-		Description: "NVIDIA driver and GPUDirect Storage, so that reads reach GPU memory the way production will.",
+		Description: gpuPathStepDescription,
 		CheckIDs:    []string{"gpu.driver", "gpu.gds"}},
 	{Kind: "orchestration", Title: "Orchestration",
 		Description: "The inference stack deployed the way production runs it (scheduler, CSI driver, model cache), proven by runs through it."},
 	{Kind: "qos", Title: "QoS and isolation",
 		Description: "QoS limits on the array and isolation of storage traffic from other tenants, proven by runs under contention and by a path failover."},
 }
+
+// The host and GPU-path steps' descriptions (migration 0065 brings plans
+// seeded with the earlier, NVIDIA-only wording up to these).
+const (
+	hostStepDescription    = "Kernel, NVMe initiator modules, CPU frequency governor, NUMA placement of NIC, NVMe and GPU, PCIe links at their full speed and width, and the tools the runs need."
+	gpuPathStepDescription = "The accelerators' driver, whatever their vendor (its tool lists every device), and, on NVIDIA GPUs, GPUDirect Storage, so that reads reach accelerator memory the way production will; a gpu-path step measures the path."
+)
 
 func (s *Server) integrationCrumbs(pr *programCtx, last ...web.Crumb) []web.Crumb {
 	return s.readinessCrumbs(pr, append([]web.Crumb{{Label: "Integration plan", Href: web.ProgramLink(pr.ID, "/readiness/plan")}}, last...)...)

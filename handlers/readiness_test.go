@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/migrations"
 	"github.com/accordlab/accord/runners/probe/facts"
 	"github.com/accordlab/accord/runners/readiness"
 	"github.com/accordlab/accord/store"
@@ -604,4 +606,67 @@ func (b *readinessBundle) memberID(t *testing.T, email string) int64 {
 	}
 	t.Fatalf("no member %s", email)
 	return 0
+}
+
+// TestPlanStepsMigratedToVendorNeutral: a plan seeded before migration
+// 0065 (the NVIDIA-only GPU-path step, a host step without the PCIe
+// links) reads as a new one after it; a host step whose checks an
+// engineer changed keeps them.
+func TestPlanStepsMigratedToVendorNeutral(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	ctx := context.Background()
+	old := []store.IntegrationSeed{
+		{Kind: "host", Title: "Host setup", Description: "Kernel, NVMe initiator modules, CPU frequency governor, NUMA placement of NIC, NVMe and GPU, and the tools the runs need.",
+			CheckIDs: []string{"host.kernel", "host.initiator-modules", "host.cpufreq", "host.numa-locality", "tools.fio", "tools.nvme-cli"}},
+		{Kind: "gpu-path", Title: "GPU-path validation", Description: "NVIDIA driver and GPUDirect Storage, so that reads reach GPU memory the way production will.",
+			CheckIDs: []string{"gpu.driver", "gpu.gds"}},
+	}
+	_, err := pb.store.EnsureIntegrationSteps(ctx, pb.programID, old)
+	require.NoError(t, err)
+	vendor, err := pb.store.CreateOrganization(ctx, "V2", "vendor")
+	require.NoError(t, err)
+	customer, err := pb.store.CreateOrganization(ctx, "C2", "customer")
+	require.NoError(t, err)
+	edited, err := pb.store.CreateProgram(ctx, "Edited", "", vendor, customer, nil)
+	require.NoError(t, err)
+	customised := append([]store.IntegrationSeed(nil), old...)
+	customised[0].CheckIDs = []string{"host.kernel"}
+	_, err = pb.store.EnsureIntegrationSteps(ctx, edited, customised)
+	require.NoError(t, err)
+
+	sql, err := fs.ReadFile(migrations.FS, "0065_vendor_neutral_plan_steps.sql")
+	require.NoError(t, err)
+	_, err = pb.pool.Exec(ctx, string(sql))
+	require.NoError(t, err)
+
+	steps, err := pb.store.ListIntegrationSteps(ctx, pb.programID)
+	require.NoError(t, err)
+	byKind := map[string]store.IntegrationStep{}
+	for _, st := range steps {
+		byKind[st.Kind] = st
+	}
+	require.Equal(t, gpuPathStepDescription, byKind["gpu-path"].Description)
+	require.Equal(t, hostStepDescription, byKind["host"].Description)
+	require.Contains(t, byKind["host"].CheckIDs, "host.pcie-links")
+	require.Len(t, byKind["host"].CheckIDs, 7)
+
+	steps, err = pb.store.ListIntegrationSteps(ctx, edited)
+	require.NoError(t, err)
+	for _, st := range steps {
+		if st.Kind == "host" {
+			require.Equal(t, []string{"host.kernel"}, st.CheckIDs, "an engineer's choice stands")
+		}
+	}
+	// A plan seeded now is what the migration makes of an old one.
+	for _, sd := range integrationSequence {
+		switch sd.Kind {
+		case "host":
+			require.Equal(t, hostStepDescription, sd.Description)
+			require.Contains(t, sd.CheckIDs, "host.pcie-links")
+		case "gpu-path":
+			require.Equal(t, gpuPathStepDescription, sd.Description)
+			require.NotContains(t, sd.Description, "NVIDIA driver")
+		}
+	}
 }

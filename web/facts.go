@@ -31,7 +31,10 @@ func SummarizeFacts(hf store.HostFacts) *FactsSummary {
 		lines = append(lines, SpecLine{Label: c.Name, Value: fmt.Sprintf("%s %s fw %s, %s, %s", c.Model.Value, c.Transport.Value, c.FirmwareRev.Value, c.State.Value, c.Address.Value)})
 	}
 	for i, g := range f.GPU.GPUs {
-		v := fmt.Sprintf("%s, driver %s", g.Model(), g.DriverVersion)
+		v := g.Model()
+		if g.DriverVersion != "" {
+			v += ", driver " + g.DriverVersion
+		}
 		if g.Firmware != "" {
 			v += ", firmware " + g.Firmware
 		}
@@ -43,6 +46,12 @@ func SummarizeFacts(hf store.HostFacts) *FactsSummary {
 		}
 		if n := g.NUMANode.Value; n != "" && n != "-1" {
 			v += ", NUMA node " + n
+		}
+		// What the tool left out, and why: never a silent blank.
+		for _, fld := range []struct{ key, name string }{{"driver_version", "driver"}, {"firmware_version", "firmware"}, {"pci_address", "PCIe address"}} {
+			if why := g.NotReported[fld.key]; why != "" {
+				v += "; " + fld.name + " " + why
+			}
 		}
 		label := fmt.Sprintf("GPU %d", i)
 		if g.Tool != "" {
@@ -69,6 +78,7 @@ func SummarizeFacts(hf store.HostFacts) *FactsSummary {
 		lines = append(lines, SpecLine{Label: "Accelerator tools", Value: v})
 	}
 	lines = append(lines, topologyLines(f.GPU.Topology)...)
+	lines = append(lines, pcieLines(f.PCI)...)
 	for _, t := range f.Tools {
 		v := t.Version
 		if t.Source.Absent {
@@ -101,6 +111,50 @@ func topologyLines(t *gpu.Topology) []SpecLine {
 			}
 		}
 		out = append(out, SpecLine{Label: "Topology " + r.Device, Value: strings.Join(parts, ", ")})
+	}
+	return out
+}
+
+// pcieLines says, per GPU, NIC and NVMe controller, its PCIe link now
+// against its maximum (and so whether it trained below it) and where it
+// sits: behind which PCIe switch, or on a root port, and its NUMA node.
+func pcieLines(links []facts.PCILink) []SpecLine {
+	var out []SpecLine
+	for _, l := range links {
+		link := func(speed, width facts.Value) string {
+			switch {
+			case speed.Value != "" && width.Value != "":
+				return speed.Value + " x" + width.Value
+			case speed.Value != "":
+				return speed.Value
+			case width.Value != "":
+				return "x" + width.Value
+			}
+			return ""
+		}
+		cur, maxLink := link(l.CurrentLinkSpeed, l.CurrentLinkWidth), link(l.MaxLinkSpeed, l.MaxLinkWidth)
+		var parts []string
+		switch {
+		case cur == "" && maxLink == "":
+			parts = append(parts, "link speed and width not exposed by sysfs")
+		case cur == maxLink:
+			parts = append(parts, cur+" (its maximum)")
+		default:
+			parts = append(parts, cur+" of "+maxLink)
+		}
+		if how, bad := l.Degraded(); bad {
+			parts = append(parts, "trained below its maximum ("+how+")")
+		}
+		switch {
+		case l.Switch != "":
+			parts = append(parts, "behind PCIe switch "+l.Switch)
+		case len(l.Upstream) > 0:
+			parts = append(parts, "on root port "+l.Upstream[0])
+		}
+		if n := l.NUMANode.Value; n != "" && n != "-1" {
+			parts = append(parts, "NUMA node "+n)
+		}
+		out = append(out, SpecLine{Label: "PCIe " + l.Role + " " + l.Name + " (" + l.Address + ")", Value: strings.Join(parts, ", ")})
 	}
 	return out
 }
