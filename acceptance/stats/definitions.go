@@ -21,14 +21,26 @@ const (
 	// X_(⌊h⌋+1)). vLLM's benchmark, GenAI-Perf and AIPerf use it.
 	NumpyLinear Definition = "numpy-linear"
 	// FioBins is fio's rule over its latency bins (stat.c,
-	// calc_clat_percentiles): the first bin whose running count reaches
-	// p/100 · N, with p/100 · N evaluated in x87 extended precision (C's
-	// long double on x86-64 Linux, where fio's releases are built).
+	// calc_clat_percentiles) from fio 3.14: the first bin whose running
+	// count reaches p/100 · N, in x87 extended precision (C's long double
+	// on x86-64 Linux, where fio's releases are built). fio's Makefile
+	// builds with -O3 -ffast-math, and gcc then computes p/100 · N as
+	// p · (N · 0.01L), with 0.01L rounded below 1/100: for N = 100 and
+	// p = 30 that is exactly 30, where the source's literal order would
+	// be a hair above. The machine code of Debian's fio 3.33 does so, and
+	// so does its output (testdata fio-3.33-jsonplus-hundred-ios.json).
 	FioBins Definition = "fio-bins"
+	// FioBinsDouble is the same rule as fio before 3.14 evaluates it, in
+	// double precision (fio 3.14, commit 298d751e, added the long double
+	// cast): p · (N · 0.01) as gcc builds it with fio's flags. It differs
+	// from FioBins only where p/100 · N falls within a rounding error of a
+	// whole count, and then by one bin (N = 1000, p = 99.9: the 999th
+	// sample, where FioBins takes the 1000th).
+	FioBinsDouble Definition = "fio-bins-double"
 )
 
 // Definitions lists the known definitions.
-var Definitions = []Definition{NearestRank, NumpyLinear, FioBins}
+var Definitions = []Definition{NearestRank, NumpyLinear, FioBins, FioBinsDouble}
 
 // Valid reports whether d is a known definition.
 func (d Definition) Valid() bool {
@@ -49,6 +61,8 @@ func (d Definition) Label() string {
 		return "numpy linear interpolation"
 	case FioBins:
 		return "fio's bin rule"
+	case FioBinsDouble:
+		return "fio's bin rule (before fio 3.14: in double precision)"
 	}
 	return string(d)
 }
@@ -71,6 +85,8 @@ func (s Sample) Percentile(d Definition, p float64) (float64, error) {
 		return s.numpyLinear(p / 100), nil
 	case FioBins:
 		return s.fioBins(p), nil
+	case FioBinsDouble:
+		return s.fioBinsDouble(p), nil
 	}
 	return math.NaN(), fmt.Errorf("stats: unknown percentile definition %q", d)
 }
@@ -100,18 +116,35 @@ func (s Sample) numpyLinear(q float64) float64 {
 // C's long double on x86-64.
 const extended = 64
 
-// fioBins follows fio's calc_clat_percentiles: walking the bins in order,
-// the first whose running count sum satisfies sum ≥ (long double) p /
-// 100.0 · N.
+// fioBins follows fio's calc_clat_percentiles from 3.14, as built: walking
+// the bins in order, the first whose running count sum satisfies sum ≥
+// p · (N · 0.01L), each product rounded to x87 extended precision.
 func (s Sample) fioBins(p float64) float64 {
 	w := s.weighted()
-	x := new(big.Float).SetPrec(extended).SetFloat64(p)
-	x.Quo(x, new(big.Float).SetPrec(extended).SetInt64(100))
-	target := x.Mul(x, new(big.Float).SetPrec(extended).SetInt64(w.n))
+	hundredth := new(big.Float).SetPrec(extended).Quo(big.NewFloat(1), big.NewFloat(100)) // 0.01L
+	target := new(big.Float).SetPrec(extended).SetInt64(w.n)
+	target.Mul(target, hundredth)
+	target.Mul(target, new(big.Float).SetPrec(extended).SetFloat64(p))
 	sum := new(big.Float).SetPrec(extended)
 	for i := range w.values {
 		sum.SetInt64(w.cum[i+1])
 		if sum.Cmp(target) >= 0 {
+			return w.values[i]
+		}
+	}
+	return w.values[len(w.values)-1]
+}
+
+// fioBinsDouble follows calc_clat_percentiles of fio before 3.14, as
+// built: the first bin whose running count sum satisfies (double) sum ≥ p
+// · (N · 0.01), in double precision (x86-64's SSE arithmetic).
+func (s Sample) fioBinsDouble(p float64) float64 {
+	w := s.weighted()
+	// The conversions round each product to a double, as the machine code
+	// does (Go may otherwise fuse operations).
+	target := float64(p * float64(float64(w.n)*0.01))
+	for i := range w.values {
+		if float64(w.cum[i+1]) >= target {
 			return w.values[i]
 		}
 	}

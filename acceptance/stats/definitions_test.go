@@ -64,9 +64,10 @@ func TestPercentileDefinitionsOnHistograms(t *testing.T) {
 	require.ErrorContains(t, err, "empty sample")
 }
 
-// fio's comparison is sum ≥ (long double)p / 100 · N, so a percentage
-// whose double lies just above its decimal value (99.9) needs one sample
-// more than nearest rank does, and one just below (99.8) does not.
+// fio's comparison is sum ≥ p · (N · 0.01L) (fio ≥ 3.14 as gcc builds it),
+// so a percentage whose double lies just above its decimal value (99.9)
+// needs one sample more than nearest rank does, and one just below (99.8)
+// does not.
 func TestFioBinsFollowsTheDoubleOfThePercentage(t *testing.T) {
 	t.Parallel()
 	s, err := NewSample([]float64{1, 2}, []int64{999, 1})
@@ -77,4 +78,47 @@ func TestFioBinsFollowsTheDoubleOfThePercentage(t *testing.T) {
 	nr, err := s.Percentile(NearestRank, 99.9)
 	require.NoError(t, err)
 	require.Equal(t, 1.0, nr, "nearest rank: ⌈0.999 · 1000⌉ = 999")
+}
+
+// Where p/100 · N is a whole count, fio as built (p · (N · 0.01), the
+// product gcc makes of p / 100.0 · N under fio's -ffast-math) and the
+// source's literal order can part by one sample. The cases here are the
+// ones fio 3.33 and fio 2.19 printed in testdata (runners/parse,
+// TestRealFioPercentileRuleOfEachRelease).
+func TestFioBinsFollowFiosBuiltArithmetic(t *testing.T) {
+	t.Parallel()
+	ranks := func(n int) Sample {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(i + 1)
+		}
+		s, err := NewSample(v, nil)
+		require.NoError(t, err)
+		return s
+	}
+	for _, tt := range []struct {
+		def  Definition
+		n    int
+		p    float64
+		want float64
+	}{
+		// long double: 100 · 0.01L rounds to exactly 1, so p30 of 100 is the
+		// 30th (the literal (long double)30 / 100 · 100 is above 30: the 31st).
+		{FioBins, 100, 30, 30},
+		{FioBins, 100, 60, 60},
+		{FioBins, 1000, 99.9, 1000},
+		// double: 1000 · 0.01 is exactly 10 and 99.9 · 10 rounds to 999,
+		// so p99.9 of 1000 is the 999th (the literal 99.9 / 100 · 1000 is
+		// above 999: the 1000th).
+		{FioBinsDouble, 1000, 99.9, 999},
+		{FioBinsDouble, 2000, 99.9, 1998},
+		{FioBinsDouble, 100, 30, 30},
+		{FioBinsDouble, 2000, 99.95, 1999},
+	} {
+		got, err := ranks(tt.n).Percentile(tt.def, tt.p)
+		require.NoError(t, err)
+		require.Equal(t, tt.want, got, "%s p%v of 1..%d", tt.def, tt.p, tt.n)
+	}
+	require.Equal(t, "fio's bin rule (before fio 3.14: in double precision)", FioBinsDouble.Label())
+	require.True(t, FioBinsDouble.Valid())
 }

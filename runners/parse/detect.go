@@ -27,12 +27,15 @@ func detectHead(head []byte, size int64) (Format, error) {
 	}
 	if t[0] != '{' {
 		// fio prints notes and warnings before its JSON.
-		if bytes.Contains(head, []byte(`"fio version"`)) && bytes.Contains(head, []byte("\n{")) {
+		if _, skipped := fioJSONStart(head); skipped > 0 && bytes.Contains(head, []byte(`"fio version"`)) {
 			return FormatFio, nil
 		}
 		// gdsio's summary lines.
 		if bytes.Contains(head, []byte("XferType:")) && bytes.Contains(head, []byte("Throughput:")) {
 			return FormatGdsio, nil
+		}
+		if isFioNormalText(head) {
+			return "", errors.New("detect: " + fioNormalTextError)
 		}
 		return "", fmt.Errorf("detect: not JSON (starts with %q): upload fio, vLLM, GenAI-Perf or AIPerf JSON, gdsio's text, or the probe's JSON lines", clip(t, 20))
 	}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/acceptance/stats"
 )
 
 // fio's JSON, as far as Accord reads it. Every release writes one object:
@@ -23,8 +25,18 @@ import (
 //
 // Units: fio ≥ 3 writes slat_ns/clat_ns/lat_ns in nanoseconds and bw_bytes
 // in B/s; fio 2 writes slat/clat/lat in microseconds and only bw in KiB/s.
-// Both write bw in KiB/s. json+ adds "bins" (bin value → count) to clat,
-// and to slat and lat when their percentiles are on.
+// Both write bw in KiB/s. io_bytes is KiB before fio 2.21 and bytes from
+// 2.21 on, which added io_kbytes beside it.
+//
+// json+ adds "bins" to clat (and, in fio 3, to slat and lat when their
+// percentiles are on). fio 2.2.12 to 2.19 key every bin, empty or not, by
+// its index in fio's histogram and add the histogram's constants
+// (FIO_IO_U_PLAT_BITS, _VAL, _NR); from 2.20 the keys are the bins'
+// values (µs in fio 2, ns in fio 3) and only filled bins are listed.
+//
+// Percentiles: fio reads them off its bins with the first bin whose
+// running count reaches p/100 · N; before 3.14 that product is a double,
+// from 3.14 a long double (stats.FioBinsDouble, stats.FioBins).
 type fioOutput struct {
 	Version     string            `json:"fio version"`
 	Jobs        []json.RawMessage `json:"jobs"`
@@ -107,8 +119,6 @@ var fioEntryReasons = map[string]string{
 }
 
 var fioDirReasons = map[string]string{
-	"io_bytes":     "bytes moved: the rate (bw_bytes) is imported",
-	"io_kbytes":    "KiB moved: the rate (bw_bytes) is imported",
 	"runtime":      "the direction's run time in ms: rates are fio's own",
 	"total_ios":    "I/Os completed: the rate (iops) is imported",
 	"short_ios":    "short I/Os: not a catalog metric",
@@ -135,6 +145,7 @@ type fioLatStats struct {
 	pct                       map[string]float64 // p99 → µs
 	bins                      map[float64]int64  // µs → count
 	hasBins                   bool
+	indexed                   *fioPlat // bins keyed by index (fio 2.2.12–2.19)
 	binTotal                  float64
 	notMeasured, allZeroBlock bool
 }
@@ -178,6 +189,9 @@ func importFio(data []byte, opts Options) (Result, error) {
 	if int64(len(data)) > opts.limit(MaxToolJSONBytes) {
 		return Result{}, tooLarge(in, int64(len(data)), opts.limit(MaxToolJSONBytes))
 	}
+	if isFioNormalText(data) {
+		return Result{}, errf(in, 0, "", "%s", fioNormalTextError)
+	}
 	body, before := fioJSONStart(data)
 	body, nulls := nullNonFinite(body)
 	var top map[string]json.RawMessage
@@ -210,6 +224,9 @@ func importFio(data []byte, opts Options) (Result, error) {
 	if version == "" {
 		version = opts.ToolVersion
 		rep.warn("fio's output does not say its version (\"fio version\")")
+	}
+	if _, known := fioRelease(version); !known {
+		rep.warn("fio's version %q is not one Accord can read: its percentiles are taken to follow fio ≥ 3.14's rule (long double)", version)
 	}
 	rep.ToolVersion = version
 
@@ -279,14 +296,44 @@ func importFio(data []byte, opts Options) (Result, error) {
 	return Result{Measurements: out, Report: *rep}, nil
 }
 
+// fioNormalTextError says why fio's text output is refused, and what to
+// run instead.
+const fioNormalTextError = "this is fio's normal (text) output, with no JSON in it: run fio with --output-format=json, or json+ for its latency bins (fio before 2.2.12 has no json+ and writes this text when asked for json+ or json,normal)"
+
+// isFioNormalText says whether data is fio's normal output alone: its
+// per-job summary lines and no JSON document.
+func isFioNormalText(data []byte) bool {
+	return !bytes.Contains(data, []byte(`"fio version"`)) &&
+		bytes.Contains(data, []byte(": (groupid=")) && bytes.Contains(data, []byte("Run status group"))
+}
+
 // fioJSONStart skips text fio or a wrapper printed before the JSON document
 // (the job summary lines of json,normal, warnings, "note: ..." lines, the
-// "<host>" lines of client/server mode) and returns the JSON and how much
-// it skipped.
+// "<host>" lines of client/server mode, and fio 2.1's progress line, which
+// the client's JSON follows on the same line: "Jobs: 0 (f=0){") and
+// returns the JSON and how much it skipped. The document is the first "{"
+// that only whitespace separates from "fio version"; failing that, the
+// first "{" at the start of a line.
 func fioJSONStart(data []byte) ([]byte, int) {
 	t := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	if len(t) == 0 || t[0] == '{' {
 		return t, 0
+	}
+	key := []byte(`"fio version"`)
+	for off := 0; ; {
+		i := bytes.Index(data[off:], key)
+		if i < 0 {
+			break
+		}
+		i += off
+		j := i - 1
+		for j >= 0 && (data[j] == ' ' || data[j] == '\t' || data[j] == '\r' || data[j] == '\n') {
+			j--
+		}
+		if j >= 0 && data[j] == '{' {
+			return data[j:], j
+		}
+		off = i + len(key)
 	}
 	if i := bytes.Index(data, []byte("\n{")); i >= 0 {
 		return data[i+1:], i + 1
@@ -437,6 +484,20 @@ func parseFioDir(raw json.RawMessage, field, ledgerPrefix, in string, rep *Repor
 		return nil, errf(in, 0, field+".bw", "%v", err)
 	}
 	ds.bw = b
+	rate := strings.Fields(ds.bwField)[0]
+	if _, ok := obj["io_bytes"]; ok {
+		l.use("io_bytes")
+		if _, kb := obj["io_kbytes"]; kb {
+			rep.ignore(ledgerPrefix+"io_bytes", "bytes moved: the rate ("+rate+") is imported")
+		} else {
+			// fio before 2.21 wrote io_bytes >> 10 and had no io_kbytes.
+			rep.ignore(ledgerPrefix+"io_bytes", "KiB moved (fio before 2.21 writes io_bytes in KiB and has no io_kbytes): the rate ("+rate+") is imported")
+		}
+	}
+	if _, ok := obj["io_kbytes"]; ok {
+		l.use("io_kbytes")
+		rep.ignore(ledgerPrefix+"io_kbytes", "KiB moved: the rate ("+rate+") is imported")
+	}
 	for _, lt := range []struct {
 		name   string
 		ns, us *fioLat
@@ -558,11 +619,29 @@ func parseFioLat(l *fioLat, fname string, div float64, field, in string) (*fioLa
 		}
 		st.pct[percentileKey(p)] = x
 	}
+	plat, err := parseFioPlat(l.Bins)
+	if err != nil {
+		return nil, errf(in, 0, fieldAt("bins"), "%v", err)
+	}
+	st.indexed = plat
 	for k, v := range l.Bins {
+		if plat != nil && fioPlatKeys[k] {
+			continue
+		}
 		st.hasBins = true
-		val, perr := strconv.ParseFloat(k, 64)
-		if perr != nil || math.IsNaN(val) || math.IsInf(val, 0) {
-			return nil, errf(in, 0, fieldAt("bins"), "key %q is not a latency", k)
+		var val float64
+		if plat != nil {
+			idx, perr := strconv.ParseUint(k, 10, 32)
+			if perr != nil || idx >= uint64(plat.nr) {
+				return nil, errf(in, 0, fieldAt("bins"), "key %q is not a bin index below FIO_IO_U_PLAT_NR (%d)", k, plat.nr)
+			}
+			val = float64(plat.value(uint32(idx)))
+		} else {
+			var perr error
+			val, perr = strconv.ParseFloat(k, 64)
+			if perr != nil || math.IsNaN(val) || math.IsInf(val, 0) {
+				return nil, errf(in, 0, fieldAt("bins"), "key %q is not a latency", k)
+			}
 		}
 		val /= div
 		if e := checkLatency(val / 1000); e != nil {
@@ -587,6 +666,67 @@ func parseFioLat(l *fioLat, fname string, div float64, field, in string) (*fioLa
 	return st, nil
 }
 
+// fioPlat is the layout of fio's latency histogram, as fio 2.2.12–2.19
+// write it beside bins keyed by index (stat.h: FIO_IO_U_PLAT_BITS 6,
+// FIO_IO_U_PLAT_VAL 64, FIO_IO_U_PLAT_NR 1216 in every one of them).
+type fioPlat struct {
+	bits, val, nr uint32
+}
+
+var fioPlatKeys = map[string]bool{"FIO_IO_U_PLAT_BITS": true, "FIO_IO_U_PLAT_VAL": true, "FIO_IO_U_PLAT_NR": true}
+
+// parseFioPlat reads the histogram constants of index-keyed bins: nil when
+// the bins are keyed by value (none of the three keys), an error when
+// they are incomplete or describe no histogram fio builds.
+func parseFioPlat(bins map[string]*json.Number) (*fioPlat, error) {
+	var got [3]uint32
+	n := 0
+	for i, k := range []string{"FIO_IO_U_PLAT_BITS", "FIO_IO_U_PLAT_VAL", "FIO_IO_U_PLAT_NR"} {
+		v, ok := bins[k]
+		if !ok {
+			continue
+		}
+		n++
+		if v == nil {
+			return nil, fmt.Errorf("%s is null", k)
+		}
+		x, err := strconv.ParseUint(string(*v), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%s = %s is not a whole number", k, string(*v))
+		}
+		got[i] = uint32(x)
+	}
+	switch {
+	case n == 0:
+		return nil, nil
+	case n < 3:
+		return nil, fmt.Errorf("bins keyed by index need FIO_IO_U_PLAT_BITS, FIO_IO_U_PLAT_VAL and FIO_IO_U_PLAT_NR")
+	}
+	p := &fioPlat{bits: got[0], val: got[1], nr: got[2]}
+	// fio's groups double the value range each: the last group's base,
+	// 1 << (groups - 2 + bits), must fit fio's unsigned int.
+	if p.bits < 1 || p.bits > 16 || p.val != 1<<p.bits || p.nr == 0 || p.nr%p.val != 0 || p.nr/p.val < 2 || p.nr/p.val-2+p.bits > 31 {
+		return nil, fmt.Errorf("FIO_IO_U_PLAT_BITS %d, _VAL %d, _NR %d do not describe fio's histogram", p.bits, p.val, p.nr)
+	}
+	return p, nil
+}
+
+// value is the latency fio stands for bin idx: stat.c's plat_idx_to_val
+// of fio 2, the middle of the bin's range, in the block's unit (µs in
+// fio 2). Indices below 2·VAL are exact values; above, each group of VAL
+// bins covers twice the range of the one before.
+func (p *fioPlat) value(idx uint32) uint32 {
+	if idx < p.val<<1 {
+		return idx
+	}
+	errorBits := idx>>p.bits - 1
+	base := uint32(1) << (errorBits + p.bits)
+	k := idx % p.val
+	// fio: base + ((k + 0.5) * (1 << error_bits)), a double converted back
+	// to unsigned int; error_bits ≥ 1 here, so it is a whole number.
+	return base + uint32((float64(k)+0.5)*float64(uint32(1)<<errorBits))
+}
+
 func sumNote(n int) string {
 	if n > 1 {
 		return fmt.Sprintf(" (sum of %d jobs)", n)
@@ -600,7 +740,7 @@ func sumNote(n int) string {
 func fioDirection(dir, iopsMetric, bwMetric string, latMetrics [3]string, members []*fioDirStats, sum *fioDirStats,
 	where, in, version string, opts Options, rep *Report) ([]acceptance.Measurement, error) {
 	src := func(f, method string) acceptance.Source {
-		return acceptance.Source{Tool: ToolFio, ToolVersion: version, Field: f, PercentileMethod: method, PercentileDefinition: definitionFio}
+		return acceptance.Source{Tool: ToolFio, ToolVersion: version, Field: f, PercentileMethod: method, PercentileDefinition: fioDefinition(version)}
 	}
 	field := func(f string) string { return in + ": " + where + "[]." + dir + "." + f }
 	var iops, bw float64
@@ -662,7 +802,7 @@ func fioLatency(metric, dir string, lats []*fioLatStats, total *fioLatStats, whe
 	}
 	count := len(lats)
 	f := in + ": " + where + "[]." + dir + "." + name + sumNote(count)
-	m := opts.measurement(metric, acceptance.Source{Tool: ToolFio, ToolVersion: version, Field: f, PercentileDefinition: definitionFio})
+	m := opts.measurement(metric, acceptance.Source{Tool: ToolFio, ToolVersion: version, Field: f, PercentileDefinition: fioDefinition(version)})
 	readField := where + "[]." + dir + "." + name
 
 	summary := map[string]float64{}
@@ -734,12 +874,24 @@ func fioLatency(metric, dir string, lats []*fioLatStats, total *fioLatStats, whe
 		m.Values, m.Counts = values, counts
 		m.Source.PercentileMethod = MethodFioBins
 		m.Source.Field = in + ": " + where + "[]." + dir + "." + name + sumNote(count) + ".bins"
-		rep.read(where+"[]."+dir+"."+name+".bins", metric, "latency bins: Accord's percentiles come from them"+strings.TrimRight(" "+strings.TrimSpace(sumNote(count)), " "))
+		binNote := "latency bins: Accord's percentiles come from them"
+		if p := lats[0].indexed; p != nil {
+			binNote = fmt.Sprintf("latency bins keyed by index (fio 2.2.12–2.19), each read as the value fio's own plat_idx_to_val gives it (FIO_IO_U_PLAT_BITS %d, FIO_IO_U_PLAT_VAL %d, FIO_IO_U_PLAT_NR %d): Accord's percentiles come from them", p.bits, p.val, p.nr)
+		}
+		rep.read(where+"[]."+dir+"."+name+".bins", metric, binNote+strings.TrimRight(" "+strings.TrimSpace(sumNote(count)), " "))
 		if lats[0].hasN && binTotal != nTotal {
 			rep.warn("%s: fio's bins hold %g samples, its N says %g", metric, binTotal, nTotal)
 		}
 		if total != nil && total.hasN && binTotal != total.n {
 			rep.warn("%s: the clients' bins hold %g samples, fio's \"All clients\" N says %g", metric, binTotal, total.n)
+		}
+		if total != nil && total.hasBins {
+			// fio 2 writes bins for "All clients" too: the clients' merged.
+			if maps.Equal(total.bins, bins) {
+				rep.read(where+"[All clients]."+dir+"."+name+".bins", metric, "fio's own sum of the clients' bins: the same as the clients' bins merged")
+			} else {
+				rep.warn("%s: fio's \"All clients\" bins differ from the clients' bins merged; Accord's figures come from the clients' bins", metric)
+			}
 		}
 	} else {
 		m.Source.PercentileMethod = MethodToolSummary
@@ -778,7 +930,7 @@ func fioJobViews(entries []*fioEntry, all *fioEntry, in, version string, opts Op
 				continue
 			}
 			jobOpts := opts
-			src := acceptance.Source{Tool: ToolFio, ToolVersion: version, PercentileDefinition: definitionFio}
+			src := acceptance.Source{Tool: ToolFio, ToolVersion: version, PercentileDefinition: fioDefinition(version)}
 			for _, r := range []struct {
 				metric string
 				v      float64
@@ -848,6 +1000,37 @@ func fioGroups(entries []*fioEntry) []string {
 		}
 	}
 	return out
+}
+
+// fioRelease parses fio's version string ("fio-3.33", "fio-2.2.10",
+// "fio-3.14-12-g1a2b3c", "3.28"): major and minor.
+func fioRelease(version string) ([2]int, bool) {
+	v := strings.TrimPrefix(strings.TrimSpace(version), "fio-")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return [2]int{}, false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minorText := parts[1]
+	if i := strings.IndexFunc(minorText, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		minorText = minorText[:i]
+	}
+	minor, err2 := strconv.Atoi(minorText)
+	if err1 != nil || err2 != nil || major < 1 {
+		return [2]int{}, false
+	}
+	return [2]int{major, minor}, true
+}
+
+// fioDefinition is the percentile rule of a fio release: double precision
+// before 3.14, long double from 3.14 (and for a version Accord cannot
+// read, the current rule).
+func fioDefinition(version string) stats.Definition {
+	r, ok := fioRelease(version)
+	if ok && (r[0] < 3 || r[0] == 3 && r[1] < 14) {
+		return stats.FioBinsDouble
+	}
+	return stats.FioBins
 }
 
 // isFioDoc says whether a decoded top level looks like fio's output.

@@ -248,6 +248,11 @@ func TestImportFioRejectsBadInput(t *testing.T) {
 		{"bad bin key", `{"fio version":"fio-3.33","jobs":[{"jobname":"x","read":{"iops":1,"bw_bytes":4096,"total_ios":1,"clat_ns":{"min":1,"max":1,"mean":1,"stddev":0,"N":1,"bins":{"x":1}}}}]}`, `bins: key "x" is not a latency`},
 		{"fractional bin count", `{"fio version":"fio-3.33","jobs":[{"jobname":"x","read":{"iops":1,"bw_bytes":4096,"total_ios":1,"clat_ns":{"min":1,"max":1,"mean":1,"stddev":0,"N":1,"bins":{"1000":0.5}}}}]}`, "0.5 is not a count"},
 		{"not json", "fio: failed to open file", "invalid JSON"},
+		{"index bins without constants", fio2Indexed(`"FIO_IO_U_PLAT_BITS":6,"FIO_IO_U_PLAT_VAL":64,"0":1`), "need FIO_IO_U_PLAT_BITS, FIO_IO_U_PLAT_VAL and FIO_IO_U_PLAT_NR"},
+		{"index beyond the histogram", fio2Indexed(`"FIO_IO_U_PLAT_BITS":6,"FIO_IO_U_PLAT_VAL":64,"FIO_IO_U_PLAT_NR":1216,"1216":1`), `key "1216" is not a bin index below FIO_IO_U_PLAT_NR (1216)`},
+		{"index not a number", fio2Indexed(`"FIO_IO_U_PLAT_BITS":6,"FIO_IO_U_PLAT_VAL":64,"FIO_IO_U_PLAT_NR":1216,"12.5":1`), `key "12.5" is not a bin index`},
+		{"constants that are no histogram", fio2Indexed(`"FIO_IO_U_PLAT_BITS":6,"FIO_IO_U_PLAT_VAL":60,"FIO_IO_U_PLAT_NR":1216,"1":1`), "do not describe fio's histogram"},
+		{"a histogram beyond 32 bits", fio2Indexed(`"FIO_IO_U_PLAT_BITS":6,"FIO_IO_U_PLAT_VAL":64,"FIO_IO_U_PLAT_NR":4096,"1":1`), "do not describe fio's histogram"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,4 +277,10 @@ func TestImportFioToleratesTextBeforeJSON(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, got)
 	require.Contains(t, strings.Join(warnings, "\n"), "skipped 97 bytes of text before fio's JSON")
+}
+
+// fio2Indexed is a fio 2.19-shaped json+ output whose read clat bins are
+// the given JSON members.
+func fio2Indexed(bins string) string {
+	return `{"fio version":"fio-2.19","jobs":[{"jobname":"x","error":0,"read":{"io_bytes":4,"bw":4,"iops":1,"total_ios":1,"clat":{"min":1,"max":1,"mean":1,"stddev":0,"percentile":{"99.000000":1},"bins":{` + bins + `}}}}]}`
 }

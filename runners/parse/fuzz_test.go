@@ -185,7 +185,11 @@ func FuzzTelemetry(f *testing.F) {
 
 func FuzzFio(f *testing.F) {
 	addTestdata(f, "fio2-randrw.json", "fio-3.33-jsonplus-client-server-two.json", "fio-3.33-json-normal-randrw.txt",
-		"fio-3.33-jsonplus-unified-rw-both.json", "fio-3.33-json-two-jobs.json", "fio-2.2.10-storperf.json")
+		"fio-3.33-jsonplus-unified-rw-both.json", "fio-3.33-json-two-jobs.json", "fio-2.2.10-storperf.json",
+		"fio-2.19-jsonplus-unified-rw.json", "fio-2.19-json-client-server-two.json", "fio-2.21-jsonplus-client-server-two.json",
+		"fio-2.21-json-normal-randrw.txt", "fio-2.19-jsonplus-thousand-ios.json")
+	f.Add([]byte(fio2Indexed(`"FIO_IO_U_PLAT_BITS":6,"FIO_IO_U_PLAT_VAL":64,"FIO_IO_U_PLAT_NR":1216,"0":0,"1":1,"1215":2`)))
+	f.Add([]byte(fio2Indexed(`"FIO_IO_U_PLAT_BITS":1,"FIO_IO_U_PLAT_VAL":2,"FIO_IO_U_PLAT_NR":64,"63":1`)))
 	f.Add([]byte(`{"fio version":"fio-3.33","jobs":[{"jobname":"x","error":0,"read":{"iops":1,"bw_bytes":4096,"total_ios":1,"clat_ns":{"min":1000,"max":1000,"mean":1000,"stddev":0,"N":1,"percentile":{"99.000000":1000},"bins":{"1000":1}},"slat_ns":{"min":0,"max":0,"mean":0,"stddev":0,"N":0},"lat_ns":{"min":1,"max":1,"mean":1,"stddev":-nan,"N":1}}}]}`))
 	f.Add([]byte("note: something\n{\"fio version\":\"fio-3.33\",\"jobs\":[]}"))
 	f.Add([]byte(`{"jobs":[{"jobname":"a","read":{"iops":2,"bw":8,"clat":{"min":1,"max":3,"mean":2,"percentile":{"50.000000":2,"0.00":0}},"slat":{"min":0,"max":0,"mean":0}}},{"jobname":"b","read":{"iops":2,"bw":8,"clat":{"min":1,"max":3,"mean":2}}}]}`))

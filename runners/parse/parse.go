@@ -68,7 +68,7 @@ const (
 	definitionVLLM      = stats.NumpyLinear // benchmark_serving.py: np.percentile, np.median
 	definitionGenAIPerf = stats.NumpyLinear // genai_perf/metrics/statistics.py: np.percentile
 	definitionAIPerf    = stats.NumpyLinear // aiperf/metrics/metric_dicts.py: np.percentile
-	definitionFio       = stats.FioBins     // stat.c: calc_clat_percentiles over the bins
+	// fio's: stat.c, calc_clat_percentiles over the bins, by release (fioDefinition).
 )
 
 // Size limits, checked before anything is parsed.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,8 +130,8 @@ func fioFields(t *testing.T, data []byte) []string {
 			}
 			var dir map[string]json.RawMessage
 			require.NoError(t, json.Unmarshal(v, &dir))
-			if string(dir["total_ios"]) == "0" {
-				continue
+			if string(dir["total_ios"]) == "0" || dir["total_ios"] == nil && string(dir["io_bytes"]) == "0" {
+				continue // no I/O (fio before 2.1.14 has no total_ios)
 			}
 			for dk := range dir {
 				fields = append(fields, where+"[]."+k+"."+dk)
@@ -142,26 +143,54 @@ func fioFields(t *testing.T, data []byte) []string {
 
 func TestRealFioModesImportWithFiosNumbers(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{
+	for _, name := range append([]string{
 		"fio-3.33-json-randrw.json", "fio-3.33-jsonplus-randrw.json", "fio-3.33-json-normal-randrw.txt",
 		"fio-3.33-json-unified-rw.json", "fio-3.33-jsonplus-unified-rw.json", "fio-3.33-jsonplus-unified-rw-both.json",
 		"fio-3.33-json-group-reporting.json", "fio-3.33-jsonplus-group-reporting.json",
 		"fio-3.33-json-two-jobs.json", "fio-3.33-jsonplus-two-jobs.json",
 		"fio-3.33-json-client-server-one.json", "fio-3.33-jsonplus-client-server-one.json",
 		"fio-3.33-json-client-server-two.json", "fio-3.33-jsonplus-client-server-two.json",
-		"fio-3.1-fioplot-randread.json", "fio-2.2.10-storperf.json",
-	} {
+		"fio-3.1-fioplot-randread.json", "fio-2.2.10-storperf.json", "fio-3.33-jsonplus-hundred-ios.json",
+	}, fio2Recordings...) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := importReal(t, name, "")
 			require.Equal(t, FormatFio, r.Report.Format)
 			requireAccounted(t, r.Report, fioFields(t, readTestdata(t, name))...)
+			want := stats.FioBins
+			if strings.HasPrefix(name, "fio-2.") || strings.HasPrefix(name, "fio-3.1-") {
+				want = stats.FioBinsDouble // fio before 3.14
+			}
 			for _, m := range r.Measurements {
-				require.Equal(t, stats.FioBins, m.Source.PercentileDefinition)
+				require.Equal(t, want, m.Source.PercentileDefinition)
 			}
 		})
 	}
 }
+
+// fio2Recordings are the fio 2 outputs recorded on the development
+// machine (testdata/README.md): fio 2.19 (json+ bins keyed by index) and
+// 2.21 (bins keyed by value) in every mode, 2.20 (bins by value, io_bytes
+// in KiB) and 2.1.10 (json only: before total_ios, integer iops, no json+
+// and no json,normal).
+var fio2Recordings = func() []string {
+	var out []string
+	for _, v := range []string{"2.19", "2.21"} {
+		for _, mode := range []string{"json-randrw.json", "jsonplus-randrw.json", "json-normal-randrw.txt",
+			"json-unified-rw.json", "jsonplus-unified-rw.json", "json-group-reporting.json", "jsonplus-group-reporting.json",
+			"json-two-jobs.json", "jsonplus-two-jobs.json", "json-client-server-one.json", "jsonplus-client-server-one.json",
+			"json-client-server-two.json", "jsonplus-client-server-two.json", "jsonplus-direct-randread.json",
+			"jsonplus-hundred-ios.json", "jsonplus-thousand-ios.json", "jsonplus-two-thousand-ios.json"} {
+			out = append(out, "fio-"+v+"-"+mode)
+		}
+	}
+	out = append(out, "fio-2.20-json-randrw.json", "fio-2.20-jsonplus-randrw.json")
+	for _, mode := range []string{"json-randrw.json", "json-unified-rw.json", "json-group-reporting.json", "json-two-jobs.json",
+		"json-client-server-one.json", "json-client-server-two.json"} {
+		out = append(out, "fio-2.1.10-"+mode)
+	}
+	return out
+}()
 
 // fioDirOf decodes one direction of one entry.
 func fioDirOf(t *testing.T, name, where string, entry int, dir string) map[string]any {
@@ -593,4 +622,309 @@ func TestSummaryExportsAccountForEveryMetricField(t *testing.T) {
 			require.True(t, accounted, "%s: %s is neither read nor reported as ignored", c.name, f)
 		}
 	}
+}
+
+// fioPrinted is one percentile fio printed: where, and its value in µs.
+type fioPrinted struct {
+	entry   int // index among the entries that are not "All clients"
+	metric  string
+	key     string // p99.9
+	value   float64
+	hasBins bool
+	field   string
+}
+
+// fioPrintedPercentiles walks a fio output the way a reader of it would,
+// independently of the importer: every percentile of every latency block
+// of every direction that did I/O, in every job or client entry.
+func fioPrintedPercentiles(t *testing.T, data []byte) (printed []fioPrinted, entries int, hasAll bool) {
+	t.Helper()
+	body, _ := fioJSONStart(data)
+	var doc map[string]json.RawMessage
+	require.NoError(t, json.NewDecoder(bytes.NewReader(body)).Decode(&doc))
+	where := "jobs"
+	if _, ok := doc["client_stats"]; ok {
+		where = "client_stats"
+	}
+	var raw []map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(doc[where], &raw))
+	for _, e := range raw {
+		var name string
+		_ = json.Unmarshal(e["jobname"], &name)
+		if name == "All clients" {
+			hasAll = true
+			continue
+		}
+		for _, d := range fioDirections {
+			rawDir, ok := e[d.name]
+			if !ok {
+				continue
+			}
+			var dir map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(rawDir, &dir))
+			var ios, ioBytes float64
+			_ = json.Unmarshal(dir["total_ios"], &ios)
+			_ = json.Unmarshal(dir["io_bytes"], &ioBytes)
+			if ios == 0 && ioBytes == 0 {
+				continue
+			}
+			for _, b := range []struct {
+				name, metric string
+				div          float64
+			}{{"clat_ns", d.clat, 1000}, {"slat_ns", d.slat, 1000}, {"lat_ns", d.lat, 1000}, {"clat", d.clat, 1}, {"slat", d.slat, 1}, {"lat", d.lat, 1}} {
+				var block struct {
+					Percentile map[string]float64 `json:"percentile"`
+					Bins       map[string]float64 `json:"bins"`
+				}
+				rawBlock, ok := dir[b.name]
+				if !ok {
+					continue
+				}
+				require.NoError(t, json.Unmarshal(rawBlock, &block))
+				for k, v := range block.Percentile {
+					p := mustFloat(t, k)
+					if p == 0 {
+						continue // fio's "0.00" padding
+					}
+					printed = append(printed, fioPrinted{entry: entries, metric: b.metric, key: percentileKey(p), value: v / b.div,
+						hasBins: len(block.Bins) > 0, field: fmt.Sprintf("%s[%d].%s.%s.percentile.%s", where, entries, d.name, b.name, k)})
+				}
+			}
+		}
+		entries++
+	}
+	return printed, entries, hasAll
+}
+
+// Every percentile fio printed, in every recorded and public fio file,
+// lands in the import with fio's own value: in the measurement's tool
+// summary when the file has one job or client, in the per-job view when it
+// has several. Where fio also wrote its bins (json+), Accord's figure from
+// those bins under fio's rule for that release equals fio's within 0.1 %.
+func TestRealFioEveryPrintedPercentileAgrees(t *testing.T) {
+	t.Parallel()
+	names := append([]string{
+		"fio-3.33-json-randrw.json", "fio-3.33-jsonplus-randrw.json", "fio-3.33-json-normal-randrw.txt",
+		"fio-3.33-json-unified-rw.json", "fio-3.33-jsonplus-unified-rw.json", "fio-3.33-jsonplus-unified-rw-both.json",
+		"fio-3.33-json-group-reporting.json", "fio-3.33-jsonplus-group-reporting.json",
+		"fio-3.33-json-two-jobs.json", "fio-3.33-jsonplus-two-jobs.json",
+		"fio-3.33-json-client-server-one.json", "fio-3.33-jsonplus-client-server-one.json",
+		"fio-3.33-json-client-server-two.json", "fio-3.33-jsonplus-client-server-two.json",
+		"fio-3.1-fioplot-randread.json", "fio-2.2.10-storperf.json", "fio-3.33-jsonplus-hundred-ios.json",
+	}, fio2Recordings...)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			data := readTestdata(t, name)
+			r := importReal(t, name, FormatFio)
+			printed, entries, hasAll := fioPrintedPercentiles(t, data)
+			figures := func(entry int) []MeasurementFigures {
+				if entries == 1 && !hasAll {
+					return r.Report.Figures
+				}
+				require.Greater(t, len(r.Report.Jobs), entry, "a per-job view for every entry")
+				return r.Report.Jobs[entry].Figures
+			}
+			compared, maxDiff := 0, 0.0
+			for _, pr := range printed {
+				var found *acceptance.ToolFigure
+				for _, mf := range figures(pr.entry) {
+					if mf.Metric != pr.metric {
+						continue
+					}
+					for i, f := range mf.Figures {
+						if f.Statistic == pr.key {
+							found = &mf.Figures[i]
+						}
+					}
+				}
+				require.NotNil(t, found, "%s: fio printed %s, the import has no %s %s", name, pr.field, pr.metric, pr.key)
+				require.InDelta(t, pr.value, found.Tool, 1e-12*math.Abs(pr.value), "%s: %s lands with fio's value", name, pr.field)
+				if !pr.hasBins {
+					require.Nil(t, found.Accord, "%s: no bins, no figure of Accord's", pr.field)
+					continue
+				}
+				require.NotNil(t, found.Accord, "%s: fio wrote bins, Accord reads its own figure off them", pr.field)
+				d := math.Abs(*found.Difference)
+				require.LessOrEqual(t, d, toolAgreement, "%s: fio %v, Accord %v under %s", pr.field, pr.value, *found.Accord, found.Definition)
+				compared++
+				maxDiff = max(maxDiff, d)
+			}
+			t.Logf("%s: fio printed %d percentiles, all in the import with fio's value; %d compared with Accord's from the bins, largest difference %.4g %%", name, len(printed), compared, maxDiff)
+		})
+	}
+}
+
+// fio reads a percentile off its bins at the first running count that
+// reaches p · (N · 0.01): double precision before fio 3.14, long double
+// from 3.14, in the order gcc computes it under fio's -ffast-math. These
+// recordings have whole-count thresholds where that order decides between
+// two neighbouring samples in different bins, so only the rule of the
+// file's own release gives fio's number.
+func TestRealFioPercentileRuleOfEachRelease(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		def     stats.Definition
+		key     string  // the percentile fio printed
+		p       float64 // and its percentage
+		rank    int64   // the sample fio's rule picks (1-based)
+		literal int64   // the sample p / 100 · N in the source's order would pick
+	}{
+		{"fio-3.33-jsonplus-hundred-ios.json", stats.FioBins, "30.000000", 30, 30, 31},
+		{"fio-2.19-jsonplus-thousand-ios.json", stats.FioBinsDouble, "99.900000", 99.9, 999, 1000},
+		{"fio-2.19-jsonplus-two-thousand-ios.json", stats.FioBinsDouble, "99.900000", 99.9, 1998, 1999},
+		{"fio-2.21-jsonplus-thousand-ios.json", stats.FioBinsDouble, "99.900000", 99.9, 999, 1000},
+		{"fio-2.21-jsonplus-two-thousand-ios.json", stats.FioBinsDouble, "99.900000", 99.9, 1998, 1999},
+	} {
+		r := importReal(t, c.name, FormatFio)
+		clat := byMetric(t, r.Measurements)[acceptance.MetricReadCLat]
+		require.Equal(t, c.def, clat.Source.PercentileDefinition, c.name)
+		s, err := stats.NewSample(clat.Values, clat.Counts)
+		require.NoError(t, err)
+		block := fioDirOf(t, c.name, "jobs", 0, "read")["clat"]
+		div := 1.0
+		if block == nil {
+			block, div = fioDirOf(t, c.name, "jobs", 0, "read")["clat_ns"], 1000
+		}
+		fio := block.(map[string]any)["percentile"].(map[string]any)[c.key].(float64) / div
+		// The recording is one where the order matters: the two samples
+		// sit in different bins, and fio printed the first.
+		require.Equal(t, fio, s.At(c.rank), "%s: fio's p%v is sample %d", c.name, c.p, c.rank)
+		require.NotEqual(t, s.At(c.rank), s.At(c.literal), "%s: samples %d and %d share a bin", c.name, c.rank, c.literal)
+		got, err := s.Percentile(c.def, c.p)
+		require.NoError(t, err)
+		require.Equal(t, fio, got, "%s: %s gives fio's p%v", c.name, c.def, c.p)
+	}
+}
+
+// fio 2.2.12 to 2.19 key json+ bins by index and add the histogram's
+// constants; Accord reads each index as the value fio's plat_idx_to_val
+// gives it. fio 2.21 keys the same histogram by those values: every key it
+// wrote is a value the conversion makes, and the two releases' percentiles
+// come out of their bins the same way.
+func TestRealFio2IndexKeyedBins(t *testing.T) {
+	t.Parallel()
+	name := "fio-2.19-jsonplus-randrw.json"
+	r := importReal(t, name, FormatFio)
+	m := byMetric(t, r.Measurements)
+	for _, dir := range []string{"read", "write"} {
+		fio := fioDirOf(t, name, "jobs", 0, dir)
+		bins := fio["clat"].(map[string]any)["bins"].(map[string]any)
+		require.Equal(t, 6.0, bins["FIO_IO_U_PLAT_BITS"])
+		require.Equal(t, 64.0, bins["FIO_IO_U_PLAT_VAL"])
+		require.Equal(t, 1216.0, bins["FIO_IO_U_PLAT_NR"])
+		require.Len(t, bins, 1216+3, "every bin, empty or not, and the three constants")
+		clat := m[dir+"_clat"]
+		require.Equal(t, MethodFioBins, clat.Source.PercentileMethod)
+		var n int64
+		for _, c := range clat.Counts {
+			n += c
+		}
+		require.Equal(t, int64(fio["total_ios"].(float64)), n, "%s: the bins hold every I/O", dir)
+		require.Less(t, len(clat.Values), 1216, "empty bins add no value")
+	}
+	var note string
+	for _, rd := range r.Report.Read {
+		if rd.Field == "jobs[].read.clat.bins" {
+			note = rd.Note
+		}
+	}
+	require.Contains(t, note, "keyed by index (fio 2.2.12–2.19)")
+	require.Contains(t, note, "FIO_IO_U_PLAT_BITS 6, FIO_IO_U_PLAT_VAL 64, FIO_IO_U_PLAT_NR 1216")
+
+	// fio 2.21's keys are plat_idx_to_val's values: each one is the
+	// conversion of some index, and the values rise with the index.
+	plat := fioPlat{bits: 6, val: 64, nr: 1216}
+	byValue := map[uint32]uint32{}
+	for i := uint32(0); i < plat.nr; i++ {
+		v := plat.value(i)
+		if i > 0 {
+			require.Greater(t, v, plat.value(i-1), "index %d", i)
+		}
+		byValue[v] = i
+	}
+	keys := 0
+	for _, f := range fio2Recordings {
+		if !strings.HasPrefix(f, "fio-2.21-jsonplus") {
+			continue
+		}
+		body, _ := fioJSONStart(readTestdata(t, f))
+		var doc map[string]json.RawMessage
+		require.NoError(t, json.NewDecoder(bytes.NewReader(body)).Decode(&doc))
+		where := "jobs"
+		if _, ok := doc["client_stats"]; ok {
+			where = "client_stats"
+		}
+		var entries []map[string]map[string]any
+		var raw []map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(doc[where], &raw))
+		for _, e := range raw {
+			ent := map[string]map[string]any{}
+			for _, d := range []string{"read", "write", "mixed"} {
+				if e[d] != nil {
+					var dm map[string]any
+					require.NoError(t, json.Unmarshal(e[d], &dm))
+					ent[d] = dm
+				}
+			}
+			entries = append(entries, ent)
+		}
+		for _, e := range entries {
+			for _, d := range e {
+				bins, _ := d["clat"].(map[string]any)["bins"].(map[string]any)
+				for k := range bins {
+					v, err := strconv.ParseUint(k, 10, 32)
+					require.NoError(t, err)
+					_, ok := byValue[uint32(v)]
+					require.True(t, ok, "%s: fio 2.21's bin %s is no value of plat_idx_to_val", f, k)
+					keys++
+				}
+			}
+		}
+	}
+	require.Greater(t, keys, 1000)
+	t.Logf("%d bin keys of fio 2.21 are all values of fio 2's plat_idx_to_val", keys)
+
+	// A few of fio's own values (stat.c of 2.19): exact below 128, the
+	// middle of a bin above.
+	for idx, want := range map[uint32]uint32{0: 0, 127: 127, 128: 129, 129: 131, 191: 255, 192: 258, 1215: 16711680} {
+		require.Equal(t, want, plat.value(idx), "index %d", idx)
+	}
+}
+
+// io_bytes is KiB before fio 2.21 (which added io_kbytes) and bytes from
+// 2.21 on; the report says which.
+func TestRealFioIOBytesUnitByRelease(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, field, want string
+	}{
+		{"fio-2.2.10-storperf.json", "jobs[].read.io_bytes", "KiB moved (fio before 2.21 writes io_bytes in KiB and has no io_kbytes): the rate (bw) is imported"},
+		{"fio-2.19-json-randrw.json", "jobs[].read.io_bytes", "KiB moved (fio before 2.21"},
+		{"fio-2.21-json-randrw.json", "jobs[].read.io_bytes", "bytes moved: the rate (bw) is imported"},
+		{"fio-2.21-json-randrw.json", "jobs[].read.io_kbytes", "KiB moved: the rate (bw) is imported"},
+		{"fio-3.33-json-randrw.json", "jobs[].read.io_bytes", "bytes moved: the rate (bw_bytes) is imported"},
+	} {
+		r := importReal(t, c.name, FormatFio)
+		require.Contains(t, ignoredReason(t, r.Report, c.field), c.want, c.name)
+	}
+	// The storperf file's own numbers: 7116 KiB over 25.788 s is its 275 KiB/s.
+	fio := fioDirOf(t, "fio-2.2.10-storperf.json", "jobs", 0, "read")
+	require.InDelta(t, fio["bw"].(float64), fio["io_bytes"].(float64)/(fio["runtime"].(float64)/1000), 1)
+}
+
+// fio 2.1 knows neither json+ nor json,normal and writes its normal text
+// for them: the import says so and what to run instead.
+func TestRealFioNormalTextIsRefusedWithAWayOut(t *testing.T) {
+	t.Parallel()
+	data := readTestdata(t, "fio-2.1.10-jsonplus-randrw-normal-text.txt")
+	_, err := Detect(data)
+	require.ErrorContains(t, err, "fio's normal (text) output, with no JSON in it: run fio with --output-format=json")
+	_, _, err = Import(FormatFio, data, Options{Name: "fio.txt"})
+	require.ErrorContains(t, err, "parse fio.txt: this is fio's normal (text) output")
+	require.ErrorContains(t, err, "fio before 2.2.12 has no json+")
+	// The same run's JSON, with the same text after it, is read.
+	_, err = Detect(readTestdata(t, "fio-2.21-json-normal-randrw.txt"))
+	require.NoError(t, err)
 }
