@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -927,4 +928,146 @@ func TestRealFioNormalTextIsRefusedWithAWayOut(t *testing.T) {
 	// The same run's JSON, with the same text after it, is read.
 	_, err = Detect(readTestdata(t, "fio-2.21-json-normal-randrw.txt"))
 	require.NoError(t, err)
+}
+
+// publicStatistic is one statistic a public file holds, read straight
+// from the file, and where Accord should have put it.
+type publicStatistic struct {
+	field  string // the file's field, as the report names it
+	metric string // the catalog metric, "" for one Accord has none for
+	key    string // the tool summary's key (p99, mean, stddev, …)
+	value  float64
+}
+
+var vllmStatField = regexp.MustCompile(`^(mean|median|std|p[0-9]+(?:\.[0-9]+)?)_(ttft|tpot|itl|e2el)_ms$`)
+
+// vllmStatistics lists every statistic of a vLLM result's top level.
+func vllmStatistics(t *testing.T, data []byte) []publicStatistic {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(data, &doc))
+	metrics := map[string]string{"ttft": acceptance.MetricTTFT, "tpot": acceptance.MetricTPOT, "itl": acceptance.MetricITL, "e2el": acceptance.MetricE2EL}
+	var out []publicStatistic
+	for k, raw := range doc {
+		m := vllmStatField.FindStringSubmatch(k)
+		if m == nil {
+			continue
+		}
+		var v float64
+		require.NoError(t, json.Unmarshal(raw, &v), k)
+		key := map[string]string{"mean": "mean", "median": "p50", "std": "stddev"}[m[1]]
+		if key == "" {
+			key = m[1]
+		}
+		out = append(out, publicStatistic{field: k, metric: metrics[m[2]], key: key, value: v})
+	}
+	return out
+}
+
+// perfStatistics lists every statistic of every metric object of a
+// GenAI-Perf or AIPerf summary (AIPerf 0.1's nested under "records").
+func perfStatistics(t *testing.T, data []byte) []publicStatistic {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(data, &doc))
+	prefix := ""
+	if raw, ok := doc["records"]; ok {
+		doc, prefix = nil, "records."
+		require.NoError(t, json.Unmarshal(raw, &doc))
+	}
+	var out []publicStatistic
+	for name, raw := range doc {
+		var obj map[string]any
+		if json.Unmarshal(raw, &obj) != nil || obj["unit"] == nil {
+			continue
+		}
+		factor := map[string]float64{"ms": 1, "ns": 1e-6, "sec": 1000}[obj["unit"].(string)]
+		pm, known := perfMetrics[name]
+		for k, v := range obj {
+			var x float64
+			switch v := v.(type) {
+			case float64:
+				x = v
+			case string: // GenAI-Perf 2024 wrote numbers as strings
+				var err error
+				if x, err = strconv.ParseFloat(v, 64); err != nil {
+					continue
+				}
+			default:
+				continue
+			}
+			key := map[string]string{"avg": "mean", "std": "stddev", "min": "min", "max": "max"}[k]
+			if isPercentileName(k) {
+				key = canonicalPercentile(k)
+			}
+			if key == "" {
+				continue
+			}
+			metric := ""
+			switch {
+			case known && pm.kind == "time":
+				metric = pm.metric
+				x *= factor
+			case known && key == "mean": // a rate: its avg
+				metric, key = pm.metric, "rate"
+			}
+			out = append(out, publicStatistic{field: prefix + name, metric: metric, key: key, value: x})
+		}
+	}
+	return out
+}
+
+// Every statistic of every public file lands in the import with the
+// tool's value (the percentiles and means in the tool summary, in the
+// catalog's unit), or the report says why its metric is not imported: no
+// hand-picked few. The fio files are held to the same in
+// TestRealFioEveryPrintedPercentileAgrees.
+func TestRealPublicFilesEveryStatisticLands(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		stats func(*testing.T, []byte) []publicStatistic
+	}{
+		{"vllm-benchmark_serving-llmd-10qps.json", vllmStatistics},
+		{"genai-perf-pa298-streaming.json", perfStatistics},
+		{"aiperf-0.1-run1-profile_export_aiperf.json", perfStatistics},
+		{"genai-perf-2024-exporter-test.json", perfStatistics},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			data := readTestdata(t, c.name)
+			r := importReal(t, c.name, "")
+			m := byMetric(t, r.Measurements)
+			landed, ignored, percentiles, landedP := 0, 0, 0, 0
+			for _, st := range c.stats(t, data) {
+				_, isP := acceptance.ToolPercentile(st.key)
+				if isP {
+					percentiles++
+				}
+				if mm, ok := m[st.metric]; ok && st.metric != "" {
+					if isP {
+						landedP++
+					}
+					got, has := mm.ToolSummary[st.key]
+					require.True(t, has, "%s: %s %s is not in %s's summary", c.name, st.field, st.key, st.metric)
+					require.InDelta(t, st.value, got, 1e-9*math.Abs(st.value), "%s: %s %s", c.name, st.field, st.key)
+					landed++
+					continue
+				}
+				// Not imported as itself: the report says why, or what
+				// Accord computed from it (AIPerf's counts and totals).
+				found := false
+				for _, ig := range r.Report.Ignored {
+					found = found || ig.Field == st.field || strings.HasPrefix(ig.Field, st.field+".")
+				}
+				for _, rd := range r.Report.Read {
+					found = found || rd.Field == st.field && rd.Metric != ""
+				}
+				require.True(t, found, "%s: %s (%s) is neither imported nor reported as ignored", c.name, st.field, st.key)
+				ignored++
+			}
+			require.NotZero(t, landed)
+			t.Logf("%s: %d statistics (%d percentiles): %d (%d percentiles) in the import with the tool's value, %d of fields the report accounts for otherwise (ignored with a reason, or read into a metric Accord computes)", c.name, landed+ignored, percentiles, landed, landedP, ignored)
+		})
+	}
 }
