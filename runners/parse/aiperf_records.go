@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/accordlab/accord/acceptance"
 )
@@ -90,6 +91,10 @@ var aiperfRecordReasons = map[string]string{
 	"error_isl":                        "prompt tokens of a failed request: not a catalog metric",
 	"thinking_efficiency":              "reasoning efficiency: not a catalog metric",
 	"good_request_count":               "1 per request meeting AIPerf's goodput limits: Accord judges its own",
+	"time_to_first_output_token":       "time to the first non-reasoning token (AIPerf's TTFO): not a catalog metric; time_to_first_token is imported as ttft",
+	"e2e_output_token_throughput":      "the request's output tokens over its whole latency: not a catalog metric",
+	"prefill_throughput_per_user":      "the request's prompt tokens over its TTFT: not a catalog metric",
+	"http_req_*":                       "AIPerf's HTTP timing breakdown of the request: not catalog metrics (request_latency is imported as e2el)",
 }
 
 func importAIPerfRecords(r io.Reader, opts Options) (Result, error) {
@@ -255,6 +260,10 @@ func importAIPerfRecords(r io.Reader, opts Options) (Result, error) {
 	} else {
 		rep.warn("no succeeded requests with a time span: no throughputs")
 	}
+	if len(values[0]) == 0 && len(values[1]) > 0 {
+		// AIPerf measures TTFT only on streamed responses.
+		rep.warn("no TTFT: the benchmark did not stream (no succeeded record has time_to_first_token, which AIPerf measures only on streamed responses)")
+	}
 	m := opts.measurement(acceptance.MetricErrorRate, src("records with an error / profiling records", ""))
 	m.Source.PercentileDefinition = ""
 	m.Values = []float64{float64(failed) / float64(all)}
@@ -271,6 +280,9 @@ func importAIPerfRecords(r io.Reader, opts Options) (Result, error) {
 	sort.Strings(others)
 	for _, k := range others {
 		reason, ok := aiperfRecordReasons[k]
+		if !ok && strings.HasPrefix(k, "http_req_") {
+			reason, ok = aiperfRecordReasons["http_req_*"]
+		}
 		if !ok {
 			reason = "not a metric Accord reads from AIPerf's records: kept in the stored file"
 		}
@@ -282,8 +294,11 @@ func importAIPerfRecords(r io.Reader, opts Options) (Result, error) {
 	return Result{Measurements: out, Report: *rep}, nil
 }
 
-// aiperfSpan returns a succeeded record's start and end in ns: the later
-// schema's request_start_ns and request_end_ns, or AIPerf 0.1's
+// aiperfSpan returns a succeeded record's start and end in ns, as AIPerf
+// takes them for its benchmark_duration (max_response_metric.py: the
+// request's start plus its request_latency): the later schema's
+// request_start_ns plus request_latency (request_end_ns without it, which
+// AIPerf stamps a little after the last response), or AIPerf 0.1's
 // min_request_timestamp and max_response_timestamp metrics (timestamp_ns
 // plus request_latency without them).
 func aiperfSpan(rec aiperfRecord, in string, lineNo int) (int64, int64, error) {
@@ -292,6 +307,9 @@ func aiperfSpan(rec aiperfRecord, in string, lineNo int) (int64, int64, error) {
 	switch {
 	case md.StartNS != nil && md.EndNS != nil:
 		s, e = *md.StartNS, *md.EndNS
+		if lat, ok, err := aiperfTimes(rec.Metrics, "request_latency"); err == nil && ok && len(lat) == 1 {
+			e = s + int64(math.Round(lat[0]*nsPerMs))
+		}
 	case md.TimestampNS != nil:
 		s = *md.TimestampNS
 		if v, ok := aiperfInt(rec.Metrics, "min_request_timestamp"); ok {

@@ -227,7 +227,8 @@ func FuzzVLLM(f *testing.F) {
 func FuzzGenAIPerf(f *testing.F) {
 	addTestdata(f, "genai-perf-profile_export_genai_perf.json", "aiperf-profile_export_aiperf.json", "aiperf-0.1-records.json",
 		"genai-perf-2024-exporter-test.json", "genai-perf-pa298-streaming.json", "genai-perf-nonstreaming-handmade.json",
-		"aiperf-0.1-run1-profile_export_aiperf.json")
+		"aiperf-0.1-run1-profile_export_aiperf.json", "aiperf-0.8-profile_export_aiperf.json", "aiperf-0.8-all-failed-profile_export_aiperf.json",
+		"aiperf-0.8-nonstreaming-handmade-profile_export_aiperf.json")
 	f.Add([]byte(`{"time_to_first_token":{"unit":"ns","avg":2500000,"p99_9":4000000},"request_throughput":{"unit":"requests/sec","avg":3}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, format := range []Format{FormatGenAIPerf, FormatAIPerf} {
@@ -249,6 +250,8 @@ func FuzzGenAIPerf(f *testing.F) {
 func FuzzAIPerfRecords(f *testing.F) {
 	addTestdata(f, "aiperf-profile_export.jsonl")
 	addTestdataHead(f, "aiperf-0.1-run1-profile_export.jsonl", 4)
+	addTestdataHead(f, "aiperf-0.8-profile_export.jsonl", 4)
+	addTestdataHead(f, "aiperf-0.8-nonstreaming-handmade-profile_export.jsonl", 3)
 	f.Add([]byte(`{"metadata":{"worker_id":"w","benchmark_phase":"profiling"},"metrics":{"time_to_first_token":{"value":12.5,"unit":"ms"},"request_latency":{"value":40,"unit":"ms"}}}` + "\n"))
 	f.Add([]byte(`{"metadata":{"benchmark_phase":"warmup"},"metrics":{}}` + "\n" + `{"error":{"code":500,"message":"x"},"metadata":{"benchmark_phase":"profiling"}}`))
 	f.Add([]byte("{}\n\n[1]\n"))

@@ -98,6 +98,13 @@ var perfReasons = map[string]string{
 	"total_isl":                           "a token total: with total_osl and benchmark_duration it gives the total token throughput",
 	"total_osl":                           "a token total: with total_isl and benchmark_duration it gives the total token throughput",
 	"benchmark_duration":                  "the benchmark's duration: the throughputs are the tool's own",
+	"time_to_first_output_token":          "time to the first non-reasoning token (AIPerf's TTFO): not a catalog metric; time_to_first_token is imported as ttft",
+	"e2e_output_token_throughput":         "each request's output tokens over its whole latency: not a catalog metric",
+	"prefill_throughput_per_user":         "each request's prompt tokens over its TTFT: not a catalog metric",
+	"http_req_*":                          "AIPerf's HTTP timing breakdown of each request: not catalog metrics (request_latency is imported as e2el)",
+	"telemetry_data":                      "GPU telemetry as the tool saw it: the probe samples GPUs itself",
+	"benchmark_id":                        "the tool's id of the run: kept in the stored file",
+	"run_info":                            "the tool's description of the run: kept in the stored file",
 }
 
 // Units accepted per kind, with the factor to the canonical unit.
@@ -270,6 +277,9 @@ func importPerfSummary(data []byte, opts Options, tool, defName string) (Result,
 	if len(out) == 0 {
 		return Result{}, errf(in, 0, "", "no known metrics (time_to_first_token, request_latency, request_throughput, …) in the export")
 	}
+	if !seen[acceptance.MetricTTFT] {
+		rep.warn("%s", d.noTTFT(streaming, how))
+	}
 	if d.strings {
 		rep.warn("%s wrote some values as JSON strings (as GenAI-Perf's 2024 exporter could); they were read as numbers", toolName(tool))
 	}
@@ -338,6 +348,38 @@ func (d *perfDoc) skipReason(key string, pm perfMetric, st *perfStat, streaming,
 		return "this export's times are in ns, which dates it to GenAI-Perf before mid-June 2024, when inter_token_latency changed from the gap between responses (an itl) to a per-request average (a tpot); which of the two this file holds cannot be told from it"
 	}
 	return ""
+}
+
+// noTTFT says why an export gave no TTFT: the line every import without
+// one carries, so that its absence is never silent.
+func (d *perfDoc) noTTFT(streaming, known bool) string {
+	key := ""
+	for _, k := range []string{"time_to_first_token", "ttft"} {
+		if _, ok := d.metrics[k]; ok {
+			key = k
+		}
+	}
+	_, anySucceeded := d.metrics["request_count"]
+	_, anyFailed := d.metrics["error_request_count"]
+	switch {
+	case anyFailed && !anySucceeded:
+		return "no TTFT: every request failed (the export counts only error_request_count), so no request had a first token"
+	case known && !streaming:
+		return "no TTFT: the benchmark did not stream (input_config says streaming is off), so its first response was the whole response"
+	case key != "":
+		return "no TTFT: the benchmark did not stream (" + d.prefix + key + " equals request_latency in every statistic)"
+	case known && streaming:
+		return "no TTFT: the export has no time_to_first_token although input_config says the benchmark streamed"
+	}
+	if d.tool == ToolAIPerf {
+		// AIPerf computes no streaming-only metric (TTFT among them)
+		// unless --streaming is given, and writes input_config with only
+		// the options that were set.
+		return "no TTFT: the benchmark did not stream (the export has no time_to_first_token, which AIPerf writes only for streamed responses, and input_config does not turn streaming on)"
+	}
+	// GenAI-Perf's JSON keeps time_to_first_token without streaming (its
+	// tables drop it): a file without it does not say why.
+	return "no TTFT: the export has no time_to_first_token, which a benchmark that did not stream has none of, and it does not say whether the benchmark streamed"
 }
 
 func (d *perfDoc) sameAsRequestLatency(ttft *perfStat) bool {
@@ -615,9 +657,52 @@ func (d *perfDoc) aiperfDerived(version string, opts Options) ([]acceptance.Meas
 		}
 		m := opts.measurement(acceptance.MetricTotalTokenThroughput, src(field))
 		m.Values = []float64{x}
+		if own, ok, err := d.ownTotalTokenRate(); err != nil {
+			return nil, err
+		} else if ok {
+			// AIPerf 0.8 writes its own figure: kept beside Accord's.
+			m.ToolSummary = map[string]float64{"rate": own}
+			d.rep.read(d.prefix+"total_token_throughput", acceptance.MetricTotalTokenThroughput, "AIPerf's own figure, beside Accord's recomputation from the totals")
+		}
+		out = append(out, m)
+	} else if own, ok, err := d.ownTotalTokenRate(); err != nil {
+		return nil, err
+	} else if ok {
+		field := d.prefix + "total_token_throughput.avg"
+		d.rep.read(field, acceptance.MetricTotalTokenThroughput, "AIPerf's own figure (the totals to recompute it are not in the file)")
+		m := opts.measurement(acceptance.MetricTotalTokenThroughput, src(field))
+		m.Values, m.ToolSummary = []float64{own}, map[string]float64{"rate": own}
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// ownTotalTokenRate reads AIPerf's own total_token_throughput (tokens per
+// second), when the export has it.
+func (d *perfDoc) ownTotalTokenRate() (float64, bool, error) {
+	const key = "total_token_throughput"
+	raw, ok := d.metrics[key]
+	if !ok || string(raw) == "null" {
+		return 0, false, nil
+	}
+	d.led.use(key)
+	st, err := d.stat(raw, d.prefix+key)
+	if err != nil {
+		return 0, false, err
+	}
+	x, ok := st.stats["avg"]
+	if !ok {
+		return 0, false, errf(d.in, 0, d.prefix+key+".avg", "missing, null or not finite")
+	}
+	factor, err := d.unit(key, "tokens", st)
+	if err != nil {
+		return 0, false, errf(d.in, 0, d.prefix+key+".unit", "%v", err)
+	}
+	x *= factor
+	if err := checkRate(x, maxTokenRate); err != nil {
+		return 0, false, errf(d.in, 0, d.prefix+key+".avg", "%v", err)
+	}
+	return x, true, nil
 }
 
 func isPercentileName(k string) bool {
@@ -646,6 +731,15 @@ func isPerfDoc(top map[string]json.RawMessage) (Format, bool) {
 		}
 	}
 	found := false
+	if _, ok := top["aiperf_version"]; ok {
+		// AIPerf from 0.3 names itself; an export of a run whose requests
+		// all failed has only the error counts.
+		for _, raw := range top {
+			if len(raw) > 0 && raw[0] == '{' && strings.Contains(string(raw), `"unit"`) {
+				return FormatAIPerf, true
+			}
+		}
+	}
 	for _, k := range []string{"time_to_first_token", "ttft", "request_latency", "request_throughput", "inter_token_latency"} {
 		raw, ok := metrics[k]
 		if ok && strings.Contains(string(raw), `"unit"`) {

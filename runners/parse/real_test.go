@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -466,6 +467,7 @@ func TestGenAIPerfNonStreamingHasNoTTFT(t *testing.T) {
 	require.Contains(t, m, acceptance.MetricE2EL)
 	reason := ignoredReason(t, r.Report, "time_to_first_token")
 	require.Contains(t, reason, "did not stream")
+	require.Contains(t, r.Report.Warnings, "no TTFT: the benchmark did not stream (input_config says streaming is off), so its first response was the whole response")
 
 	// Without input_config: TTFT equal to the request latency gives it away.
 	var doc map[string]json.RawMessage
@@ -477,6 +479,7 @@ func TestGenAIPerfNonStreamingHasNoTTFT(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, byMetric(t, r.Measurements), acceptance.MetricTTFT)
 	require.Contains(t, ignoredReason(t, r.Report, "time_to_first_token"), "equal to request_latency")
+	require.Contains(t, r.Report.Warnings, "no TTFT: the benchmark did not stream (time_to_first_token equals request_latency in every statistic)")
 }
 
 func ignoredReason(t *testing.T, rep Report, field string) string {
@@ -1032,6 +1035,7 @@ func TestRealPublicFilesEveryStatisticLands(t *testing.T) {
 		{"genai-perf-pa298-streaming.json", perfStatistics},
 		{"aiperf-0.1-run1-profile_export_aiperf.json", perfStatistics},
 		{"genai-perf-2024-exporter-test.json", perfStatistics},
+		{"aiperf-0.8-profile_export_aiperf.json", perfStatistics},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -1070,4 +1074,152 @@ func TestRealPublicFilesEveryStatisticLands(t *testing.T) {
 			t.Logf("%s: %d statistics (%d percentiles): %d (%d percentiles) in the import with the tool's value, %d of fields the report accounts for otherwise (ignored with a reason, or read into a metric Accord computes)", c.name, landed+ignored, percentiles, landed, landedP, ignored)
 		})
 	}
+}
+
+// AIPerf 0.8's two files of one recorded run (a public repository's
+// artifacts, testdata/README.md): the records' samples under numpy's rule
+// give AIPerf's own summary, and the throughputs come out as AIPerf's.
+func TestRealAIPerf08RecordsAgreeWithItsSummary(t *testing.T) {
+	t.Parallel()
+	rec := importReal(t, "aiperf-0.8-profile_export.jsonl", "")
+	require.Equal(t, FormatAIPerfRecords, rec.Report.Format)
+	sum := importReal(t, "aiperf-0.8-profile_export_aiperf.json", "")
+	require.Equal(t, FormatAIPerf, sum.Report.Format)
+	require.Equal(t, "0.8.0", sum.Report.ToolVersion)
+	requireAccounted(t, sum.Report, topKeys(t, readTestdata(t, "aiperf-0.8-profile_export_aiperf.json"))...)
+	for _, r := range []Result{rec, sum} {
+		for _, w := range r.Report.Warnings {
+			require.NotContains(t, w, "no TTFT", "the run streamed")
+		}
+	}
+
+	rm, sm := byMetric(t, rec.Measurements), byMetric(t, sum.Measurements)
+	compared := 0
+	for _, id := range []string{acceptance.MetricTTFT, acceptance.MetricE2EL, acceptance.MetricTPOT, acceptance.MetricITL} {
+		raw, summary := rm[id], sm[id]
+		require.NotEmpty(t, raw.Values, id)
+		s, err := stats.NewSample(raw.Values, nil)
+		require.NoError(t, err)
+		for k, tool := range summary.ToolSummary {
+			p, ok := acceptance.ToolPercentile(k)
+			if !ok {
+				continue
+			}
+			got, err := s.Percentile(stats.NumpyLinear, p)
+			require.NoError(t, err)
+			require.InEpsilon(t, tool, got, 1e-12, "%s %s", id, k)
+			compared++
+		}
+		require.InEpsilon(t, summary.ToolSummary["mean"], s.Mean(), 1e-12, id)
+		require.Equal(t, summary.ToolSummary["max"], s.Max(), id)
+	}
+	require.Equal(t, 4*9, compared)
+	require.Len(t, rm[acceptance.MetricTTFT].Values, 10, "10 of 20 requests timed out")
+	require.Len(t, rm[acceptance.MetricITL].Values, 110, "every gap between chunks of the succeeded requests")
+	require.Equal(t, []float64{0.5}, rm[acceptance.MetricErrorRate].Values)
+	require.Equal(t, []float64{0.5}, sm[acceptance.MetricErrorRate].Values)
+	require.Contains(t, strings.Join(rec.Report.Warnings, "\n"), "10 of 20 requests failed")
+	// AIPerf's span is the first start to the last start plus its latency:
+	// Accord's rates from the records are AIPerf's own.
+	for _, id := range []string{acceptance.MetricRequestThroughput, acceptance.MetricOutputTokenThroughput, acceptance.MetricTotalTokenThroughput} {
+		require.InEpsilon(t, sm[id].Values[0], rm[id].Values[0], 1e-9, id)
+	}
+	// AIPerf 0.8 writes total_token_throughput itself: Accord's from the
+	// totals stands beside it and agrees.
+	tt := sm[acceptance.MetricTotalTokenThroughput]
+	require.Equal(t, 1.0719726000087824, tt.ToolSummary["rate"])
+	require.InEpsilon(t, tt.ToolSummary["rate"], tt.Values[0], 1e-12)
+	t.Logf("AIPerf 0.8: %d percentiles of 4 metrics from 10 records equal AIPerf's own", compared)
+
+	// Every metric of the records is accounted for.
+	keys := map[string]bool{}
+	for _, line := range bytes.Split(bytes.TrimSpace(readTestdata(t, "aiperf-0.8-profile_export.jsonl")), []byte("\n")) {
+		var r struct {
+			Metrics map[string]json.RawMessage `json:"metrics"`
+		}
+		require.NoError(t, json.Unmarshal(line, &r))
+		for k := range r.Metrics {
+			keys["metrics."+k] = true
+		}
+	}
+	var ks []string
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	requireAccounted(t, rec.Report, ks...)
+	require.Contains(t, ignoredReason(t, rec.Report, "metrics.http_req_waiting"), "HTTP timing breakdown")
+}
+
+// A non-streaming AIPerf run's export has no time_to_first_token at all
+// (AIPerf computes no streaming-only metric without --streaming, and its
+// input_config leaves the unset option out): the import says there is no
+// TTFT and why, and never takes the request latency for it.
+func TestAIPerfNonStreamingExportSaysNoTTFT(t *testing.T) {
+	t.Parallel()
+	const line = "no TTFT: the benchmark did not stream"
+	sum := importReal(t, "aiperf-0.8-nonstreaming-handmade-profile_export_aiperf.json", "")
+	require.Equal(t, FormatAIPerf, sum.Report.Format)
+	m := byMetric(t, sum.Measurements)
+	require.NotContains(t, m, acceptance.MetricTTFT)
+	require.NotContains(t, m, acceptance.MetricTPOT)
+	require.NotContains(t, m, acceptance.MetricITL)
+	require.Equal(t, 584.203521, m[acceptance.MetricE2EL].ToolSummary["p50"], "request latency is e2el, as it was")
+	w := strings.Join(sum.Report.Warnings, "\n")
+	require.Contains(t, w, line+" (the export has no time_to_first_token, which AIPerf writes only for streamed responses, and input_config does not turn streaming on)")
+	require.Contains(t, sum.Report.Lines(), sum.Report.Warnings[slices.IndexFunc(sum.Report.Warnings, func(s string) bool { return strings.HasPrefix(s, line) })],
+		"the line reaches the run's notes")
+
+	rec := importReal(t, "aiperf-0.8-nonstreaming-handmade-profile_export.jsonl", "")
+	rm := byMetric(t, rec.Measurements)
+	require.NotContains(t, rm, acceptance.MetricTTFT)
+	require.Len(t, rm[acceptance.MetricE2EL].Values, 10)
+	require.Contains(t, strings.Join(rec.Report.Warnings, "\n"), line+" (no succeeded record has time_to_first_token")
+
+	// input_config saying streaming was on, with no TTFT: said, but not
+	// as "did not stream".
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(readTestdata(t, "aiperf-0.8-nonstreaming-handmade-profile_export_aiperf.json"), &doc))
+	doc["input_config"].(map[string]any)["endpoint"].(map[string]any)["streaming"] = true
+	data, err := json.Marshal(doc)
+	require.NoError(t, err)
+	r, err := ImportWithReport(FormatAIPerf, data, Options{})
+	require.NoError(t, err)
+	require.Contains(t, r.Report.Warnings, "no TTFT: the export has no time_to_first_token although input_config says the benchmark streamed")
+
+	// GenAI-Perf's layout without time_to_first_token says the same.
+	var gp map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(readTestdata(t, "genai-perf-pa298-streaming.json"), &gp))
+	delete(gp, "time_to_first_token")
+	delete(gp, "inter_token_latency")
+	delete(gp, "input_config")
+	data, err = json.Marshal(gp)
+	require.NoError(t, err)
+	r, err = ImportWithReport(FormatGenAIPerf, data, Options{})
+	require.NoError(t, err)
+	require.Contains(t, r.Report.Warnings, "no TTFT: the export has no time_to_first_token, which a benchmark that did not stream has none of, and it does not say whether the benchmark streamed")
+	// … and with input_config saying it did not stream, that it did not.
+	gp["input_config"] = json.RawMessage(`{"streaming": false}`)
+	data, err = json.Marshal(gp)
+	require.NoError(t, err)
+	r, err = ImportWithReport(FormatGenAIPerf, data, Options{})
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(r.Report.Warnings, "\n"), line+" (input_config says streaming is off)")
+}
+
+// A recorded AIPerf 0.8 run whose 20 requests all timed out: an error
+// rate of 1 from AIPerf's own count, and a line saying why there is no
+// TTFT.
+func TestRealAIPerf08AllRequestsFailed(t *testing.T) {
+	t.Parallel()
+	name := "aiperf-0.8-all-failed-profile_export_aiperf.json"
+	r := importReal(t, name, "")
+	require.Equal(t, FormatAIPerf, r.Report.Format)
+	requireAccounted(t, r.Report, topKeys(t, readTestdata(t, name))...)
+	m := byMetric(t, r.Measurements)
+	require.Len(t, m, 1)
+	require.Equal(t, []float64{1}, m[acceptance.MetricErrorRate].Values)
+	require.Equal(t, int64(20), m[acceptance.MetricErrorRate].Trials)
+	w := strings.Join(r.Report.Warnings, "\n")
+	require.Contains(t, w, "AIPerf counted 20 failed requests (error_summary)")
+	require.Contains(t, w, "no TTFT: every request failed")
 }

@@ -294,7 +294,9 @@ func TestImportAIPerfRecords(t *testing.T) {
 	require.Len(t, m[acceptance.MetricITL].Values, 10)
 	require.Equal(t, MethodRawSamples, m[acceptance.MetricITL].Source.PercentileMethod)
 	require.Equal(t, []float64{1.0 / 3}, m[acceptance.MetricErrorRate].Values)
-	window := float64(1759813208032900363-1759813207532900363) / 1e9
+	// AIPerf's span: the first start to the last start plus its
+	// request_latency (not request_end_ns).
+	window := float64(1759813207600000000+432900000-1759813207532900363) / 1e9
 	requireFloats(t, []float64{2 / window}, m[acceptance.MetricRequestThroughput].Values)
 	requireFloats(t, []float64{12 / window}, m[acceptance.MetricOutputTokenThroughput].Values)
 	requireFloats(t, []float64{1112 / window}, m[acceptance.MetricTotalTokenThroughput].Values)
