@@ -217,6 +217,10 @@ func SplitTelemetry(rows []MetricRow) (measured, telemetry []MetricRow) {
 func ClientFlagsFrom(ms []store.MeasurementRow) []acceptance.ClientFlag {
 	var r acceptance.ClientReadings
 	for _, m := range ms {
+		if m.Metric == acceptance.MetricTTFT && m.Summary.N > 0 {
+			r.AddTTFT(m.Step, m.Level, m.Repetition, m.Summary.P50, m.Summary.P99)
+			continue
+		}
 		r.Add(m.Metric, m.Step, m.Level, m.Repetition, m.Summary.P99, m.Summary.N, m.Summary.Mean)
 	}
 	return r.Flags()

@@ -272,108 +272,173 @@ func HelpPage(p Page, metrics []acceptance.Metric, statistics, verdicts []HelpEn
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, " % of its CPUs used) is flagged on the run page and in the signed report, and the gate set's criteria on that level are INCONCLUSIVE unless it accepts such levels (<code>accept_client_limited: true</code>).</p><h2 id=\"probe-collects\">What the probe collects on a lab host</h2><p><strong>Host facts</strong>, at the start of every run and on the host page, each with the command or file it came from and its raw output: the OS, kernel, CPU, memory and NUMA nodes; the NVMe controllers, subsystems and namespaces (sysfs, checked against nvme-cli) with each drive's smart-log; the NICs, RDMA ports, kernel modules and CPU governors; every accelerator its vendor's tool reports (nvidia-smi, amd-smi or rocm-smi, hy-smi, npu-smi, cnmon, xpu-smi, mthreads-gmi, mx-smi, ixsmi, efsmi, brsmi: model, driver and firmware, memory, PCIe address, NUMA node; a tool that is not installed is absent, never a failure; where amd-smi and rocm-smi are both installed amd-smi is used); <code>nvidia-smi topo -m</code> where nvidia-smi is installed; and the PCIe placement of every GPU, physical NIC and NVMe controller (its switch, NUMA node and current against maximum link speed and width). The GPU model and driver decide comparability: a candidate on another model or driver than its baseline is INCOMPARABLE, with the difference shown.</p><p><strong>Telemetry</strong>, every second of every measuring step (and once more as it ends): CPU, memory, disk and NIC use; every installed vendor tool's readings of each accelerator (utilisation, memory used, memory bandwidth use, power, where the tool has them); the profile's Prometheus exporters (<code>telemetry.exporters</code>: NVIDIA's DCGM exporter, Huawei's Ascend NPU exporter and AMD's device metrics exporter have built-in mappings, any other exporter is mapped in the profile), whose readings stand in where no vendor tool reported; and the fabric's and drives' counters as rates per second: RDMA retransmits, sequence errors, CNPs sent and handled, ECN-marked packets and discards (<code>/sys/class/infiniband/*/ports/*/counters</code> and <code>hw_counters</code>), NIC errors, drops and pause frames (<code>/sys/class/net/*/statistics</code>, <code>ethtool -S</code>), and each NVMe namespace's IOPS, bandwidth and latency (<code>/sys/block/*/stat</code>). They are on the run page's time charts, the accelerators' utilisation on one axis with the storage's latency and TTFT, and every one is a gate metric.</p><p><strong>Drive wear</strong>: each NVMe drive's <code>nvme smart-log</code> before the run and after each repetition; the data a repetition wrote (<code>drive_bytes_written</code>) and the endurance that is as drive writes per day at that rate (<code>drive_writes_per_day</code>, against the drive's capacity), to compare with the drive's rated DWPD. <strong>The data path into accelerator memory</strong>: a gpu-path step measures the CPU-mediated path on any host and GDS's GPU-direct and CPU-GPU paths where gdsio is installed (<code>gpu_path_bandwidth</code>, <code>cpu_seconds_per_gib</code>). <strong>The prefix cache</strong>: where an inference step names the server's metrics endpoint, its hit ratio over the step from the server's counters (vLLM's prefix cache hits and queries, SGLang's cached and prompt tokens), shown beside TTFT.</p><h2 id=\"decisions\">Rollout decisions</h2><p id=\"halt-rule\">Any member of the program may halt the current stage (viewers included: a halt is the brake), in the browser and through the API alike; an API token needs the approve scope, as for every decision. Approving, waiving, rejecting, resuming and requesting a rollback are for the approvers and owners of either side, and both sides' approvers must agree to resume a halted stage.</p><h2 id=\"metrics\">Metrics</h2><div class=\"table-wrap\"><table id=\"metrics\"><thead><tr><th>Id</th><th>Name</th><th>Unit</th><th>Kind</th><th>Better</th><th>Definition</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, " % of its CPUs used) is flagged on the run page and in the signed report, and the gate set's criteria on that level are INCONCLUSIVE unless it accepts such levels (<code>accept_client_limited: true</code>).</p><p id=\"client-relative-limits\">Those limits are for slow servers; next to a fast one a much smaller delay matters, so the client's delays are also held to the level's own TTFT, whichever limit is lower. The open loop's lateness p99 may be at most ")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var17 string
+			templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(limitText(100 * acceptance.ClientLateTTFTShare))
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 66, Col: 94}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, " % of the level's TTFT p50: a request sent later than half a typical response time changes the load the server sees at the scale of its response. The ticker's p99 may be at most ")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var18 string
+			templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(limitText(100 * acceptance.ClientTickTTFTShare))
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 67, Col: 82}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, " % of the level's TTFT p99: a probe goroutine waiting on the network wakes as late as its ticker, and that delay is added to the TTFT it measures, so beyond half the tail may be the probe's own. Where the host's CPU pressure was ")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var19 string
+			templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(limitText(acceptance.ClientHostPressurePct))
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 68, Col: 82}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, " % or more (some task waited for a CPU nearly all the level), the probe's delays are systematic and ")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var20 string
+			templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(limitText(100 * acceptance.ClientSaturatedTickTTFTShare))
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 68, Col: 240}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, " % of the TTFT p99 is enough: host saturation lowers the bar rather than flagging on its own, since a probe on cores of its own can keep up on a busy host. No limit from TTFT is below ")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var21 string
+			templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(limitText(acceptance.ClientRelativeFloorMs))
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 69, Col: 76}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, " ms, a timer's own granularity and the scheduler's ordinary latency. For example, a level with a TTFT p99 of 25 ms whose ticker woke 28 ms late at p99 on a host at 93 % CPU pressure is flagged (limit 6.3 ms); at a TTFT p99 of 800 ms the absolute limits apply.</p><h2 id=\"probe-collects\">What the probe collects on a lab host</h2><p><strong>Host facts</strong>, at the start of every run and on the host page, each with the command or file it came from and its raw output: the OS, kernel, CPU, memory and NUMA nodes; the NVMe controllers, subsystems and namespaces (sysfs, checked against nvme-cli) with each drive's smart-log; the NICs, RDMA ports, kernel modules and CPU governors; every accelerator its vendor's tool reports (nvidia-smi, amd-smi or rocm-smi, hy-smi, npu-smi, cnmon, xpu-smi, mthreads-gmi, mx-smi, ixsmi, efsmi, brsmi: model, driver and firmware, memory, PCIe address, NUMA node; a tool that is not installed is absent, never a failure; where amd-smi and rocm-smi are both installed amd-smi is used); <code>nvidia-smi topo -m</code> where nvidia-smi is installed; and the PCIe placement of every GPU, physical NIC and NVMe controller (its switch, NUMA node and current against maximum link speed and width). The GPU model and driver decide comparability: a candidate on another model or driver than its baseline is INCOMPARABLE, with the difference shown.</p><p><strong>Telemetry</strong>, every second of every measuring step (and once more as it ends): CPU, memory, disk and NIC use; every installed vendor tool's readings of each accelerator (utilisation, memory used, memory bandwidth use, power, where the tool has them); the profile's Prometheus exporters (<code>telemetry.exporters</code>: NVIDIA's DCGM exporter, Huawei's Ascend NPU exporter and AMD's device metrics exporter have built-in mappings, any other exporter is mapped in the profile), whose readings stand in where no vendor tool reported; and the fabric's and drives' counters as rates per second: RDMA retransmits, sequence errors, CNPs sent and handled, ECN-marked packets and discards (<code>/sys/class/infiniband/*/ports/*/counters</code> and <code>hw_counters</code>), NIC errors, drops and pause frames (<code>/sys/class/net/*/statistics</code>, <code>ethtool -S</code>), and each NVMe namespace's IOPS, bandwidth and latency (<code>/sys/block/*/stat</code>). They are on the run page's time charts, the accelerators' utilisation on one axis with the storage's latency and TTFT, and every one is a gate metric.</p><p><strong>Drive wear</strong>: each NVMe drive's <code>nvme smart-log</code> before the run and after each repetition; the data a repetition wrote (<code>drive_bytes_written</code>) and the endurance that is as drive writes per day at that rate (<code>drive_writes_per_day</code>, against the drive's capacity), to compare with the drive's rated DWPD. <strong>The data path into accelerator memory</strong>: a gpu-path step measures the CPU-mediated path on any host and GDS's GPU-direct and CPU-GPU paths where gdsio is installed (<code>gpu_path_bandwidth</code>, <code>cpu_seconds_per_gib</code>). <strong>The prefix cache</strong>: where an inference step names the server's metrics endpoint, its hit ratio over the step from the server's counters (vLLM's prefix cache hits and queries, SGLang's cached and prompt tokens), shown beside TTFT.</p><h2 id=\"decisions\">Rollout decisions</h2><p id=\"halt-rule\">Any member of the program may halt the current stage (viewers included: a halt is the brake), in the browser and through the API alike; an API token needs the approve scope, as for every decision. Approving, waiving, rejecting, resuming and requesting a rollback are for the approvers and owners of either side, and both sides' approvers must agree to resume a halted stage.</p><h2 id=\"metrics\">Metrics</h2><div class=\"table-wrap\"><table id=\"metrics\"><thead><tr><th>Id</th><th>Name</th><th>Unit</th><th>Kind</th><th>Better</th><th>Definition</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			for _, m := range metrics {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<tr id=\"")
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				var templ_7745c5c3_Var17 string
-				templ_7745c5c3_Var17, templ_7745c5c3_Err = templruntime.NewAttributeExpression("metric-" + m.ID).Resolve(ctx)
-				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 89, Col: 31}
-				}
-				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var17)
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "\"><td><code>")
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				var templ_7745c5c3_Var18 string
-				templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(m.ID)
-				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 90, Col: 23}
-				}
-				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "</code></td><td>")
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				var templ_7745c5c3_Var19 string
-				templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(m.Name)
-				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 91, Col: 19}
-				}
-				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "</td><td>")
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				var templ_7745c5c3_Var20 string
-				templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(string(m.Unit))
-				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 92, Col: 27}
-				}
-				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "</td><td>")
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				var templ_7745c5c3_Var21 string
-				templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(string(m.Kind))
-				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 93, Col: 27}
-				}
-				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
-				if templ_7745c5c3_Err != nil {
-					return templ_7745c5c3_Err
-				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "</td><td>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<tr id=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var22 string
-				templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(string(m.Direction))
+				templ_7745c5c3_Var22, templ_7745c5c3_Err = templruntime.NewAttributeExpression("metric-" + m.ID).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 94, Col: 32}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 97, Col: 31}
 				}
-				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var22)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "</td><td>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "\"><td><code>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var23 string
-				templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinStringErrs(m.Help)
+				templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinStringErrs(m.ID)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 95, Col: 19}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 98, Col: 23}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var23))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "</td></tr>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "</code></td><td>")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				var templ_7745c5c3_Var24 string
+				templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(m.Name)
+				if templ_7745c5c3_Err != nil {
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 99, Col: 19}
+				}
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var24))
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</td><td>")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				var templ_7745c5c3_Var25 string
+				templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(string(m.Unit))
+				if templ_7745c5c3_Err != nil {
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 100, Col: 27}
+				}
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "</td><td>")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				var templ_7745c5c3_Var26 string
+				templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinStringErrs(string(m.Kind))
+				if templ_7745c5c3_Err != nil {
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 101, Col: 27}
+				}
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var26))
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "</td><td>")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				var templ_7745c5c3_Var27 string
+				templ_7745c5c3_Var27, templ_7745c5c3_Err = templ.JoinStringErrs(string(m.Direction))
+				if templ_7745c5c3_Err != nil {
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 102, Col: 32}
+				}
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var27))
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "</td><td>")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				var templ_7745c5c3_Var28 string
+				templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(m.Help)
+				if templ_7745c5c3_Err != nil {
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/help.templ`, Line: 103, Col: 19}
+				}
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var28))
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 35, "</td></tr>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</tbody></table></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "</tbody></table></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

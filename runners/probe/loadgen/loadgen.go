@@ -248,7 +248,7 @@ func (g *generator) run(parent context.Context) (*wire.InferenceSummary, error) 
 	}
 	close(interimDone)
 	interimWG.Wait()
-	selfCheck := g.check.finish(g.cfg.Level.Concurrency <= 0)
+	selfCheck := g.check.finish(g.cfg.Level.Concurrency <= 0, g.stats)
 
 	var werr error
 	if g.recW != nil {

@@ -98,8 +98,9 @@ func (c *selfCheck) late(ns int64) {
 	c.mu.Unlock()
 }
 
-// finish stops the ticker and sums the level up.
-func (c *selfCheck) finish(openLoop bool) *wire.SelfCheck {
+// finish stops the ticker and sums the level up, holding the client's
+// delays against the level's own TTFT (acceptance.JudgeClient).
+func (c *selfCheck) finish(openLoop bool, level *stats) *wire.SelfCheck {
 	close(c.stop)
 	<-c.done
 	wall := time.Since(c.start)
@@ -142,6 +143,9 @@ func (c *selfCheck) finish(openLoop bool) *wire.SelfCheck {
 		} else {
 			sc.Missing = append(sc.Missing, "CPU pressure (/proc/pressure/cpu)")
 		}
+	}
+	if p50, p99, ok := level.ttftPercentiles(); ok {
+		sc.TTFTP50Ms, sc.TTFTP99Ms = &p50, &p99
 	}
 	sc.Flagged, sc.Reasons = acceptance.JudgeClient(sc.Health())
 	return sc

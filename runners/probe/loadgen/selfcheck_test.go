@@ -108,10 +108,16 @@ func TestSelfCheckFlagsAStarvedClient(t *testing.T) {
 }
 
 // An unloaded probe, at a modest rate, is not flagged, on a shared 2-core
-// machine too: the limits sit well above what other processes cause.
+// machine too. The client's delays are held to a share of the level's own
+// TTFT where that is lower than the absolute limits; this server's TTFT is
+// 800 ms by construction (25 ms of prefill for each of 32 prompt tokens),
+// so every share of it is above the absolute limits, which sit well above
+// what other processes on this machine cause (acceptance.JudgeClient).
 func TestSelfCheckUnloadedIsNotFlagged(t *testing.T) {
 	t.Parallel()
-	e := startEmulator(t, emuConfig(t))
+	cfg := emuConfig(t)
+	cfg.PrefillPerToken = 25 * time.Millisecond
+	e := startEmulator(t, cfg)
 	step := baseStep(e)
 	step.Requests = 0
 	step.Duration = acceptance.Duration(2 * time.Second)
@@ -121,6 +127,13 @@ func TestSelfCheckUnloadedIsNotFlagged(t *testing.T) {
 	require.NotNil(t, sc)
 	t.Logf("unloaded: lateness p99 %.1f ms, tick delay p99 %.1f ms, run queue %.0f %%, probe CPU %.1f %%, host busy %s, pressure %s",
 		sc.LatenessP99Ms, sc.TickDelayP99Ms, deref(sc.ProbeRunQueuePct), sc.ProbeCPUPct, pct(sc.HostCPUBusyPct), pct(sc.HostCPUPressurePct))
+	require.NotNil(t, sc.TTFTP50Ms, "the level's TTFT is kept with the self-check")
+	t.Logf("unloaded: the level's TTFT p50 %.0f ms, p99 %.0f ms", *sc.TTFTP50Ms, *sc.TTFTP99Ms)
+	// What the construction fixes: a TTFT of at least the 800 ms of
+	// prefill, so no share of it is below an absolute limit.
+	require.GreaterOrEqual(t, *sc.TTFTP50Ms, 800.0)
+	require.GreaterOrEqual(t, acceptance.ClientLateTTFTShare**sc.TTFTP50Ms, acceptance.ClientLateLimitMs)
+	require.GreaterOrEqual(t, acceptance.ClientSaturatedTickTTFTShare**sc.TTFTP99Ms, acceptance.ClientTickLimitMs)
 	require.False(t, sc.Flagged, "reasons: %q", sc.Reasons)
 	require.Equal(t, int64(40), sc.Sends, "every measured send is timed against its intended time")
 	require.Greater(t, sc.Ticks, int64(100), "the ticker ran through the level")
@@ -159,4 +172,24 @@ func pct(p *float64) string {
 		return "unknown"
 	}
 	return strconv.FormatFloat(*p, 'f', 0, 64) + " %"
+}
+
+// TestRecordStarvedSelfCheck is not a test but the recorder of
+// handlers/testdata/labruns/selfcheck-starved.json (see its README):
+// ACCORD_RECORD_STARVED=path go test ./runners/probe/loadgen -run
+// TestRecordStarvedSelfCheck runs a level pinned to one core at the
+// lowest priority beside CPU hogs, as TestSelfCheckFlagsAStarvedClient
+// does, and writes the self-check the probe wrote into its result.json.
+func TestRecordStarvedSelfCheck(t *testing.T) {
+	path := os.Getenv("ACCORD_RECORD_STARVED")
+	if path == "" {
+		t.Skip("set ACCORD_RECORD_STARVED=path to record a starved level's self-check")
+	}
+	e := startEmulator(t, emuConfig(t))
+	startHogs(t, "0", starveHogs)
+	sum := runLevelInChild(t, helperLevel{URL: e.url, Rate: starveRate, Duration: time.Second}, "nice", "-n", "19", "taskset", "-c", "0")
+	require.True(t, sum.SelfCheck.Flagged, "record again: the level was not starved")
+	raw, err := json.MarshalIndent(sum.SelfCheck, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, append(raw, '\n'), 0o644))
 }

@@ -41,6 +41,7 @@ type stats struct {
 	wOutTokens  int64
 
 	itl           *hdrhistogram.Histogram // measured, successful requests
+	ttft          *hdrhistogram.Histogram // measured, successful requests: what the self-check holds the client's delays against
 	succeeded     int64
 	failed        int64
 	warmupDropped int64
@@ -51,7 +52,7 @@ type stats struct {
 func newStats() *stats {
 	return &stats{
 		wTTFT: newHist(), wTPOT: newHist(), wITL: newHist(), wE2EL: newHist(),
-		itl: newHist(),
+		itl: newHist(), ttft: newHist(),
 	}
 }
 
@@ -82,6 +83,7 @@ func (s *stats) add(r *wire.RequestRecord, itl []int64) {
 	if r.FirstToken > 0 {
 		ttft := r.FirstToken - r.Sent
 		recordNanos(s.wTTFT, ttft)
+		recordNanos(s.ttft, ttft)
 		if r.OutputTokens > 1 {
 			recordNanos(s.wTPOT, (e2el-ttft)/int64(r.OutputTokens-1))
 		}
@@ -151,4 +153,15 @@ func buckets(h *hdrhistogram.Histogram) []wire.HistogramBucket {
 		out = append(out, wire.HistogramBucket{Value: float64(bar.To) / 1000, Count: bar.Count})
 	}
 	return out
+}
+
+// ttftPercentiles returns the level's measured TTFT p50 and p99 in ms, and
+// whether any request had a first token.
+func (s *stats) ttftPercentiles() (p50, p99 float64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ttft.TotalCount() == 0 {
+		return 0, 0, false
+	}
+	return usToMs(s.ttft.ValueAtQuantile(50)), usToMs(s.ttft.ValueAtQuantile(99)), true
 }

@@ -372,6 +372,11 @@ type SelfCheck struct {
 	// The host's CPU busy share and CPU pressure (PSI some) over the level.
 	HostCPUBusyPct     *float64 `json:"host_cpu_busy_pct,omitempty"`
 	HostCPUPressurePct *float64 `json:"host_cpu_pressure_pct,omitempty"`
+	// The level's TTFT p50 and p99 (ms) the client's delays were held
+	// against (acceptance.JudgeClient); absent where no request had a
+	// first token.
+	TTFTP50Ms *float64 `json:"ttft_p50_ms,omitempty"`
+	TTFTP99Ms *float64 `json:"ttft_p99_ms,omitempty"`
 	// Missing names the readings this host does not offer.
 	Missing []string `json:"missing,omitempty"`
 	// Flagged says the client was late or starved; Reasons say how.
@@ -385,6 +390,7 @@ func (s *SelfCheck) Health() acceptance.ClientHealth {
 		OpenLoop: s.Sends > 0, LatenessP99Ms: s.LatenessP99Ms, TickDelayP99Ms: s.TickDelayP99Ms, Ticks: s.Ticks,
 		ProbeCPUPct: s.ProbeCPUPct, ProbeRunQueuePct: s.ProbeRunQueuePct,
 		HostCPUBusyPct: s.HostCPUBusyPct, HostCPUPressurePct: s.HostCPUPressurePct,
+		TTFTP50Ms: s.TTFTP50Ms, TTFTP99Ms: s.TTFTP99Ms,
 	}
 }
 
