@@ -187,7 +187,8 @@ func FuzzFio(f *testing.F) {
 	addTestdata(f, "fio2-randrw.json", "fio-3.33-jsonplus-client-server-two.json", "fio-3.33-json-normal-randrw.txt",
 		"fio-3.33-jsonplus-unified-rw-both.json", "fio-3.33-json-two-jobs.json", "fio-2.2.10-storperf.json",
 		"fio-2.19-jsonplus-unified-rw.json", "fio-2.19-json-client-server-two.json", "fio-2.21-jsonplus-client-server-two.json",
-		"fio-2.21-json-normal-randrw.txt", "fio-2.19-jsonplus-thousand-ios.json")
+		"fio-2.21-json-normal-randrw.txt", "fio-2.19-jsonplus-thousand-ios.json", "fio-2.1.10-json-client-server-one.json",
+		"fio-2.1.10-jsonplus-randrw-normal-text.txt")
 	f.Add([]byte(fio2Indexed(`"FIO_IO_U_PLAT_BITS":6,"FIO_IO_U_PLAT_VAL":64,"FIO_IO_U_PLAT_NR":1216,"0":0,"1":1,"1215":2`)))
 	f.Add([]byte(fio2Indexed(`"FIO_IO_U_PLAT_BITS":1,"FIO_IO_U_PLAT_VAL":2,"FIO_IO_U_PLAT_NR":64,"63":1`)))
 	f.Add([]byte(`{"fio version":"fio-3.33","jobs":[{"jobname":"x","error":0,"read":{"iops":1,"bw_bytes":4096,"total_ios":1,"clat_ns":{"min":1000,"max":1000,"mean":1000,"stddev":0,"N":1,"percentile":{"99.000000":1000},"bins":{"1000":1}},"slat_ns":{"min":0,"max":0,"mean":0,"stddev":0,"N":0},"lat_ns":{"min":1,"max":1,"mean":1,"stddev":-nan,"N":1}}}]}`))
@@ -270,6 +271,7 @@ func FuzzAIPerfRecords(f *testing.F) {
 }
 
 func FuzzDetect(f *testing.F) {
+	addTestdata(f, "fio-2.1.10-json-client-server-two.json", "fio-2.1.10-jsonplus-randrw-normal-text.txt", "aiperf-0.8-all-failed-profile_export_aiperf.json")
 	addTestdata(f, "fio2-randrw.json", "fio-3.33-jsonplus-client-server-two.json", "vllm-bench-serve-detailed.json",
 		"vllm-benchmark-serving-old.json", "genai-perf-profile_export_genai_perf.json", "aiperf-profile_export_aiperf.json",
 		"aiperf-profile_export.jsonl")
