@@ -72,11 +72,17 @@ func (s *Server) latestFacts(ctx context.Context, h store.Host) (hostFacts, erro
 	return hs, nil
 }
 
-// hostOptions adds what the host's labels say about it to a profile's
-// expectations: gpu=<model> means GPUs are expected, storage_interfaces=
-// names the interfaces that carry storage traffic (comma-separated).
+// hostOptions adds what the host says about itself to a profile's
+// expectations: an emulated host (or one labelled transport=emulated) has
+// an emulated storage path, whatever the profile's transport; gpu=<model>
+// means GPUs are expected (gpu=none, or "none (emulated)", that none
+// are); storage_interfaces= names the interfaces that carry storage
+// traffic (comma-separated).
 func hostOptions(h store.Host, o readiness.Options) readiness.Options {
-	if g := strings.ToLower(strings.TrimSpace(h.Labels["gpu"])); g != "" && g != "none" && g != "no" && g != "false" {
+	if h.Emulated || labelTransport(h) == acceptance.TransportEmulated {
+		o.Emulated = true
+	}
+	if g := strings.Fields(strings.ToLower(h.Labels["gpu"])); len(g) > 0 && g[0] != "none" && g[0] != "no" && g[0] != "false" {
 		o.GPUExpected = true
 	}
 	if v := h.Labels["storage_interfaces"]; v != "" {
@@ -127,7 +133,7 @@ func (s *Server) profileExpectations(ctx context.Context, programID int64) ([]ex
 }
 
 // statusRank orders statuses from best to worst, as readiness.Worst does.
-var statusRank = map[readiness.Status]int{readiness.PASS: 1, readiness.UNKNOWN: 2, readiness.WARN: 3, readiness.FAIL: 4}
+var statusRank = map[readiness.Status]int{readiness.NA: 0, readiness.PASS: 1, readiness.UNKNOWN: 2, readiness.WARN: 3, readiness.FAIL: 4}
 
 // kernelTransports maps a profile's transport to the controllers' transport
 // in sysfs.
@@ -270,18 +276,14 @@ func (s *Server) loadProgramReadiness(ctx context.Context, programID int64) (pro
 					row.Fail++
 				case readiness.UNKNOWN:
 					row.Unknown++
+				case readiness.NA:
+					row.NA++
 				}
 				out.cells[h.ID][c.CheckID] = c
 			}
 		}
 		for i, ex := range exps {
-			fit := web.ReadinessFit{HostID: h.ID, HostName: h.Name, ProfileID: ex.specID, ProfileLabel: ex.label(), NoFacts: hs.facts == nil}
-			if hs.facts != nil {
-				for _, c := range readiness.BlockingFailures(evaluate(hostOptions(h, ex.opts))) {
-					fit.Failures = append(fit.Failures, c.Title)
-				}
-			}
-			fits[i] = append(fits[i], fit)
+			fits[i] = append(fits[i], fitOf(h, ex, hs.facts, evaluate))
 		}
 		m.Rows = append(m.Rows, row)
 	}
@@ -291,6 +293,26 @@ func (s *Server) loadProgramReadiness(ctx context.Context, programID int64) (pro
 	}
 	out.matrix = m
 	return out, nil
+}
+
+// fitOf decides go or no-go for a host under a profile: no-go on a
+// blocking FAIL; go otherwise, saying which blocking checks could not be
+// told (UNKNOWN) and whether the path is emulated (its storage checks
+// n/a). A host without facts is neither.
+func fitOf(h store.Host, ex expectation, f *facts.Facts, evaluate func(readiness.Options) []readiness.Check) web.ReadinessFit {
+	opts := hostOptions(h, ex.opts)
+	fit := web.ReadinessFit{HostID: h.ID, HostName: h.Name, ProfileID: ex.specID, ProfileLabel: ex.label(), NoFacts: f == nil, Emulated: opts.Emulated}
+	if f == nil {
+		return fit
+	}
+	checks := evaluate(opts)
+	for _, c := range readiness.BlockingFailures(checks) {
+		fit.Failures = append(fit.Failures, c.Title)
+	}
+	for _, c := range readiness.BlockingUnknown(checks) {
+		fit.Unknown = append(fit.Unknown, c.Title)
+	}
+	return fit
 }
 
 func (s *Server) readinessCrumbs(pr *programCtx, last ...web.Crumb) []web.Crumb {
@@ -351,12 +373,10 @@ func (s *Server) showHostReadiness(w http.ResponseWriter, r *http.Request) {
 		d.Checks = readiness.Evaluate(hs.facts, opts)
 		d.Blocking = readiness.BlockingFailures(d.Checks)
 		d.Pass, d.Warn, d.Fail, d.Unknown = readiness.Summary(d.Checks)
+		d.NA = readiness.NotApplicable(d.Checks)
+		evaluate := func(o readiness.Options) []readiness.Check { return readiness.Evaluate(hs.facts, o) }
 		for _, ex := range exps {
-			fit := web.ReadinessFit{HostID: h.ID, HostName: h.Name, ProfileID: ex.specID, ProfileLabel: ex.label()}
-			for _, c := range readiness.BlockingFailures(readiness.Evaluate(hs.facts, hostOptions(h, ex.opts))) {
-				fit.Failures = append(fit.Failures, c.Title)
-			}
-			d.Fits = append(d.Fits, fit)
+			d.Fits = append(d.Fits, fitOf(h, ex, hs.facts, evaluate))
 		}
 	}
 	p := s.page(r, "Readiness of "+h.Name+" · "+pr.Name, "programs", s.readinessCrumbs(pr, web.Crumb{Label: h.Name})...)
@@ -377,6 +397,9 @@ func describeExpectation(ex expectation, o readiness.Options) string {
 		if o.FioRequired {
 			parts = append(parts, "a fio step will run, so fio is required")
 		}
+	}
+	if o.Emulated {
+		parts = append(parts, "the storage path is emulated (the host or the profile says so), so the checks of an NVMe path and its fabric are n/a")
 	}
 	if o.GPUExpected {
 		parts = append(parts, "GPUs expected (host label gpu)")

@@ -18,12 +18,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/html"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/migrations"
 	"github.com/accordlab/accord/runners/probe/facts"
 	"github.com/accordlab/accord/runners/readiness"
 	"github.com/accordlab/accord/store"
+	"github.com/accordlab/accord/web/htmltest"
 )
 
 // profileRef is a saved profile: its spec id and its version 1's row id.
@@ -187,16 +189,16 @@ func TestReadinessMatrix(t *testing.T) {
 	require.Regexp(t, fmt.Sprintf(`(?s)<tr id="host-%d">.*?No facts yet: <a href="%s">check the host first</a>`, b.freshHost, regexp.QuoteMeta(b.url(fmt.Sprintf("/hosts/%d", b.freshHost)))), page)
 	require.NotContains(t, page, fmt.Sprintf(`data-cell="%d/`, b.freshHost))
 
-	// Ready for which profile: every pair.
-	require.Contains(t, fitText(t, page, b.rdma, b.rdmaHost), "ready")
-	require.NotContains(t, fitText(t, page, b.rdma, b.rdmaHost), "not ready")
-	require.Contains(t, fitText(t, page, b.local, b.rdmaHost), "ready")
-	require.NotContains(t, fitText(t, page, b.local, b.rdmaHost), "not ready")
+	// Go / no-go: every pair.
+	require.Contains(t, fitText(t, page, b.rdma, b.rdmaHost), "GO")
+	require.NotContains(t, fitText(t, page, b.rdma, b.rdmaHost), "NO-GO")
+	require.Contains(t, fitText(t, page, b.local, b.rdmaHost), "GO")
+	require.NotContains(t, fitText(t, page, b.local, b.rdmaHost), "NO-GO")
 	tcpFit := fitText(t, page, b.tcp, b.rdmaHost)
-	require.Contains(t, tcpFit, "not ready")
+	require.Contains(t, tcpFit, "NO-GO")
 	require.Contains(t, tcpFit, "NVMe controllers live over the expected transport")
 	require.Contains(t, fitText(t, page, b.tcp, b.tcpHost), "fio")
-	require.Contains(t, fitText(t, page, b.tcp, b.tcpHost), "not ready")
+	require.Contains(t, fitText(t, page, b.tcp, b.tcpHost), "NO-GO")
 	require.Contains(t, fitText(t, page, b.local, b.failingHost), "Controller health (SMART)")
 	require.Contains(t, fitText(t, page, b.rdma, b.freshHost), "check the host first")
 
@@ -253,7 +255,7 @@ func TestReadinessHostPageEvidence(t *testing.T) {
 	sched := regexp.MustCompile(`(?s)<section class="panel check" id="check-storage.scheduler">.*?</section>`).FindString(page)
 	require.Contains(t, sched, `<code class="file">/sys/block/nvme1n1/queue/scheduler</code>`)
 	require.Regexp(t, `(?s)id="blocking-failures".*Controller health \(SMART\)`, page)
-	require.Regexp(t, `(?s)id="fits".*KV on local NVMe v1</a>:\s*<span class="badge FAIL">not ready</span>`, page)
+	require.Regexp(t, `(?s)id="fits".*KV on local NVMe v1</a>:\s*<span class="badge FAIL">NO-GO</span>`, page)
 	require.Contains(t, page, `<option value="`+fmt.Sprint(b.local.spec)+`" selected>`)
 
 	// No profile: the host as it is.
@@ -669,4 +671,83 @@ func TestPlanStepsMigratedToVendorNeutral(t *testing.T) {
 			require.NotContains(t, sd.Description, "NVIDIA driver")
 		}
 	}
+}
+
+// addEmulatedHost registers a pinned emulated host, as the demo lab's,
+// with a fixture's facts.
+func (b *readinessBundle) addEmulatedHost(t *testing.T, name, fixture string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	id, err := b.store.CreateHost(ctx, b.programID, store.NewHost{Name: name, Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key",
+		Labels: map[string]string{"gpu": "none (emulated)", "transport": "emulated"}, Emulated: true})
+	require.NoError(t, err)
+	require.NoError(t, b.store.PinHostKeys(ctx, b.programID, id, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTestsOnly", "SHA256:fake", nil))
+	b.addFacts(t, id, nil, fixtureFacts(t, fixture))
+	return id
+}
+
+// byAttr finds the element whose attribute has the value.
+func byAttr(t *testing.T, doc *html.Node, key, value string) *html.Node {
+	t.Helper()
+	found := htmltest.All(doc, func(n *html.Node) bool { return htmltest.Attr(n, key) == value })
+	require.Len(t, found, 1, "one element with %s=%q", key, value)
+	return found[0]
+}
+
+// An emulated storage path is judged as emulated, as the demo's baseline
+// profile on the demo lab's host: a local-NVMe profile that ran there is
+// a go, its storage checks n/a (the facts' failing drive is not on the
+// path), the host's own checks judged as anywhere; the go / no-go
+// summary heads the page; a run there needs no confirmation.
+func TestReadinessEmulatedPath(t *testing.T) {
+	t.Parallel()
+	b := setupReadiness(t)
+	emu := b.addEmulatedHost(t, "demo-lab", "failing-ssd")
+	b.finishedRun(t, b.local, emu, store.RunDone)
+
+	_, page := b.get(t, b.viewer, b.url("/readiness"))
+	doc := htmltest.Parse(t, page)
+	cell := func(host int64, check string) *html.Node {
+		return byAttr(t, doc, "data-cell", fmt.Sprintf("%d/%s", host, check))
+	}
+	for _, id := range []string{"storage.controllers", "storage.health", "storage.queues", "storage.scheduler", "host.initiator-modules", "tools.nvme-cli"} {
+		c := cell(emu, id)
+		require.Equal(t, "n/a emulated", htmltest.Text(c), id)
+		a := htmltest.All(c, func(n *html.Node) bool { return n.Data == "a" })
+		require.Len(t, a, 1, "%s: the cell opens the check", id)
+		require.Equal(t, "badge NA", htmltest.Attr(a[0], "class"), id)
+		require.Contains(t, htmltest.Attr(a[0], "title"), "the storage path is emulated", id)
+	}
+	require.Equal(t, "PASS", htmltest.Text(cell(emu, "tools.fio")), "the host's own checks are judged")
+	require.Equal(t, "FAIL", htmltest.Text(cell(b.failingHost, "storage.health")), "the same facts on a real path fail")
+	row := htmltest.ByID(doc, fmt.Sprintf("host-%d", emu))
+	require.Contains(t, htmltest.Text(row), "7 n/a")
+	require.NotContains(t, htmltest.Text(row), "FAIL")
+
+	// The summary at the top: go or no-go for every profile and host.
+	summary := htmltest.ByID(doc, "go-no-go")
+	require.NotNil(t, summary)
+	require.Less(t, strings.Index(page, `id="go-no-go"`), strings.Index(page, `id="readiness-matrix"`), "the summary comes first")
+	fit := htmltest.Text(byAttr(t, summary, "data-fit", fmt.Sprintf("%d/%d", b.local.spec, emu)))
+	require.Equal(t, "GO emulated path: its storage checks n/a", fit)
+	require.True(t, strings.HasPrefix(htmltest.Text(byAttr(t, summary, "data-fit", fmt.Sprintf("%d/%d", b.local.spec, b.failingHost))), "NO-GO Controller health (SMART)"))
+	require.Equal(t, "check the host first", strings.TrimPrefix(htmltest.Text(byAttr(t, summary, "data-fit", fmt.Sprintf("%d/%d", b.local.spec, b.freshHost))), "no facts "))
+	// KV on local NVMe: a go on the RDMA host and the emulated one, of 5.
+	require.Equal(t, "GO on 2 of 5 hosts", htmltest.Text(byAttr(t, summary, "data-overall", fmt.Sprint(b.local.spec))))
+	require.Equal(t, []string{"Profile", "Overall", "demo-lab", "gpu-rdma-01", "kv-local-03", "new-node-09", "tcp-lab-07"}, htmltest.Rows(summary)[0])
+
+	// The host's page under the profile: n/a with why, no blocking banner.
+	_, page = b.get(t, b.viewer, b.url(fmt.Sprintf("/readiness/hosts/%d?profile=%d", emu, b.local.spec)))
+	doc = htmltest.Parse(t, page)
+	health := htmltest.ByID(doc, "check-storage.health")
+	require.Contains(t, htmltest.Text(health), "n/a · emulated")
+	require.Contains(t, htmltest.Text(health), readiness.EmulatedSummary)
+	require.NotContains(t, htmltest.Text(health), "How to fix")
+	require.Nil(t, htmltest.ByID(doc, "blocking-failures"))
+	require.Contains(t, htmltest.Text(htmltest.ByID(doc, "expectation")), "the storage path is emulated")
+	require.Contains(t, htmltest.Text(htmltest.ByID(doc, "check-counts")), "7 n/a · emulated")
+
+	// A run there starts without asking for confirmation.
+	res, _ := b.postPage(t, b.engineer, b.url("/runs"), url.Values{"profile_version": {fmt.Sprint(b.local.version)}, "host": {fmt.Sprint(emu)}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 }

@@ -288,7 +288,7 @@ func checkEvidenceBadges(e StepCheckEvidence) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				var templ_7745c5c3_Var10 = []any{"badge", string(e.Worst)}
+				var templ_7745c5c3_Var10 = []any{"badge", statusClass(e.Worst)}
 				templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var10...)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -321,9 +321,9 @@ func checkEvidenceBadges(e StepCheckEvidence) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var12 string
-			templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(string(e.Worst))
+			templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinStringErrs(statusText(e.Worst))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/integration.templ`, Line: 123, Col: 61}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/integration.templ`, Line: 123, Col: 70}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 			if templ_7745c5c3_Err != nil {
@@ -996,7 +996,7 @@ func IntegrationStepPage(p Page, pr store.ProgramAccess, d IntegrationStepPageDa
 								if templ_7745c5c3_Err != nil {
 									return templ_7745c5c3_Err
 								}
-								var templ_7745c5c3_Var45 = []any{"badge", string(h.Status)}
+								var templ_7745c5c3_Var45 = []any{"badge", statusClass(h.Status)}
 								templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var45...)
 								if templ_7745c5c3_Err != nil {
 									return templ_7745c5c3_Err
@@ -1017,7 +1017,7 @@ func IntegrationStepPage(p Page, pr store.ProgramAccess, d IntegrationStepPageDa
 								var templ_7745c5c3_Var47 string
 								templ_7745c5c3_Var47, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(HostReadinessURL(pr.ID, h.HostID, h.ProfileID, h.CheckID))).ResolveURL(ctx)
 								if templ_7745c5c3_Err != nil {
-									return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/integration.templ`, Line: 243, Col: 130}
+									return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/integration.templ`, Line: 243, Col: 135}
 								}
 								_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var47)
 								if templ_7745c5c3_Err != nil {
@@ -1030,7 +1030,7 @@ func IntegrationStepPage(p Page, pr store.ProgramAccess, d IntegrationStepPageDa
 								var templ_7745c5c3_Var48 string
 								templ_7745c5c3_Var48, templ_7745c5c3_Err = templruntime.NewAttributeExpression(cellTitle(h)).Resolve(ctx)
 								if templ_7745c5c3_Err != nil {
-									return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/integration.templ`, Line: 243, Col: 153}
+									return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/integration.templ`, Line: 243, Col: 158}
 								}
 								_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var48)
 								if templ_7745c5c3_Err != nil {
@@ -1055,9 +1055,9 @@ func IntegrationStepPage(p Page, pr store.ProgramAccess, d IntegrationStepPageDa
 								return templ_7745c5c3_Err
 							}
 							var templ_7745c5c3_Var49 string
-							templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(string(h.Status))
+							templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(statusText(h.Status))
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/integration.templ`, Line: 243, Col: 174}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/integration.templ`, Line: 243, Col: 183}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var49))
 							if templ_7745c5c3_Err != nil {

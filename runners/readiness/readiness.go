@@ -12,6 +12,11 @@
 // /sys/class/infiniband means it has no RDMA device, fio not on PATH means
 // fio cannot run; those checks say so plainly.
 //
+// An emulated storage path (the host or the profile says so) has no NVMe
+// controller, fabric or drive under test: the checks of that path are NA
+// there, with a summary saying so, never a FAIL for what the path cannot
+// have and never a PASS for what was not there to check.
+//
 // Blocking checks are the ones whose failure makes a run's numbers
 // meaningless or the run impossible (see Definitions); the server asks for
 // confirmation before a run on a host with a blocking FAIL.
@@ -30,6 +35,10 @@ const (
 	WARN    Status = "WARN"
 	FAIL    Status = "FAIL"
 	UNKNOWN Status = "UNKNOWN"
+	// NA: the check has nothing to judge on this path. Only a check of the
+	// storage path on an emulated path (Options.Emulated) is NA: it is
+	// neither a failure nor a pass.
+	NA Status = "N/A"
 )
 
 // Areas group the checks on the readiness page.
@@ -80,8 +89,8 @@ type Evidence struct {
 // Options carry what the program expects of the host.
 type Options struct {
 	// Transport is the storage path the profile measures (its
-	// storage.transport). Empty or emulated: NVMe checks describe whatever
-	// controllers the host has, without an expectation.
+	// storage.transport). Empty: NVMe checks describe whatever controllers
+	// the host has, without an expectation. Emulated: see Emulated.
 	Transport acceptance.Transport `json:"transport,omitempty"`
 	// StorageInterfaces names the interfaces that carry storage traffic.
 	// Empty: inferred from the controllers' addresses (and, for RDMA, from
@@ -104,6 +113,10 @@ type Options struct {
 	// MaxTemperatureC is the composite temperature above which a controller
 	// warns (default 70 °C).
 	MaxTemperatureC int `json:"max_temperature_c,omitempty"`
+	// Emulated: the storage path under test is emulated (an emulated host,
+	// or a profile whose transport is emulated). The checks of the NVMe
+	// path and its fabric (StoragePathCheck) are NA.
+	Emulated bool `json:"emulated,omitempty"`
 }
 
 // Defaults of Options.
@@ -119,7 +132,7 @@ const (
 // and whether a fio step will run. GPUExpected and the storage interfaces
 // are the host's business and stay for the caller to set.
 func OptionsFor(spec acceptance.ProfileSpec) Options {
-	o := Options{Transport: spec.Storage.Transport}
+	o := Options{Transport: spec.Storage.Transport, Emulated: spec.Storage.Transport == acceptance.TransportEmulated}
 	for _, s := range spec.Steps {
 		if s.Kind == acceptance.StepFio {
 			o.FioRequired = true
@@ -246,8 +259,27 @@ var checks = []checkDef{
 		nvmeRelevant, checkNVMeCLI},
 }
 
+// storagePathChecks are the checks of the NVMe path and its fabric: the
+// controllers, paths, queues and drives, the storage network, the
+// initiator modules, GPUDirect Storage and nvme-cli. An emulated path has
+// none of these to judge.
+var storagePathChecks = map[string]bool{
+	"storage.controllers": true, "storage.multipath": true, "storage.ana": true, "storage.queues": true,
+	"storage.health": true, "storage.scheduler": true,
+	"network.mtu": true, "network.link": true, "network.rdma": true, "network.roce-lossless": true,
+	"host.initiator-modules": true, "gpu.gds": true, "tools.nvme-cli": true,
+}
+
+// StoragePathCheck says whether a check judges the NVMe path and its
+// fabric, and so is NA on an emulated path.
+func StoragePathCheck(id string) bool { return storagePathChecks[id] }
+
+// EmulatedSummary is what an NA check of an emulated path says.
+const EmulatedSummary = "n/a: the storage path is emulated, so there is no NVMe controller, fabric or drive on it for this check to judge."
+
 // Evaluate runs the checks that apply to the options on this host, in the
-// order of Definitions. A nil facts document gives no checks.
+// order of Definitions. A nil facts document gives no checks. On an
+// emulated path the storage path's checks that would apply are NA.
 func Evaluate(f *facts.Facts, opts Options) []Check {
 	if f == nil {
 		return nil
@@ -256,6 +288,10 @@ func Evaluate(f *facts.Facts, opts Options) []Check {
 	var out []Check
 	for _, c := range checks {
 		if !c.applies(e) {
+			continue
+		}
+		if opts.Emulated && storagePathChecks[c.ID] {
+			out = append(out, Check{ID: c.ID, Area: c.Area, Title: c.Title, Blocking: c.Blocking, Status: NA, Summary: EmulatedSummary})
 			continue
 		}
 		r := c.eval(e)
@@ -270,7 +306,8 @@ func Evaluate(f *facts.Facts, opts Options) []Check {
 	return out
 }
 
-// Summary counts the checks by status.
+// Summary counts the checks by status; NA checks are counted by
+// NotApplicable, not here.
 func Summary(checks []Check) (pass, warn, fail, unknown int) {
 	for _, c := range checks {
 		switch c.Status {
@@ -280,11 +317,35 @@ func Summary(checks []Check) (pass, warn, fail, unknown int) {
 			warn++
 		case FAIL:
 			fail++
+		case NA:
 		default:
 			unknown++
 		}
 	}
 	return pass, warn, fail, unknown
+}
+
+// NotApplicable counts the NA checks.
+func NotApplicable(checks []Check) int {
+	n := 0
+	for _, c := range checks {
+		if c.Status == NA {
+			n++
+		}
+	}
+	return n
+}
+
+// BlockingUnknown returns the blocking checks whose facts could not tell:
+// they hold no run, but a go decision rests on them being fine.
+func BlockingUnknown(checks []Check) []Check {
+	var out []Check
+	for _, c := range checks {
+		if c.Blocking && c.Status == UNKNOWN {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // BlockingFailures returns the blocking checks that FAIL. A blocking check
@@ -300,7 +361,7 @@ func BlockingFailures(checks []Check) []Check {
 }
 
 // Worst is the most severe status among the checks (FAIL, WARN, UNKNOWN,
-// PASS in that order); PASS for none.
+// PASS in that order, NA counting as nothing); PASS for none.
 func Worst(checks []Check) Status {
 	w := PASS
 	for _, c := range checks {
@@ -313,6 +374,8 @@ func Worst(checks []Check) Status {
 
 func severity(s Status) int {
 	switch s {
+	case NA:
+		return -1
 	case PASS:
 		return 0
 	case UNKNOWN:

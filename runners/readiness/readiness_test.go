@@ -67,7 +67,13 @@ func requireWellFormed(t *testing.T, checks []Check) {
 		require.Equal(t, d.Title, c.Title)
 		require.Equal(t, d.Blocking, c.Blocking)
 		require.NotEmpty(t, c.Summary, c.ID)
-		require.Contains(t, []Status{PASS, WARN, FAIL, UNKNOWN}, c.Status)
+		require.Contains(t, []Status{PASS, WARN, FAIL, UNKNOWN, NA}, c.Status)
+		if c.Status == NA {
+			require.True(t, StoragePathCheck(c.ID), "%s: only a storage path check is n/a", c.ID)
+			require.Empty(t, c.Fix, "%s: nothing to fix on an emulated path", c.ID)
+			require.Empty(t, c.Evidence, c.ID)
+			continue
+		}
 		if c.Status == PASS {
 			require.Empty(t, c.Fix, c.ID)
 		} else {
@@ -292,6 +298,7 @@ func TestOptionsFor(t *testing.T) {
 	spec := acceptance.ProfileSpec{Storage: acceptance.Storage{Transport: acceptance.TransportNVMeoFTCP},
 		Steps: []acceptance.StepSpec{{Kind: acceptance.StepDropCaches}, {Kind: acceptance.StepFio, Fio: &acceptance.FioStep{}}}}
 	require.Equal(t, Options{Transport: acceptance.TransportNVMeoFTCP, FioRequired: true}, OptionsFor(spec))
+	require.Equal(t, Options{Transport: acceptance.TransportEmulated, Emulated: true}, OptionsFor(acceptance.ProfileSpec{Storage: acceptance.Storage{Transport: acceptance.TransportEmulated}}))
 	spec.Steps = spec.Steps[:1]
 	require.False(t, OptionsFor(spec).FioRequired)
 }
@@ -667,4 +674,46 @@ func TestGPUDriverIsVendorNeutral(t *testing.T) {
 	require.Contains(t, c.Summary, "No accelerator driver: none of the 12 vendor tools Accord reads is installed")
 	require.Contains(t, c.Fix, "npu-smi")
 	require.Contains(t, byID(Evaluate(f, opts)), "gpu.gds", "no accelerator found: the NVIDIA path is still judged")
+}
+
+// An emulated storage path is judged as emulated: the failing-drive host's
+// storage checks under a local-NVMe profile are n/a (not its blocking
+// FAIL, and not a PASS), while the host's own checks (kernel, CPU
+// governor, fio) are judged as on any host. A profile whose transport is
+// emulated is the same.
+func TestEmulatedPathChecksAreNotApplicable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	real := statuses(Evaluate(b.failing, optLocal))
+	require.Equal(t, FAIL, real["storage.health"], "the fixture's drive fails on a real path")
+
+	emu := optLocal
+	emu.Emulated = true
+	checks := Evaluate(b.failing, emu)
+	requireWellFormed(t, checks)
+	got := statuses(checks)
+	for _, id := range []string{"storage.controllers", "storage.queues", "storage.health", "storage.scheduler", "host.initiator-modules", "gpu.gds", "tools.nvme-cli"} {
+		require.Equal(t, NA, got[id], id)
+		require.Equal(t, EmulatedSummary, byID(checks)[id].Summary, id)
+	}
+	for _, id := range []string{"host.kernel", "host.cpufreq", "tools.fio", "gpu.driver"} {
+		require.Equal(t, real[id], got[id], "%s is the host's own: judged as on any path", id)
+	}
+	require.Empty(t, BlockingFailures(checks), "nothing the emulated path cannot have holds a run")
+	pass, warn, fail, unknown := Summary(checks)
+	require.Equal(t, len(checks), pass+warn+fail+unknown+NotApplicable(checks), "every check counted once")
+	require.Equal(t, 7, NotApplicable(checks))
+	require.NotEqual(t, NA, Worst(checks))
+
+	// A profile whose transport is emulated implies it; its RDMA-only
+	// checks do not apply at all (the profile names no fabric).
+	o := OptionsFor(acceptance.ProfileSpec{Storage: acceptance.Storage{Transport: acceptance.TransportEmulated}})
+	require.True(t, o.Emulated)
+	for _, c := range Evaluate(b.rdma, o) {
+		if StoragePathCheck(c.ID) {
+			require.Equal(t, NA, c.Status, c.ID)
+		} else {
+			require.NotEqual(t, NA, c.Status, c.ID)
+		}
+	}
 }
