@@ -728,7 +728,7 @@ func (s *Server) compareData(ctx context.Context, programID int64, runs []compar
 	if err := compareTable(runs, ref, step, level, d); err != nil {
 		return err
 	}
-	if err := compareCDFs(runs, step, level, d); err != nil {
+	if err := compareCDFs(runs, ref, step, level, d); err != nil {
 		return err
 	}
 	compareFacts(runs, d)
@@ -854,17 +854,41 @@ func signedPct(v float64) string {
 	return fmt.Sprintf("%+.1f %%", v)
 }
 
-func compareCDFs(runs []compareRun, step, level string, d *web.ComparePageData) error {
+// compareRoles colours the compare page's runs as the run page does its
+// candidate and baseline: the reference (what the others are measured
+// against) is the baseline, the first other run the candidate, further
+// runs other colours.
+func compareRoles(runs []compareRun, ref int) []charts.Role {
+	roles := make([]charts.Role, len(runs))
+	candidate := false
+	for i := range runs {
+		switch {
+		case i == ref:
+			roles[i] = charts.RoleBaseline
+		case !candidate:
+			roles[i], candidate = charts.RoleCandidate, true
+		default:
+			roles[i] = charts.RoleOther
+		}
+	}
+	return roles
+}
+
+func compareCDFs(runs []compareRun, ref int, step, level string, d *web.ComparePageData) error {
 	key := chartdata.KeyCDF(step, level)
+	roles := compareRoles(runs, ref)
 	for k, metric := range []string{acceptance.MetricTTFT, acceptance.MetricE2EL} {
 		var series []charts.CDFSeries
-		for _, cr := range runs {
+		for i, cr := range runs {
 			if c, ok := cr.agg.CDF[key][metric]; ok {
 				name := cr.name
 				if cr.run.Label != "" {
 					name += " " + cr.run.Label
 				}
-				series = append(series, cdfSeries(name, charts.RoleNone, "solid", c))
+				if i == ref {
+					name += " (reference)"
+				}
+				series = append(series, cdfSeries(name, roles[i], "solid", c))
 			}
 		}
 		if len(series) < minCompare {
@@ -876,7 +900,7 @@ func compareCDFs(runs []compareRun, step, level string, d *web.ComparePageData) 
 		}
 		d.Charts = append(d.Charts, web.ChartBlock{ID: chartID("compare-cdf", k), Option: opt, Table: chartTable(table),
 			Title: shortMetric(metric) + " distribution of each run, " + seriesLabelText(step, level),
-			Help:  "Share of requests answered within each latency (log axis), one curve per run; the table gives each run's exact percentiles."})
+			Help:  "Share of requests answered within each latency (log axis), one curve per run: grey the reference, as a baseline is on a run's page, blue the first run measured against it; the table gives each run's exact percentiles."})
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/html"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/acceptance/stats"
@@ -38,6 +39,8 @@ import (
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
+	"github.com/accordlab/accord/web/htmltest"
+	"github.com/accordlab/accord/web/palette"
 )
 
 // The charts tests run real measurements: the probe (`accord probe run`,
@@ -374,6 +377,7 @@ type chartOption struct {
 	Series []struct {
 		Name     string            `json:"name"`
 		Type     string            `json:"type"`
+		Color    string            `json:"color"`
 		Data     []json.RawMessage `json:"data"`
 		MarkLine *struct {
 			Data []struct {
@@ -386,6 +390,18 @@ type chartOption struct {
 	XAxis []struct {
 		Type string `json:"type"`
 	} `json:"xAxis"`
+}
+
+// colour is the colour of the series named name.
+func (o chartOption) colour(t *testing.T, name string) string {
+	t.Helper()
+	for _, s := range o.Series {
+		if s.Name == name {
+			return s.Color
+		}
+	}
+	require.Failf(t, "no series", "%q among %v", name, o.names())
+	return ""
 }
 
 func (o chartOption) names() []string {
@@ -770,4 +786,62 @@ func (cb *chartsBundle) otherProgramRun(t *testing.T) (int64, int64) {
 	require.NoError(t, err)
 	require.NoError(t, cb.store.SetRunState(ctx, run, store.RunDone, "test"))
 	return run, sp.ID
+}
+
+// The candidate and the baseline have one colour each, wherever they are
+// drawn: the run page's charts, the compare page's (where the reference is
+// the baseline) and the signed report's SVG figures.
+func TestOnePaletteOnRunCompareAndReport(t *testing.T) {
+	t.Parallel()
+	cb := setupCharts(t)
+	ctx := context.Background()
+	base := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local NVMe", recorded: "local-1"})
+	cand := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, gates: true, baseline: &base, label: "NVMe-oF", recorded: "fabric-1"})
+	third := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "again", recorded: "local-2"})
+	candName, baseName := fmt.Sprintf("run #%d", cand), fmt.Sprintf("run #%d", base)
+
+	// The run page: candidate blue, baseline grey, on every chart.
+	_, body := cb.get(t, cb.viewer, cb.url(fmt.Sprintf("/runs/%d", cand)))
+	opts := pageCharts(t, body)
+	cdf := opts["chart-cdf-0"]
+	require.Equal(t, palette.CandidateColour, cdf.colour(t, "TTFT "+candName))
+	require.Equal(t, palette.BaselineColour, cdf.colour(t, "TTFT baseline "+baseName))
+	require.Equal(t, palette.CandidateColour, opts["chart-pct0-0"].colour(t, candName))
+	require.Equal(t, palette.BaselineColour, opts["chart-pct0-0"].colour(t, "baseline "+baseName))
+	require.Equal(t, palette.CandidateColour, opts["chart-knee-0"].colour(t, candName))
+	require.Equal(t, palette.BaselineColour, opts["chart-knee-0"].colour(t, "baseline "+baseName))
+
+	// The compare page: the reference (the earliest, the baseline) grey,
+	// the candidate blue, a third run neither.
+	_, body = cb.get(t, cb.viewer, cb.url(fmt.Sprintf("/compare?run=%d&run=%d&run=%d", cand, base, third)))
+	cmp := pageCharts(t, body)["chart-compare-cdf-0"]
+	require.Equal(t, palette.BaselineColour, cmp.colour(t, baseName+" local NVMe (reference)"))
+	require.Equal(t, palette.CandidateColour, cmp.colour(t, candName+" NVMe-oF"))
+	other := cmp.colour(t, fmt.Sprintf("run #%d again", third))
+	require.Equal(t, palette.Others[0], other)
+	require.NotContains(t, []string{palette.CandidateColour, palette.BaselineColour, palette.LimitColour}, other)
+
+	// The signed report's figures.
+	require.Eventually(t, func() bool {
+		_, err := cb.store.LatestRunReport(ctx, cand)
+		return err == nil
+	}, time.Minute, 100*time.Millisecond, "run %d is signed", cand)
+	report := string(fileOf(t, cb.download(t, cb.viewer, cb.url(fmt.Sprintf("/runs/%d/report.tar.gz", cand))), "report.html"))
+	doc := htmltest.Parse(t, report)
+	stroke := func(series string) string {
+		lines := htmltest.All(doc, func(n *html.Node) bool {
+			return n.Data == "polyline" && htmltest.Attr(n, "data-series") == series
+		})
+		require.NotEmpty(t, lines, "a line for %s in the report", series)
+		return htmltest.Attr(lines[0], "stroke")
+	}
+	require.Equal(t, palette.CandidateColour, stroke("TTFT "+candName))
+	require.Equal(t, palette.BaselineColour, stroke(fmt.Sprintf("TTFT baseline #%d", base)))
+	fill := func(series string) string {
+		bars := htmltest.All(doc, func(n *html.Node) bool { return n.Data == "rect" && htmltest.Attr(n, "data-series") == series })
+		require.NotEmpty(t, bars, "bars of %s in the report", series)
+		return htmltest.Attr(bars[0], "fill")
+	}
+	require.Equal(t, palette.CandidateColour, fill(candName))
+	require.Equal(t, palette.BaselineColour, fill(fmt.Sprintf("baseline #%d", base)))
 }

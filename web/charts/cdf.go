@@ -136,11 +136,12 @@ func LatencyCDF(in CDFInput) (json.RawMessage, Table, error) {
 		),
 	)
 
+	var col colourer
 	for i, s := range in.Series {
 		cv := curves[i]
 		ls := series(c, s.Name, "line")
 		ls.Data = pairs(cv.points, 6, 9)
-		ls.Color = colorFor(s.Role, i)
+		ls.Color = col.next(s.Role, i)
 		ls.ShowSymbol = opts.Bool(false)
 		ls.Symbol = "none"
 		ls.LineStyle = &opts.LineStyle{Color: ls.Color, Width: 2, Type: s.LineType}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance/stats"
+	"github.com/accordlab/accord/web/palette"
 )
 
 // option is the part of an ECharts option the tests read.
@@ -614,4 +615,41 @@ func FuzzLatencyCDF(f *testing.F) {
 		require.Equal(t, 100.0, pts[len(pts)-1].Y)
 		require.Equal(t, slices.Max(v), pts[len(pts)-1].X)
 	})
+}
+
+// A role has one colour on every chart: the candidate the palette's blue,
+// the baseline its grey; further runs (RoleOther) take the palette's other
+// colours in their own order, never blue, grey or the limits' red.
+func TestRolesColourAlikeOnEveryChart(t *testing.T) {
+	t.Parallel()
+	vals := func(seed uint64) []float64 { return lognormal(seed, 500, 300, 0.5, false) }
+	raw, _, err := CompareCDFs(CDFInput{Unit: "ms", Series: []CDFSeries{
+		{Name: "ref", Role: RoleBaseline, Values: vals(1)}, {Name: "cand", Role: RoleCandidate, Values: vals(2)},
+		{Name: "third", Role: RoleOther, Values: vals(3)}, {Name: "fourth", Role: RoleOther, Values: vals(4)},
+	}})
+	require.NoError(t, err)
+	o := decode(t, raw)
+	require.Equal(t, palette.BaselineColour, o.series(t, "ref").Color)
+	require.Equal(t, palette.CandidateColour, o.series(t, "cand").Color)
+	require.Equal(t, palette.Others[0], o.series(t, "third").Color)
+	require.Equal(t, palette.Others[1], o.series(t, "fourth").Color)
+	for _, c := range palette.Others {
+		require.NotContains(t, []string{palette.CandidateColour, palette.BaselineColour, palette.LimitColour}, c)
+	}
+
+	raw, _, err = LatencyOverRun(OverRunInput{Unit: "ms", Window: 10, Series: []OverRunSeries{
+		{Name: "cand", Role: RoleCandidate, Points: requestsOverRun(1, 500, 60, -1, 0)},
+		{Name: "base", Role: RoleBaseline, Points: requestsOverRun(2, 500, 60, -1, 0)},
+	}})
+	require.NoError(t, err)
+	o = decode(t, raw)
+	require.Equal(t, palette.CandidateColour, o.series(t, "cand").Color)
+	require.Equal(t, palette.BaselineColour, o.series(t, "base").Color)
+
+	raw, _, err = PercentileBars(PercentileInput{Unit: "ms", CandidateName: "cand", BaselineName: "base",
+		Rows: []PercentileRow{{Label: "p50", Candidate: 2, Baseline: 1, RelDiff: 1, Lower: math.NaN(), Upper: math.NaN()}}})
+	require.NoError(t, err)
+	o = decode(t, raw)
+	require.Equal(t, palette.CandidateColour, o.series(t, "cand").Color)
+	require.Equal(t, palette.BaselineColour, o.series(t, "base").Color)
 }

@@ -88,8 +88,9 @@ func Knee(in KneeInput) (json.RawMessage, Table, error) {
 	if in.SLO > 0 {
 		t.Head = append(t.Head, "Within SLO")
 	}
+	var col colourer
 	for i, s := range in.Series {
-		color := colorFor(s.Role, i)
+		color := col.next(s.Role, i)
 		data := make([]dataItem, len(s.Points))
 		for k, p := range s.Points {
 			label := p.Label

@@ -137,8 +137,9 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 	)
 
 	rolling := make([][]Point, len(in.Series))
+	var col colourer
 	for i, s := range in.Series {
-		color := colorFor(s.Role, i)
+		color := col.next(s.Role, i)
 		sc := series(c, s.Name, "scatter")
 		sc.Data = pairs(chartdata.MinMaxSampled(sorted[i], maxPts), 7, 6)
 		sc.Color = color

@@ -16,6 +16,7 @@ package charts
 
 import (
 	"github.com/accordlab/accord/acceptance/chartdata"
+	"github.com/accordlab/accord/web/palette"
 
 	"encoding/json"
 	"fmt"
@@ -28,39 +29,44 @@ import (
 	"github.com/go-echarts/go-echarts/v2/types"
 )
 
-// Colours with a meaning, the same on every chart (they match the page's
-// stylesheet: the accent blue, the muted grey and the failure red).
+// Colours with a meaning, the same on every chart and in the signed
+// report's figures (web/palette).
 const (
-	ColorCandidate = "#1f5fbf"
-	ColorBaseline  = "#8a94a3"
-	ColorLimit     = "#b42318"
-	ColorGuide     = "#9aa4b2"
-	colorInk       = "#1c2430"
+	ColorCandidate = palette.CandidateColour
+	ColorBaseline  = palette.BaselineColour
+	ColorLimit     = palette.LimitColour
+	ColorGuide     = palette.GuideColour
+	colorInk       = palette.InkColour
 )
 
-// Palette colours series that have no role (runs on the compare page, hosts
-// on the trend page), in order. Red is left out: it means a limit.
-var Palette = []string{"#1f5fbf", "#e8710a", "#1b7f3b", "#8e44ad", "#0f9d9a", "#b5892f", "#5b6675", "#d4609b"}
+// Palette colours series that have no role (hosts on the trend page,
+// telemetry lines), in order. Red is left out: it means a limit.
+var Palette = palette.Series
 
-// Role gives a series its colour by meaning.
-type Role string
+// Role gives a series its colour by meaning (web/palette's roles).
+type Role = palette.Role
 
 const (
 	// RoleNone takes the colour from Palette by the series' position.
-	RoleNone      Role = ""
-	RoleCandidate Role = "candidate"
-	RoleBaseline  Role = "baseline"
+	RoleNone      = palette.None
+	RoleCandidate = palette.Candidate
+	RoleBaseline  = palette.Baseline
+	// RoleOther is a further run beside the candidate (the compare page's
+	// third run and on), coloured by its position among those.
+	RoleOther = palette.Other
 )
 
-// colorFor picks the colour of the i-th series of a chart.
-func colorFor(r Role, i int) string {
-	switch r {
-	case RoleCandidate:
-		return ColorCandidate
-	case RoleBaseline:
-		return ColorBaseline
+// colourer hands a chart's series their colours in order: by role, a
+// RoleOther series by its position among the RoleOther series, a
+// RoleNone series by its position among all.
+type colourer struct{ others int }
+
+func (c *colourer) next(r Role, i int) string {
+	if r == RoleOther {
+		c.others++
+		return palette.Of(r, c.others-1)
 	}
-	return Palette[i%len(Palette)]
+	return palette.Of(r, i)
 }
 
 // Point is one (x, y) point (acceptance/chartdata's, which reduces

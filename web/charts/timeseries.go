@@ -97,11 +97,12 @@ func OverTime(in TimeSeriesInput) (json.RawMessage, Table, error) {
 	}
 
 	t := Table{Head: []string{"Series", "Unit", "Points", "min", "mean", "max"}}
+	var col colourer
 	for i, s := range in.Series {
 		pts := chartdata.SortedByX(s.Points)
 		ls := series(c, s.Name, "line")
 		ls.Data = pairs(chartdata.LTTB(pts, maxPts), 7, 6)
-		ls.Color = colorFor(s.Role, i)
+		ls.Color = col.next(s.Role, i)
 		ls.ShowSymbol = opts.Bool(false)
 		ls.Symbol = "none"
 		ls.YAxisIndex = axisOf[s.Unit]

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/accordlab/accord/web/palette"
 )
 
 // Size and margins of a chart, in SVG units (the SVG scales to its box).
@@ -26,14 +28,16 @@ const (
 	marginBottom = 58
 )
 
-// Colours: the run in blue, the baseline in grey, limits in red; further
-// candidate series take the next colour.
+// Colours are web/palette's, as on the pages' charts: the run in the
+// candidate's blue, the baseline in its grey, limits in red; further run
+// series take the palette's other colours, further baseline series
+// other greys.
 var (
-	candidateColours = []string{"#1f5fbf", "#0f8a7e", "#7a3fb0", "#b8590b"}
-	baselineColours  = []string{"#8a94a3", "#b3bac4", "#6b7380", "#c9ced6"}
+	candidateColours = append([]string{palette.CandidateColour}, palette.Others...)
+	baselineColours  = palette.BaselineShades
 )
 
-const limitColour = "#b42318"
+const limitColour = palette.LimitColour
 
 // Axis is one axis of a plot.
 type Axis struct {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/web/palette"
 )
 
 // element is a parsed SVG element with its attributes.
@@ -148,4 +150,40 @@ func TestNum(t *testing.T) {
 	for v, want := range map[float64]string{1843.25: "1843", 0.25: "0.25", 12500: "12.5k", 3_200_000: "3.2M", 7: "7"} {
 		require.Equal(t, want, Num(v))
 	}
+}
+
+// The report's figures colour by role as the pages' charts do
+// (web/palette): the run blue, the baseline grey; a dashed series keeps
+// the colour of the one before it of its role; a second run series takes
+// a colour that is neither.
+func TestColoursByRole(t *testing.T) {
+	t.Parallel()
+	pts := []Point{{1, 0.5}, {2, 1}}
+	doc, err := LinePlot{X: Axis{Label: "x"}, Y: Axis{Label: "y"}, Series: []Series{
+		{Name: "TTFT run", Points: pts}, {Name: "TTFT base", Baseline: true, Points: pts},
+		{Name: "E2E run", Dashed: true, Points: pts}, {Name: "E2E base", Baseline: true, Dashed: true, Points: pts},
+		{Name: "another run", Points: pts},
+	}}.SVG()
+	require.NoError(t, err)
+	stroke := map[string]string{}
+	for _, e := range parse(t, doc) {
+		if e.Name == "polyline" {
+			stroke[e.Attrs["data-series"]] = e.Attrs["stroke"]
+		}
+	}
+	require.Equal(t, map[string]string{
+		"TTFT run": palette.CandidateColour, "TTFT base": palette.BaselineColour,
+		"E2E run": palette.CandidateColour, "E2E base": palette.BaselineColour,
+		"another run": palette.Others[0],
+	}, stroke)
+
+	doc, err = BarPlot{Y: Axis{Label: "ms"}, Groups: []BarGroup{{Label: "p50", Bars: []Bar{{Series: "run", Value: 2}, {Series: "base", Baseline: true, Value: 1}}}}}.SVG()
+	require.NoError(t, err)
+	fill := map[string]string{}
+	for _, e := range parse(t, doc) {
+		if e.Name == "rect" && e.Attrs["class"] == "bar" {
+			fill[e.Attrs["data-series"]] = e.Attrs["fill"]
+		}
+	}
+	require.Equal(t, map[string]string{"run": palette.CandidateColour, "base": palette.BaselineColour}, fill)
 }
