@@ -200,8 +200,12 @@ func (s *Server) runCharts(r *http.Request, run store.Run) ([]web.ChartBlock, er
 	}
 	var base chartdata.Aggregates
 	hasBase := false
+	var baseRun store.Run
 	if run.BaselineRunID != nil {
 		if base, hasBase, err = s.loadAggregates(ctx, *run.BaselineRunID, "meta", "summary", "cdf:%"); err != nil {
+			return nil, err
+		}
+		if baseRun, err = s.store.GetRun(ctx, run.ProgramID, *run.BaselineRunID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
 	}
@@ -209,7 +213,7 @@ func (s *Server) runCharts(r *http.Request, run store.Run) ([]web.ChartBlock, er
 	if err != nil {
 		return nil, err
 	}
-	b := runChartBuilder{run: run, a: a, base: base, hasBase: hasBase, limits: limits}
+	b := runChartBuilder{run: run, a: a, base: base, hasBase: hasBase, baseRun: baseRun, limits: limits}
 	return b.build()
 }
 
@@ -217,9 +221,55 @@ type runChartBuilder struct {
 	run     store.Run
 	a, base chartdata.Aggregates
 	hasBase bool
+	baseRun store.Run // the baseline run (zero: none, or not found)
 	limits  []gateLimit
 	blocks  []web.ChartBlock
 	err     error
+}
+
+// baselineGap says why the run's baseline has no figures of a metric in
+// a series, for the charts that draw them side by side: "" when it has
+// them, or when the run has no baseline (its charts show the run alone,
+// and say so in their help).
+func (b *runChartBuilder) baselineGap(metric, step, level string) string {
+	if b.run.BaselineRunID == nil {
+		return ""
+	}
+	name := b.baseName()
+	if !b.hasBase {
+		switch {
+		case b.baseRun.ID == 0:
+			return name + " is not in this program any more"
+		case b.baseRun.State != store.RunDone:
+			return fmt.Sprintf("%s ended %s and kept no results", name, store.RunStateLabel(b.baseRun.State))
+		}
+		return name + " has no chart data (its results were kept before charts were made at ingest)"
+	}
+	var levels []string
+	found := false
+	for _, st := range b.base.Meta.Steps {
+		if st.Name == step {
+			found, levels = true, st.Levels
+		}
+	}
+	switch {
+	case !found:
+		return fmt.Sprintf("%s has no step %s", name, step)
+	case !slices.Contains(levels, level):
+		return fmt.Sprintf("%s did not measure step %s at %s (its levels: %s)", name, step, level, strings.Join(levels, ", "))
+	}
+	if _, ok := b.base.Stats(metric, step, level); !ok {
+		if _, curve := b.base.CDF[chartdata.KeyCDF(step, level)][metric]; !curve {
+			return fmt.Sprintf("%s has no %s in %s", name, shortMetric(metric), seriesLabelText(step, level))
+		}
+	}
+	return ""
+}
+
+// noBaselineNote is a chart's note when the baseline lacks figures it
+// would draw: "No baseline figures for TTFT, step chat at c=16: …".
+func noBaselineNote(what, step, level, why string) string {
+	return fmt.Sprintf("No baseline figures for %s, %s: %s.", what, seriesLabelText(step, level), why)
 }
 
 // add appends a chart built by a charts function; a builder's error is
@@ -293,6 +343,18 @@ func (b *runChartBuilder) inferenceCharts(i int, step chartdata.Step) {
 			help += ", grey the baseline"
 		}
 		help += ". Red lines are the gate set's limits; dotted lines mark p50, p99 and p99.9. Percentiles in the table are exact (nearest rank over every request)."
+		var note string
+		for _, m := range []string{acceptance.MetricTTFT, acceptance.MetricE2EL} {
+			if _, ok := curves[m]; !ok {
+				continue
+			}
+			if _, ok := baseCurves[m]; !ok {
+				if why := b.baselineGap(m, step.Name, level); why != "" {
+					note = noBaselineNote(shortMetric(m), step.Name, level, why)
+					break
+				}
+			}
+		}
 		title := "Latency distribution, " + where
 		// The prefix cache decides how much prefill a TTFT includes: its
 		// hit ratio over the step (the server's counters) stands beside it.
@@ -300,7 +362,7 @@ func (b *runChartBuilder) inferenceCharts(i int, step chartdata.Step) {
 			title += fmt.Sprintf(" · prefix cache hit ratio %.1f %%", ratio*100)
 			help += " The prefix cache hit ratio is the server's hits over queries (in tokens) between its Prometheus scrapes before and after the level, the mean over repetitions."
 		}
-		b.add(web.ChartBlock{ID: chartID("cdf", i), Title: title, Help: help}, func() (json.RawMessage, charts.Table, error) {
+		b.add(web.ChartBlock{ID: chartID("cdf", i), Title: title, Help: help, Note: note}, func() (json.RawMessage, charts.Table, error) {
 			return charts.LatencyCDF(charts.CDFInput{Unit: "ms", Series: series, Limits: lim, Guides: []float64{50, 99, 99.9}})
 		})
 	}
@@ -319,24 +381,37 @@ func (b *runChartBuilder) percentileCharts(i int, step, level, where string, met
 	rows := b.a.Percentiles[chartdata.KeyPercentiles(step, level)]
 	for k, metric := range metrics {
 		var pr []charts.PercentileRow
+		why, noBase := "", true
 		for _, c := range rows {
 			if c.Metric != metric {
 				continue
 			}
 			pr = append(pr, charts.PercentileRow{Label: c.Statistic, Candidate: orNaN(c.Candidate), Baseline: orNaN(c.Baseline),
 				RelDiff: orNaN(c.DiffPct) / 100, Lower: orNaN(c.LowerPct) / 100, Upper: orNaN(c.UpperPct) / 100})
+			noBase = noBase && c.Baseline == nil
+			if why == "" {
+				why = strings.TrimSuffix(c.Why, ".")
+			}
 		}
 		if len(pr) == 0 {
 			continue
 		}
+		var note string
+		if noBase {
+			if gap := b.baselineGap(metric, step, level); gap != "" {
+				why = gap
+			}
+			note = noBaselineNote(shortMetric(metric), step, level, why)
+		}
 		unit := unitOf(metric)
-		b.add(web.ChartBlock{ID: chartID(fmt.Sprintf("pct%d", k), i), Tall: true,
+		b.add(web.ChartBlock{ID: chartID(fmt.Sprintf("pct%d", k), i), Tall: true, Note: note,
 			Title: fmt.Sprintf("%s percentiles against the baseline, %s", shortMetric(metric), where),
 			Help: "Above: each percentile of this run (blue) and of the baseline (grey). Below: the relative difference with its 95 % interval " +
 				"(the gate engine's percentile bootstrap of (run − baseline) / baseline, repetitions then requests resampled). " +
 				"An interval clear of 0 is a real difference; a missing interval means too few requests for that percentile."},
 			func() (json.RawMessage, charts.Table, error) {
-				return charts.PercentileBars(charts.PercentileInput{Unit: unit, CandidateName: runName(b.run.ID), BaselineName: b.baseName(), Confidence: 0.95, Rows: pr})
+				return charts.PercentileBars(charts.PercentileInput{Unit: unit, CandidateName: runName(b.run.ID), BaselineName: b.baseName(), Confidence: 0.95, Rows: pr,
+					NoBaselineWhy: why})
 			})
 	}
 }
@@ -406,6 +481,14 @@ func (b *runChartBuilder) kneeChart(i int, step chartdata.Step) {
 			}
 		}
 	}
+	var note string
+	if len(series) == 1 && b.run.BaselineRunID != nil {
+		why := b.baselineGap(acceptance.MetricTTFT, step.Name, step.Levels[0])
+		if why == "" {
+			why = b.baseName() + " has no load level with both a throughput and a p99 TTFT"
+		}
+		note = fmt.Sprintf("No baseline figures for the sweep of step %s: %s.", step.Name, why)
+	}
 	slo, sloLabel := step.SLOTTFT, fmt.Sprintf("TTFT SLO %s ms (the profile's)", plainNum(step.SLOTTFT))
 	for _, g := range b.limits {
 		if g.appliesTo(acceptance.MetricTTFT, step.Name) && g.statistic == "p99" && g.comparator == acceptance.LessOrEqual {
@@ -423,7 +506,7 @@ func (b *runChartBuilder) kneeChart(i int, step chartdata.Step) {
 	if tp == acceptance.MetricRequestThroughput {
 		tpName, tpUnit = "Requests/s", "req/s"
 	}
-	b.add(web.ChartBlock{ID: chartID("knee", i), Title: "Throughput against p99 TTFT across the sweep, step " + step.Name,
+	b.add(web.ChartBlock{ID: chartID("knee", i), Title: "Throughput against p99 TTFT across the sweep, step " + step.Name, Note: note,
 		Help: "Each point is one load level (its throughput over the measured window, and the p99 TTFT of its requests). The knee is where the line turns up; the usable capacity is the highest throughput under the line."},
 		func() (json.RawMessage, charts.Table, error) {
 			return charts.Knee(charts.KneeInput{ThroughputName: tpName, ThroughputUnit: tpUnit, LatencyName: "p99 TTFT", LatencyUnit: "ms",

@@ -845,3 +845,47 @@ func TestOnePaletteOnRunCompareAndReport(t *testing.T) {
 	require.Equal(t, palette.CandidateColour, fill(candName))
 	require.Equal(t, palette.BaselineColour, fill(fmt.Sprintf("baseline #%d", base)))
 }
+
+// A baseline that did not run the candidate's worst level: the charts of
+// that level say there are no baseline figures and why, rather than
+// showing empty panels; the percentile chart says it in its empty panel.
+func TestRunPageSaysWhenTheBaselineHasNoFigures(t *testing.T) {
+	t.Parallel()
+	cb := setupCharts(t)
+	base := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local NVMe", recorded: "local-1", editFolder: func(dir string) {
+		require.NoError(t, os.RemoveAll(filepath.Join(dir, "out", "01-chat", "rep-1", "c=1")))
+	}})
+	cand := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, gates: true, baseline: &base, label: "NVMe-oF", recorded: "fabric-1"})
+	// The recording's worst level (the highest p99 TTFT) is c=1.
+	require.Greater(t, pooled(t, cb.store, cand, acceptance.MetricTTFT, "chat", "c=1", 0.99), pooled(t, cb.store, cand, acceptance.MetricTTFT, "chat", "c=4", 0.99))
+
+	_, body := cb.get(t, cb.viewer, cb.url(fmt.Sprintf("/runs/%d", cand)))
+	doc := htmltest.Parse(t, body)
+	why := fmt.Sprintf("baseline run #%d did not measure step chat at c=1 (its levels: c=4).", base)
+	require.Equal(t, "No baseline figures for TTFT, chat at c=1: "+why, htmltest.Text(htmltest.ByID(doc, "note-chart-cdf-0")))
+	require.Equal(t, "No baseline figures for TTFT, chat at c=1: "+why, htmltest.Text(htmltest.ByID(doc, "note-chart-pct0-0")))
+	require.Equal(t, "No baseline figures for E2E, chat at c=1: "+why, htmltest.Text(htmltest.ByID(doc, "note-chart-pct1-0")))
+	opts := pageCharts(t, body)
+	require.Equal(t, []string{"TTFT " + fmt.Sprintf("run #%d", cand), "E2E " + fmt.Sprintf("run #%d", cand), "Gate limits", "Percentiles"}, opts["chart-cdf-0"].names(), "no baseline curve")
+	var pct struct {
+		Graphic []struct {
+			Style struct {
+				Text string `json:"text"`
+			} `json:"style"`
+		} `json:"graphic"`
+	}
+	raw := regexp.MustCompile(`(?s)<script id="chart-pct0-0" type="application/json">(.*?)</script>`).FindStringSubmatch(body)
+	require.NotNil(t, raw)
+	require.NoError(t, json.Unmarshal([]byte(raw[1]), &pct))
+	require.Len(t, pct.Graphic, 1)
+	require.Equal(t, "No baseline figures for this step and metric: "+strings.TrimSuffix(why, "."), pct.Graphic[0].Style.Text, "the empty panel says it")
+	// The knee has the baseline's one level: drawn, without a note.
+	require.Nil(t, htmltest.ByID(doc, "note-chart-knee-0"))
+	require.Equal(t, 2, len(opts["chart-knee-0"].names())-1, "the run and the baseline, and the limits")
+
+	// A run whose baseline has every figure has no note.
+	full := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, recorded: "local-2"})
+	other := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, baseline: &full, recorded: "fabric-1"})
+	_, body = cb.get(t, cb.viewer, cb.url(fmt.Sprintf("/runs/%d", other)))
+	require.NotContains(t, body, "chart-note")
+}

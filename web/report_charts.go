@@ -171,6 +171,8 @@ func (f *figureSet) inference(i int, step chartdata.Step) {
 		caption := "Share of requests answered within each latency (log axis): solid TTFT, dashed end-to-end; blue this run"
 		if len(baseCurves) > 0 {
 			caption += ", grey the baseline"
+		} else if f.base != nil {
+			caption += "; no baseline figures for " + where + ": the baseline has no latency distribution there"
 		}
 		caption += "." + limitsNote(limits, "these latencies")
 		f.add(fmt.Sprintf("fig-cdf-%d", i), "Latency distribution, "+where, caption, func() (string, error) {

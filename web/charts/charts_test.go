@@ -31,7 +31,14 @@ type option struct {
 		XAxisIndex *int   `json:"xAxisIndex"`
 		YAxisIndex *int   `json:"yAxisIndex"`
 	} `json:"dataZoom"`
-	Series []seriesJSON `json:"series"`
+	Series  []seriesJSON `json:"series"`
+	Graphic []struct {
+		Type  string `json:"type"`
+		Top   string `json:"top"`
+		Style struct {
+			Text string `json:"text"`
+		} `json:"style"`
+	} `json:"graphic"`
 }
 
 type axis struct {
@@ -43,7 +50,8 @@ type axis struct {
 	Position string   `json:"position"`
 	Offset   *int     `json:"offset"`
 	Label    struct {
-		Formatter any `json:"formatter"`
+		Show      *bool `json:"show"`
+		Formatter any   `json:"formatter"`
 	} `json:"axisLabel"`
 }
 
@@ -352,6 +360,20 @@ func TestPercentileBars(t *testing.T) {
 	require.Equal(t, []string{"p99", "1500", "1200", "+25.0 %", "+18.0 % to +33.0 %"}, table.Rows[1])
 	require.Equal(t, "–", table.Rows[2][4])
 
+	// The difference panel is labelled with the percentiles too, and every
+	// bar with its value, as the table writes it.
+	require.Equal(t, []string{"p50", "p99", "p99.9"}, o.XAxis[0].Data)
+	require.NotNil(t, o.XAxis[1].Label.Show)
+	require.True(t, *o.XAxis[1].Label.Show, "the difference panel names its categories")
+	for name, want := range map[string][]string{"NVMe-oF": {"410", "1500", "2600"}, "local NVMe": {"400", "1200", "1800"}} {
+		var got []string
+		for _, it := range itemsOf(t, o.series(t, name)) {
+			got = append(got, it.Label.Formatter)
+		}
+		require.Equal(t, want, got, "the value on each bar of %s", name)
+	}
+	require.Empty(t, o.Graphic, "the baseline has figures: nothing to say")
+
 	_, _, err = PercentileBars(PercentileInput{Rows: []PercentileRow{{Label: "p50", Candidate: math.Inf(1)}}})
 	require.Error(t, err)
 }
@@ -652,4 +674,31 @@ func TestRolesColourAlikeOnEveryChart(t *testing.T) {
 	o = decode(t, raw)
 	require.Equal(t, palette.CandidateColour, o.series(t, "cand").Color)
 	require.Equal(t, palette.BaselineColour, o.series(t, "base").Color)
+}
+
+// Without baseline figures the bars stand alone and the empty difference
+// panel says why, rather than staying blank.
+func TestPercentileBarsWithoutBaselineFigures(t *testing.T) {
+	t.Parallel()
+	nan := math.NaN()
+	raw, table, err := PercentileBars(PercentileInput{Unit: "ms", CandidateName: "run #2", BaselineName: "baseline run #1",
+		NoBaselineWhy: "baseline run #1 did not run step chat at c=16 (its levels: c=1, c=4)",
+		Rows: []PercentileRow{
+			{Label: "p50", Candidate: 12.5, Baseline: nan, RelDiff: nan, Lower: nan, Upper: nan},
+			{Label: "p99", Candidate: 40, Baseline: nan, RelDiff: nan, Lower: nan, Upper: nan},
+		}})
+	require.NoError(t, err)
+	o := decode(t, raw)
+	require.Len(t, o.Graphic, 1)
+	require.Equal(t, "text", o.Graphic[0].Type)
+	require.Equal(t, "No baseline figures for this step and metric: baseline run #1 did not run step chat at c=16 (its levels: c=1, c=4)", o.Graphic[0].Style.Text)
+	require.Equal(t, "80%", o.Graphic[0].Top, "in the difference panel")
+	require.Equal(t, `"-"`, string(itemsOf(t, o.series(t, "baseline run #1"))[0].Value), "no bar")
+	require.Empty(t, itemsOf(t, o.series(t, "baseline run #1"))[0].Label.Formatter, "and no label")
+	require.Equal(t, "12.5", itemsOf(t, o.series(t, "run #2"))[0].Label.Formatter)
+	require.Equal(t, []string{"p50", "12.5", "–", "–", "–"}, table.Rows[0])
+
+	raw, _, err = PercentileBars(PercentileInput{Rows: []PercentileRow{{Label: "p50", Candidate: 1, Baseline: nan, RelDiff: nan, Lower: nan, Upper: nan}}})
+	require.NoError(t, err)
+	require.Equal(t, "No baseline figures for this step and metric", decode(t, raw).Graphic[0].Style.Text, "no reason known: none made up")
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/go-echarts/go-echarts/v2/opts"
+
+	"github.com/accordlab/accord/web/palette"
 )
 
 // PercentileRow is one percentile of candidate and baseline, with the
@@ -27,11 +29,43 @@ type PercentileInput struct {
 	BaselineName  string
 	Confidence    float64 // of the intervals, e.g. 0.95 (for the legend)
 	Rows          []PercentileRow
+	// NoBaselineWhy says why the baseline has no figures here, when none
+	// of the rows has one (the chart then says so in its empty panel).
+	NoBaselineWhy string
+}
+
+// NoBaselineText is what a percentile chart says in its empty difference
+// panel when the baseline has no figures: "No baseline figures for this
+// step and metric", and why when it is known.
+func NoBaselineText(why string) string {
+	t := "No baseline figures for this step and metric"
+	if why != "" {
+		t += ": " + why
+	}
+	return t
+}
+
+// graphicText is a text drawn in the chart (ECharts' graphic component):
+// a fixed string, for what a panel would otherwise show by its emptiness.
+type graphicText struct {
+	Type  string `json:"type"`
+	Left  string `json:"left"`
+	Top   string `json:"top"`
+	Style struct {
+		Text     string  `json:"text"`
+		Fill     string  `json:"fill"`
+		FontSize float32 `json:"fontSize"`
+		Width    int     `json:"width,omitempty"`
+		Overflow string  `json:"overflow,omitempty"`
+	} `json:"style"`
 }
 
 // PercentileBars draws two panels over the same percentiles: above, bars
-// of candidate and baseline; below, the relative difference in % as a
-// point with its confidence interval as an error bar and a line at 0.
+// of candidate and baseline, each labelled with its value; below, the
+// relative difference in % as a point with its confidence interval as an
+// error bar and a line at 0, under the same percentile labels. When the
+// baseline has no figure for any percentile, the empty panel says so
+// (NoBaselineText).
 //
 // ECharts has no error-bar series and a custom series needs a JavaScript
 // renderItem, which the CSP forbids; a boxplot item [lower, d, d, d, upper]
@@ -61,6 +95,7 @@ func PercentileBars(in PercentileInput) (json.RawMessage, Table, error) {
 	base := make([]opts.BarData, len(in.Rows))
 	ci := make([]opts.BoxPlotData, len(in.Rows))
 	diff := make([]dataItem, len(in.Rows))
+	noBaseline := true
 	t := Table{Head: []string{"Percentile", candName + unitSuffix(in.Unit), baseName + unitSuffix(in.Unit), "Difference", interval}}
 	for i, r := range in.Rows {
 		if r.Label == "" {
@@ -72,8 +107,9 @@ func PercentileBars(in PercentileInput) (json.RawMessage, Table, error) {
 			}
 		}
 		labels[i] = plainText(r.Label)
-		cand[i] = opts.BarData{Value: orDash(round(r.Candidate, 6))}
-		base[i] = opts.BarData{Value: orDash(round(r.Baseline, 6))}
+		cand[i] = barWithValue(r.Candidate)
+		base[i] = barWithValue(r.Baseline)
+		noBaseline = noBaseline && math.IsNaN(r.Baseline)
 		// The difference as a labelled point (the label is fixed text).
 		d := r.RelDiff * 100
 		if math.IsNaN(d) {
@@ -103,7 +139,7 @@ func PercentileBars(in PercentileInput) (json.RawMessage, Table, error) {
 	}
 	c.XAxisList = []opts.XAxis{
 		{Type: "category", Data: labels, GridIndex: 0},
-		{Type: "category", Data: labels, GridIndex: 1, AxisLabel: &opts.AxisLabel{Show: opts.Bool(false)}},
+		{Type: "category", Data: labels, GridIndex: 1, AxisLabel: &opts.AxisLabel{Show: opts.Bool(true)}},
 	}
 	c.YAxisList = []opts.YAxis{
 		{Type: "value", Name: axisName("Latency", in.Unit), GridIndex: 0},
@@ -141,15 +177,24 @@ func PercentileBars(in PercentileInput) (json.RawMessage, Table, error) {
 
 	c.MultiSeries = append(c.MultiSeries, cs, bs, is, ds)
 	// Narrow whiskers: go-echarts has no boxWidth.
-	option, err := render(c, extra{seriesFields: map[int]map[string]any{2: {"boxWidth": []int{8, 18}}}})
+	x := extra{seriesFields: map[int]map[string]any{2: {"boxWidth": []int{8, 18}}}}
+	if noBaseline {
+		g := graphicText{Type: "text", Left: "center", Top: "80%"}
+		g.Style.Text, g.Style.Fill, g.Style.FontSize = NoBaselineText(in.NoBaselineWhy), palette.MutedColour, 13
+		g.Style.Width, g.Style.Overflow = 560, "break"
+		x.graphic = []any{g}
+	}
+	option, err := render(c, x)
 	return option, t, err
 }
 
-func orDash(v float64) any {
+// barWithValue is a bar labelled above with its value, as the table
+// writes it (fixed text); a missing value is no bar and no label.
+func barWithValue(v float64) opts.BarData {
 	if math.IsNaN(v) {
-		return "-"
+		return opts.BarData{Value: "-"}
 	}
-	return v
+	return opts.BarData{Value: round(v, 6), Label: &opts.Label{Show: opts.Bool(true), Position: "top", Formatter: plainText(num(v)), FontSize: 10}}
 }
 
 func intervalText(lo, hi float64) string {

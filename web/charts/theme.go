@@ -143,6 +143,9 @@ type extra struct {
 	timeLabels bool
 	// seriesFields adds fields to series by index.
 	seriesFields map[int]map[string]any
+	// graphic are elements drawn over the chart (ECharts' graphic
+	// component): text saying what an empty panel means.
+	graphic []any
 }
 
 // rightAxisOffset is the room one right-hand y axis takes.
@@ -228,6 +231,9 @@ func render(c *charts.RectChart, x extra) (json.RawMessage, error) {
 				"millisecond": "{HH}:{mm}:{ss}", "none": "{yyyy}-{MM}-{dd} {HH}:{mm}",
 			},
 		}}}
+	}
+	if len(x.graphic) > 0 {
+		option["graphic"] = x.graphic
 	}
 	if len(x.seriesFields) > 0 {
 		ss := make([]any, len(c.MultiSeries))
