@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -140,11 +142,11 @@ func (s *Store) HostMeasurements(ctx context.Context, runID int64) ([]acceptance
 
 func (s *Store) loadMeasurements(ctx context.Context, runID int64, hosts bool) ([]acceptance.Measurement, error) {
 	rows, err := s.db.Query(ctx, `SELECT metric, step, level, repetition, values_f64, counts, tool_summary, source, coalesce(trials, 0), host, sent_index
-		FROM measurements WHERE run_id = $1 AND (host <> '') = $2 ORDER BY host, step, level, metric, repetition`, runID, hosts)
+		FROM measurements WHERE run_id = $1 AND (host <> '') = $2`, runID, hosts)
 	if err != nil {
 		return nil, fmt.Errorf("store: load measurements of run %d: %w", runID, err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (acceptance.Measurement, error) {
+	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (acceptance.Measurement, error) {
 		var m acceptance.Measurement
 		var tool, src []byte
 		// The samples are decoded from the row as received: a copy of the
@@ -163,6 +165,14 @@ func (s *Store) loadMeasurements(ctx context.Context, runID int64, hosts bool) (
 		}
 		return m, json.Unmarshal(src, &m.Source)
 	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(ms, func(a, b acceptance.Measurement) int {
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Step, b.Step), acceptance.CompareLevels(a.Level, b.Level),
+			cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Repetition, b.Repetition))
+	})
+	return ms, nil
 }
 
 // MeasurementSummaries returns a run's measurements without samples (of a
@@ -179,11 +189,11 @@ func (s *Store) HostMeasurementSummaries(ctx context.Context, runID int64) ([]Me
 
 func (s *Store) measurementSummaries(ctx context.Context, runID int64, hosts bool) ([]MeasurementRow, error) {
 	rows, err := s.db.Query(ctx, `SELECT id, metric, step, level, repetition, n, tool_summary, source, summary, host
-		FROM measurements WHERE run_id = $1 AND (host <> '') = $2 ORDER BY host, step, level, metric, repetition`, runID, hosts)
+		FROM measurements WHERE run_id = $1 AND (host <> '') = $2`, runID, hosts)
 	if err != nil {
 		return nil, fmt.Errorf("store: measurement summaries of run %d: %w", runID, err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (MeasurementRow, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (MeasurementRow, error) {
 		var m MeasurementRow
 		var tool, src, sum []byte
 		if err := r.Scan(&m.ID, &m.Metric, &m.Step, &m.Level, &m.Repetition, &m.N, &tool, &src, &sum, &m.Host); err != nil {
@@ -197,6 +207,14 @@ func (s *Store) measurementSummaries(ctx context.Context, runID int64, hosts boo
 		}
 		return m, json.Unmarshal(sum, &m.Summary)
 	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(out, func(a, b MeasurementRow) int {
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Step, b.Step), acceptance.CompareLevels(a.Level, b.Level),
+			cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Repetition, b.Repetition))
+	})
+	return out, nil
 }
 
 // float64sOf decodes a bytea of little-endian float64s into *v (nil for

@@ -53,6 +53,29 @@ func TestMeasurements(t *testing.T) {
 		}
 	})
 
+	// A sweep's levels come back as numbers, not as text (PostgreSQL would
+	// order c=1, c=16, c=4).
+	t.Run("LevelsInNumberOrder", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var in []acceptance.Measurement
+		for _, lv := range []string{"c=16", "c=4", "c=1", "c=128"} {
+			in = append(in, acceptance.Measurement{Metric: acceptance.MetricTTFT, Step: "sweep", Level: lv, Repetition: 1, Values: []float64{1, 2}})
+		}
+		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, in))
+		want := []string{"c=1", "c=4", "c=16", "c=128"}
+		ms, err := b.st.LoadMeasurements(ctx, b.run)
+		require.NoError(t, err)
+		rows, err := b.st.MeasurementSummaries(ctx, b.run)
+		require.NoError(t, err)
+		var loaded, summarized []string
+		for i := range ms {
+			loaded, summarized = append(loaded, ms[i].Level), append(summarized, rows[i].Level)
+		}
+		require.Equal(t, want, loaded)
+		require.Equal(t, want, summarized)
+	})
+
 	t.Run("SummariesAreComputedOnceAtSaving", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

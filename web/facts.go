@@ -171,7 +171,7 @@ func MetricRowFrom(m store.MeasurementRow) MetricRow {
 }
 
 // MetricRowsFrom lays stored measurements out for the percentile tables:
-// by step and level, then in the catalog's order (TTFT before TPOT, reads
+// by step and level (levels as numbers: c=1, c=4, c=16), then in the catalog's order (TTFT before TPOT, reads
 // before writes), then by repetition, so a metric's repetitions sit
 // together and read top to bottom.
 func MetricRowsFrom(ms []store.MeasurementRow) []MetricRow {
@@ -190,7 +190,7 @@ func MetricRowsFrom(ms []store.MeasurementRow) []MetricRow {
 		rows = append(rows, MetricRowFrom(m))
 	}
 	slices.SortStableFunc(rows, func(a, b MetricRow) int {
-		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Level, b.Level), cmp.Compare(rank(a.Metric), rank(b.Metric)),
+		return cmp.Or(cmp.Compare(a.Step, b.Step), acceptance.CompareLevels(a.Level, b.Level), cmp.Compare(rank(a.Metric), rank(b.Metric)),
 			cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Repetition, b.Repetition))
 	})
 	for i := range rows {

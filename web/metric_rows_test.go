@@ -37,3 +37,16 @@ func TestMetricRowsFollowTheCatalog(t *testing.T) {
 	require.Equal(t, acceptance.MetricCPUUtil, telemetry[0].Metric)
 	require.Len(t, measured, 5)
 }
+
+// A sweep's levels read as numbers: c=1, c=4, c=16, not c=1, c=16, c=4.
+func TestMetricRowsOrderLevelsAsNumbers(t *testing.T) {
+	var in []store.MeasurementRow
+	for _, lv := range []string{"c=16", "c=1", "c=4"} {
+		in = append(in, store.MeasurementRow{Metric: acceptance.MetricTTFT, Step: "sweep", Level: lv, Repetition: 1})
+	}
+	var got []string
+	for _, r := range MetricRowsFrom(in) {
+		got = append(got, r.Level)
+	}
+	require.Equal(t, []string{"c=1", "c=4", "c=16"}, got)
+}

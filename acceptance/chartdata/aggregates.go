@@ -3,7 +3,10 @@ package chartdata
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/accordlab/accord/acceptance"
 )
 
 // Aggregates are a run's chart data: one stored document per key (see
@@ -96,6 +99,11 @@ func Decode(docs map[string]json.RawMessage) (Aggregates, bool, error) {
 	}
 	if a.Meta.Version != Version {
 		return a, false, nil
+	}
+	// Levels as numbers (c=1, c=4, c=16), also in documents stored before
+	// chartSteps ordered them so.
+	for _, st := range a.Meta.Steps {
+		slices.SortStableFunc(st.Levels, acceptance.CompareLevels)
 	}
 	for key, raw := range docs {
 		var err error

@@ -53,3 +53,37 @@ func TestSeriesStatsFromAToolSummaryNameWhatIsMissing(t *testing.T) {
 		require.False(t, ok, "%s is not known, not 0", name)
 	}
 }
+
+// A sweep's levels are charted as numbers (c=1, c=4, c=16) whatever order
+// the measurements came in (an imported run's are named by them), and
+// documents stored with another order read back in that one.
+func TestChartStepsOrderLevelsAsNumbers(t *testing.T) {
+	t.Parallel()
+	var ms []acceptance.Measurement
+	for _, lv := range []string{"c=1", "c=16", "c=4"} {
+		ms = append(ms, acceptance.Measurement{Metric: acceptance.MetricTTFT, Step: "sweep", Level: lv, Repetition: 1, Values: []float64{10, 20, 30}})
+	}
+	a := Compute(Input{Measurements: ms})
+	require.Len(t, a.Meta.Steps, 1)
+	require.Equal(t, []string{"c=1", "c=4", "c=16"}, a.Meta.Steps[0].Levels)
+
+	// Run order from a profile whose sweep ran downwards: still as numbers.
+	prof := acceptance.ProfileSpec{Steps: []acceptance.StepSpec{{Name: "sweep", Kind: acceptance.StepInference}}}
+	var runs []StepRun
+	for _, lv := range []string{"c=16", "c=4", "c=1"} {
+		runs = append(runs, StepRun{Step: "sweep", Level: lv, Repetition: 1})
+	}
+	require.Equal(t, []string{"c=1", "c=4", "c=16"}, Compute(Input{Profile: prof, Steps: runs, Measurements: ms}).Meta.Steps[0].Levels)
+
+	docs, err := a.Documents()
+	require.NoError(t, err)
+	var meta Meta
+	require.NoError(t, json.Unmarshal(docs[KeyMeta], &meta))
+	meta.Steps[0].Levels = []string{"c=16", "c=1", "c=4"}
+	docs[KeyMeta], err = json.Marshal(meta)
+	require.NoError(t, err)
+	back, ok, err := Decode(docs)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []string{"c=1", "c=4", "c=16"}, back.Meta.Steps[0].Levels)
+}

@@ -153,7 +153,8 @@ func seriesName(step, level string) string {
 }
 
 // chartSteps lists the steps with results, in the profile's order, each
-// with its levels in the order they ran; steps known only from
+// with its levels as numbers (c=1, c=4, c=16: acceptance.CompareLevels,
+// whatever order they ran or were stored in); steps known only from
 // measurements (an imported run) follow.
 func chartSteps(profile acceptance.ProfileSpec, results []StepRun, ms []acceptance.Measurement) []Step {
 	levels := map[string][]string{}
@@ -169,6 +170,9 @@ func chartSteps(profile acceptance.ProfileSpec, results []StepRun, ms []acceptan
 	}
 	for _, m := range ms {
 		add(m.Step, m.Level)
+	}
+	for _, lv := range levels {
+		slices.SortStableFunc(lv, acceptance.CompareLevels)
 	}
 	var out []Step
 	seen := map[string]bool{}
