@@ -889,3 +889,72 @@ func TestRunPageSaysWhenTheBaselineHasNoFigures(t *testing.T) {
 	_, body = cb.get(t, cb.viewer, cb.url(fmt.Sprintf("/runs/%d", other)))
 	require.NotContains(t, body, "chart-note")
 }
+
+// The percentile table leads with every repetition pooled (the figures the
+// gate engine judges), each of the run's rows followed by its baseline's;
+// the per-repetition rows are folded away below; a metric whose every
+// figure is another's (TTFT to the first content token, when no response
+// reasons first) is shown once and named.
+func TestRunPagePooledAndBaselineFiguresFirst(t *testing.T) {
+	t.Parallel()
+	cb := setupCharts(t)
+	base := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local NVMe", recorded: "local-1"})
+	cand := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, gates: true, baseline: &base, label: "NVMe-oF", recorded: "fabric-1"})
+	_, body := cb.get(t, cb.viewer, cb.url(fmt.Sprintf("/runs/%d", cand)))
+	doc := htmltest.Parse(t, body)
+
+	pooledTable := htmltest.ByID(doc, "percentiles-pooled")
+	require.NotNil(t, pooledTable)
+	perRep := htmltest.ByID(doc, "per-repetition")
+	require.Equal(t, "details", perRep.Data)
+	require.Empty(t, htmltest.Attr(perRep, "open"), "the repetitions are folded away")
+	require.NotNil(t, htmltest.ByID(perRep, "percentiles"), "the per-repetition table is inside")
+	require.Less(t, strings.Index(body, `id="percentiles-pooled"`), strings.Index(body, `id="per-repetition"`))
+
+	rows := htmltest.Rows(pooledTable)
+	require.Equal(t, []string{"Metric", "Step", "Run", "Reps", "n", "p50", "p90", "p95", "p99", "p99.9", "max", "mean"}, rows[0])
+	find := func(metricPrefix, series, who string) []string {
+		t.Helper()
+		metric := ""
+		for _, r := range rows[1:] {
+			if r[0] != "" {
+				metric = r[0]
+			}
+			if strings.HasPrefix(metric, metricPrefix) && r[1] == series && r[2] == who {
+				return r
+			}
+		}
+		require.Failf(t, "no row", "%s %s %s", metricPrefix, series, who)
+		return nil
+	}
+	for _, lv := range []string{"c=1", "c=4"} {
+		run := find("Time to first token", "chat "+lv, "this run")
+		require.Equal(t, web.Num(pooled(t, cb.store, cand, acceptance.MetricTTFT, "chat", lv, 0.99)), run[8], "the run's pooled p99 at %s", lv)
+		baseRow := find("Time to first token", "chat "+lv, fmt.Sprintf("baseline run #%d", base))
+		require.Equal(t, web.Num(pooled(t, cb.store, base, acceptance.MetricTTFT, "chat", lv, 0.99)), baseRow[8], "the baseline's pooled p99 at %s", lv)
+	}
+	// The baseline's row comes right after the run's.
+	for i, r := range rows[1:] {
+		if r[2] == "this run" {
+			require.Equal(t, fmt.Sprintf("baseline run #%d", base), rows[i+2][2], "row %d: %v", i+1, r)
+		}
+	}
+
+	// TTFT to the first content token has TTFT's figures in every
+	// repetition of both runs here: shown once, named.
+	ms, err := cb.store.MeasurementSummaries(context.Background(), cand)
+	require.NoError(t, err)
+	figs := map[string]store.Summary{}
+	for _, m := range ms {
+		figs[m.Metric+m.Level] = m.Summary
+	}
+	for _, lv := range []string{"c=1", "c=4"} {
+		require.Equal(t, figs[acceptance.MetricTTFT+lv].P99, figs[acceptance.MetricTTFTContent+lv].P99, "no response reasons first in the recording")
+	}
+	require.Contains(t, find("Time to first token", "chat c=1", "this run")[0], "same figures: Time to first content token")
+	require.NotContains(t, htmltest.Text(pooledTable), "Time to first content token ms")
+	require.NotContains(t, htmltest.Text(htmltest.ByID(perRep, "percentiles")), "Time to first content token ms")
+	// Rates stay apart even where equal (goodput and request throughput,
+	// every request within the SLO).
+	require.Equal(t, find("Request throughput", "chat c=1", "this run")[5], find("Goodput", "chat c=1", "this run")[5])
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/acceptance/chartdata"
 	"github.com/accordlab/accord/apiclient"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/parse"
@@ -604,6 +605,10 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 		return d, err
 	}
 	d.Metrics, d.Telemetry = web.SplitTelemetry(web.MetricRowsFrom(rows))
+	if d.Pooled, err = s.pooledRows(ctx, run, d.Metrics); err != nil {
+		return d, err
+	}
+	d.Pooled, d.Metrics = web.FoldAlike(d.Pooled, d.Metrics)
 	d.ClientFlags = web.ClientFlagsFrom(rows)
 	if d.Artifacts, err = s.store.RunArtifacts(ctx, run.ID); err != nil {
 		return d, err
@@ -631,6 +636,32 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	}
 	d.HasReport = s.hasReport(ctx, run)
 	return d, nil
+}
+
+// pooledRows are the run's metrics over every repetition, from its chart
+// data's summary (computed at ingest), each followed by its baseline's;
+// none when the run has no chart data.
+func (s *Server) pooledRows(ctx context.Context, run store.Run, metrics []web.MetricRow) ([]web.PooledRow, error) {
+	if len(metrics) == 0 {
+		return nil, nil
+	}
+	a, ok, err := s.loadAggregates(ctx, run.ID, "meta", "summary")
+	if err != nil || !ok {
+		return nil, err
+	}
+	var base *chartdata.Aggregates
+	baseName := ""
+	if run.BaselineRunID != nil {
+		baseName = "baseline " + runName(*run.BaselineRunID)
+		b, ok, err := s.loadAggregates(ctx, *run.BaselineRunID, "meta", "summary")
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			base = &b
+		}
+	}
+	return web.PooledRows(metrics, a, base, baseName), nil
 }
 
 // cancelRun asks for a run to stop. A run not started yet is cancelled at
