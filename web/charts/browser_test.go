@@ -97,6 +97,17 @@ func allCharts(t *testing.T) []pageChart {
 		{Name: "candidate", Role: RoleCandidate, Points: requestsOverRun(24, 1_000_000, 1800, 700_000, 9000)},
 		{Name: "baseline", Role: RoleBaseline, Points: requestsOverRun(25, 300_000, 1800, -1, 0)},
 	}, Limits: []Limit{{Value: 2000, Label: "p99 limit 2000 ms"}}}))
+	measured, warmup := warmupRun()
+	add("chart-over-run-warmup")(LatencyOverRun(OverRunInput{Unit: "ms", Window: 0.5, Series: []OverRunSeries{
+		{Name: "TTFT", Role: RoleCandidate, Points: measured},
+		{Name: "TTFT in warm-up (not measured)", Points: warmup},
+	}}))
+	nan := math.NaN()
+	add("chart-percentiles-no-baseline")(PercentileBars(PercentileInput{Unit: "ms", CandidateName: "run #2", BaselineName: "baseline run #1",
+		NoBaselineWhy: "baseline run #1 did not measure step chat at c=16", Rows: []PercentileRow{
+			{Label: "p50", Candidate: 420, Baseline: nan, RelDiff: nan, Lower: nan, Upper: nan},
+			{Label: "p99", Candidate: 1350, Baseline: nan, RelDiff: nan, Lower: nan, Upper: nan},
+		}}))
 	add("chart-telemetry")(OverTime(TimeSeriesInput{Series: []TimeSeries{
 		{Name: "output tokens/s", Unit: "tok/s", Role: RoleCandidate, Points: telemetry(26, 100_000, 1800, 5000, 800)},
 		{Name: "requests/s", Unit: "req/s", Points: telemetry(27, 1800, 1800, 20, 4)},
@@ -201,6 +212,22 @@ func TestBrowserDrawsEveryChart(t *testing.T) {
 			});
 		})()`)
 	}, 5*time.Second, 100*time.Millisecond, "trend tooltip")
+	// ECharts reads a break ([x, "-"]) as an empty value, which it does
+	// not join: the warm-up line has two, one between each two bursts.
+	require.Equal(t, 2, browsertest.Eval[int](br, `(function () {
+		var chart = echarts.getInstanceByDom(document.querySelector('[data-chart="chart-over-run-warmup"]'));
+		var data = chart.getModel().getSeriesByName("TTFT in warm-up (not measured) p99 per 0.5 s")[0].getData();
+		var y = data.mapDimension("y"), n = 0;
+		for (var i = 0; i < data.count(); i++) { if (isNaN(data.get(y, i))) n++; }
+		return n;
+	})()`))
+	// The percentile chart without baseline figures says so in its panel.
+	require.True(t, browsertest.Eval[bool](br, `(function () {
+		var zr = echarts.getInstanceByDom(document.querySelector('[data-chart="chart-percentiles-no-baseline"]')).getZr();
+		return zr.storage.getDisplayList(true).some(function (el) {
+			return el.style && typeof el.style.text === "string" && el.style.text.indexOf("No baseline figures for this step and metric") >= 0;
+		});
+	})()`), "the empty panel's text is drawn")
 	time.Sleep(200 * time.Millisecond)
 	br.Screenshot("charts-all")
 	require.Empty(t, br.Problems())

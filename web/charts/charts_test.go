@@ -702,3 +702,66 @@ func TestPercentileBarsWithoutBaselineFigures(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "No baseline figures for this step and metric", decode(t, raw).Graphic[0].Style.Text, "no reason known: none made up")
 }
+
+// warmupRun is three repetitions of 20 s, each starting with 2 s of
+// warm-up requests: the measured requests and the warm-up ones, one every
+// 10 ms, with fixed latencies (warm-up slower).
+func warmupRun() (measured, warmup []Point) {
+	for rep := range 3 {
+		start := float64(rep) * 20
+		for t := start; t < start+20; t += 0.01 {
+			if t < start+2 {
+				warmup = append(warmup, Point{X: t, Y: 30})
+			} else {
+				measured = append(measured, Point{X: t, Y: 10})
+			}
+		}
+	}
+	return measured, warmup
+}
+
+// breaks returns the x of each break in a line series' data ([x, "-"])
+// and checks that no two points join across more than maxStep.
+func breaks(t *testing.T, s seriesJSON, maxStep float64) []float64 {
+	t.Helper()
+	var out []float64
+	prev := math.NaN()
+	for i, d := range s.Data {
+		var p []any
+		require.NoError(t, json.Unmarshal(d, &p), "item %d: %s", i, d)
+		require.Len(t, p, 2)
+		x := p[0].(float64)
+		if p[1] == "-" {
+			out = append(out, x)
+			prev = math.NaN()
+			continue
+		}
+		require.False(t, x-prev > maxStep, "%s joins %v to %v", s.Name, prev, x)
+		prev = x
+	}
+	return out
+}
+
+// The rolling line of the warm-up requests is broken between the
+// repetitions' warm-ups (it joined them across the measured stretch), and
+// the measured line is broken across each warm-up; within a stretch they
+// are unbroken.
+func TestLatencyOverRunBreaksLinesAtGaps(t *testing.T) {
+	t.Parallel()
+	measured, warmup := warmupRun()
+	raw, table, err := LatencyOverRun(OverRunInput{Unit: "ms", Window: 0.5, Series: []OverRunSeries{
+		{Name: "TTFT", Role: RoleCandidate, Points: measured},
+		{Name: "TTFT in warm-up (not measured)", Points: warmup},
+	}})
+	require.NoError(t, err)
+	o := decode(t, raw)
+	w := breaks(t, o.series(t, "TTFT in warm-up (not measured) p99 per 0.5 s"), 0.75)
+	require.Len(t, w, 2, "a break between each two repetitions' warm-ups")
+	require.InDelta(t, 11, w[0], 0.5, "midway between the first warm-up's last window and the second's first")
+	require.InDelta(t, 31, w[1], 0.5)
+	m := breaks(t, o.series(t, "TTFT p99 per 0.5 s"), 0.75)
+	require.Len(t, m, 2, "the measured line breaks across the second and third warm-ups")
+	require.InDelta(t, 21, m[0], 0.5)
+	// The table keeps every window that had requests, and only those.
+	require.Len(t, table.Rows, 120, "3 × 20 s in 0.5 s windows")
+}

@@ -55,8 +55,10 @@ type OverRunInput struct {
 
 // LatencyOverRun draws each request as a dot (reduced with MinMaxSampled,
 // so that the slowest and fastest requests of every stretch stay: tail
-// events and warm-up show) and the rolling percentile per window as a line. The
-// table lists the rolling percentile of each window.
+// events and warm-up show) and the rolling percentile per window as a
+// line, broken where a window has no request (the line does not join the
+// warm-up bursts of successive repetitions). The table lists the rolling
+// percentile of each window.
 func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 	if len(in.Series) == 0 {
 		return nil, Table{}, errors.New("charts: latency over run: no series")
@@ -154,7 +156,10 @@ func LatencyOverRun(in OverRunInput) (json.RawMessage, Table, error) {
 			rolling[i] = chartdata.WindowQuantile(sorted[i], t0, window, q)
 		}
 		ln := series(c, s.Name+" "+qLabel+" per "+num(window)+" s", "line")
-		ln.Data = pairs(rolling[i], 7, 6)
+		// Windows are window apart; an empty window between two (a gap
+		// between repetitions, for warm-up requests the measured stretch
+		// between their bursts) breaks the line.
+		ln.Data = brokenAtGaps(rolling[i], 1.5*window, 7, 6)
 		ln.Color = color
 		ln.ShowSymbol = opts.Bool(false)
 		ln.Symbol = "none"

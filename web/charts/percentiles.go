@@ -52,11 +52,12 @@ type graphicText struct {
 	Left  string `json:"left"`
 	Top   string `json:"top"`
 	Style struct {
-		Text     string  `json:"text"`
-		Fill     string  `json:"fill"`
-		FontSize float32 `json:"fontSize"`
-		Width    int     `json:"width,omitempty"`
-		Overflow string  `json:"overflow,omitempty"`
+		Text       string  `json:"text"`
+		Fill       string  `json:"fill"`
+		FontSize   float32 `json:"fontSize"`
+		LineHeight float32 `json:"lineHeight,omitempty"`
+		Width      int     `json:"width,omitempty"`
+		Overflow   string  `json:"overflow,omitempty"`
 	} `json:"style"`
 }
 
@@ -181,7 +182,7 @@ func PercentileBars(in PercentileInput) (json.RawMessage, Table, error) {
 	if noBaseline {
 		g := graphicText{Type: "text", Left: "center", Top: "80%"}
 		g.Style.Text, g.Style.Fill, g.Style.FontSize = NoBaselineText(in.NoBaselineWhy), palette.MutedColour, 13
-		g.Style.Width, g.Style.Overflow = 560, "break"
+		g.Style.Width, g.Style.Overflow, g.Style.LineHeight = 560, "break", 18
 		x.graphic = []any{g}
 	}
 	option, err := render(c, x)

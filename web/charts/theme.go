@@ -408,6 +408,22 @@ func pairs(pts []Point, xDigits, yDigits int) [][2]float64 {
 	return out
 }
 
+// brokenAtGaps is a line's [x, y] pairs, rounded as pairs does, with a
+// break ([x, "-"]: ECharts leaves an empty value undrawn and does not join
+// the points around it) wherever two consecutive points are more than
+// maxStep apart: a stretch with nothing measured in it (the warm-up of
+// the next repetition, another step) is not drawn as if it had been.
+func brokenAtGaps(pts []Point, maxStep float64, xDigits, yDigits int) []any {
+	out := make([]any, 0, len(pts))
+	for i, p := range pts {
+		if i > 0 && p.X-pts[i-1].X > maxStep {
+			out = append(out, []any{round((p.X+pts[i-1].X)/2, xDigits), "-"})
+		}
+		out = append(out, [2]float64{round(p.X, xDigits), round(p.Y, yDigits)})
+	}
+	return out
+}
+
 // checkFinite reports the first NaN or infinite value of a series.
 func checkFinite(what string, pts []Point) error {
 	if err := chartdata.CheckFinite(pts); err != nil {
