@@ -216,3 +216,30 @@ func TestReportPageCheckCommandsRunAsShown(t *testing.T) {
 		require.NotContains(t, out, "All checks passed.", name)
 	}
 }
+
+// The verify result names the run once: "Run 7: <profile> v1 on lab",
+// not "Run 7: Run #7: …" (the bundle's title does not repeat the run).
+func TestVerifyResultNamesTheRunOnce(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	run := pb.signedRun(t)
+	r, err := pb.store.GetRun(context.Background(), pb.programID, run)
+	require.NoError(t, err)
+	bundle := pb.download(t, pb.viewer, pb.url("/runs/")+itoa64(run)+"/report.tar.gz")
+
+	res, page := pb.postMultipart(t, pb.viewer, "/verify", nil, map[string][]byte{"bundle": bundle})
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	text := htmltest.RawText(htmltest.ByID(htmltest.Parse(t, page), "verify-text"))
+	first, _, _ := strings.Cut(text, "\n")
+	want := "Run " + itoa64(run) + ": " + r.ProfileName + " v1 on lab (bundle created "
+	require.True(t, strings.HasPrefix(first, want), "%q begins %q", first, want)
+	require.NotContains(t, text, "Run #")
+	require.Equal(t, 1, strings.Count(text, "Run "+itoa64(run)), "the run is named once")
+
+	// The bundle's own title, as accord verify reads it.
+	keys, err := pb.keyring.KeySet()
+	require.NoError(t, err)
+	checked, err := attest.VerifyBundle(context.Background(), bytes.NewReader(bundle), keys)
+	require.NoError(t, err)
+	require.Equal(t, r.ProfileName+" v1 on lab", checked.Title)
+}

@@ -180,3 +180,35 @@ func TestCoSignerNamesAreFileSafeAndOwn(t *testing.T) {
 	require.Equal(t, "vendor-"+strings.Repeat("a", 40)+"-19", long)
 	require.NotEqual(t, report.CoSignerName("vendor", store.User{ID: 20, Email: "a.b@x"}), report.CoSignerName("vendor", store.User{ID: 21, Email: "a-b@y"}))
 }
+
+// The bundle's title names what ran, where and its label, but not the run
+// itself: the verifier writes "Run N: <title>", which read "Run 1: Run
+// #1: …" when the title named the run too.
+func TestBundleTitleDoesNotRepeatTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	run := b.judged(t)
+	// A label, as the run form sets it when the run is requested.
+	_, err := b.st.Tx().Exec(ctx, `UPDATE runs SET label = $1 WHERE id = $2`, "candidate: NVMe-oF", run.ID)
+	require.NoError(t, err)
+	kr := servicetest.Keyring(t)
+	rep, err := report.Signer{Store: b.st, Keyring: kr, Render: func(_ context.Context, w io.Writer, _ report.Contents) error {
+		_, err := io.WriteString(w, "<!doctype html><title>report</title>")
+		return err
+	}}.Sign(ctx, run.ID)
+	require.NoError(t, err)
+	body, err := b.st.Artifacts().Open(ctx, rep.BundleSHA256)
+	require.NoError(t, err)
+	defer body.Close()
+	keys, err := kr.KeySet()
+	require.NoError(t, err)
+	checked, err := attest.VerifyBundle(ctx, body, keys)
+	require.NoError(t, err)
+	require.Equal(t, "chat v1 on lab (candidate: NVMe-oF)", checked.Title)
+	var text bytes.Buffer
+	require.NoError(t, checked.WriteText(&text))
+	first, _, _ := strings.Cut(text.String(), "\n")
+	require.True(t, strings.HasPrefix(first, "Run "+strconv.FormatInt(run.ID, 10)+": chat v1 on lab (candidate: NVMe-oF) (bundle created "), first)
+	require.NotContains(t, text.String(), "Run #")
+}
