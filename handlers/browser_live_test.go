@@ -128,7 +128,7 @@ func TestBrowserRunPageFollowsTheRunLive(t *testing.T) {
 	require.Equal(t, [][2]float64{{2, 210}, {4, 240}}, ttft["p99 · c=1"])
 	require.Equal(t, [][2]float64{{2, 120}, {4, 130}}, ttft["p50 · c=1"])
 	require.Equal(t, [][2]float64{{6, 1900}}, ttft["p99 · c=8"])
-	require.Equal(t, [][2]float64{{2, 4000}, {4, 4000}, {6, 4000}}, ttft["stop-loss ttft-p99 (p99 ≤)"], "the gate set's stop-loss line")
+	require.Equal(t, [][2]float64{{2, 4000}, {4, 4000}, {6, 4000}}, ttft["stop-loss ttft-p99 (p99 Time to first token ≤)"], "the gate set's stop-loss line")
 	throughput := liveSeries(br, "throughput")
 	require.Equal(t, [][2]float64{{6, 38}}, throughput["requests/s · c=8"])
 	require.Equal(t, [][2]float64{{2, 152}, {4, 150}}, throughput["tokens/s · c=1"])

@@ -958,3 +958,63 @@ func TestRunPagePooledAndBaselineFiguresFirst(t *testing.T) {
 	// every request within the SLO).
 	require.Equal(t, find("Request throughput", "chat c=1", "this run")[5], find("Goodput", "chat c=1", "this run")[5])
 }
+
+// Pages name metrics by their catalog labels: no id such as
+// output_token_throughput in what a page says (its YAML and code aside)
+// where the catalog has a label, on a lab run's page, an imported run's
+// page (its import report), the compare page and the gate set's form and
+// page.
+func TestPagesNameMetricsByTheirLabels(t *testing.T) {
+	t.Parallel()
+	cb := setupCharts(t)
+	ctx := context.Background()
+	base := cb.labRun(t, labRunOpts{profileVersion: cb.fastVersion, label: "local NVMe", recorded: "local-1"})
+	cand := cb.labRun(t, labRunOpts{profileVersion: cb.slowVersion, gates: true, baseline: &base, label: "NVMe-oF", recorded: "fabric-1"})
+	vllm, err := os.ReadFile("../runners/parse/testdata/vllm-bench-serve-detailed.json")
+	require.NoError(t, err)
+	res, _ := cb.postMultipart(t, cb.engineer, cb.url("/runs/import/result"), map[string]string{"profile_version": strconv.FormatInt(cb.fastVersion, 10), "step": "chat"},
+		map[string][]byte{"file": vllm})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	var imported int64
+	require.NoError(t, cb.pool.QueryRow(ctx, `SELECT id FROM runs WHERE kind = 'imported' AND program_id = $1`, cb.programID).Scan(&imported))
+	gv, err := cb.store.GetSpecVersionByID(ctx, store.KindGateSet, cb.programID, cb.gateVersion)
+	require.NoError(t, err)
+	gateSet := gv.SpecID
+
+	var ids []string
+	for _, m := range acceptance.Metrics() {
+		if strings.Contains(m.ID, "_") && m.Name != m.ID {
+			ids = append(ids, m.ID)
+		}
+	}
+	rawID := regexp.MustCompile(`\b(` + strings.Join(ids, "|") + `)\b`)
+	for _, path := range []string{
+		fmt.Sprintf("/runs/%d", cand), fmt.Sprintf("/runs/%d", imported),
+		fmt.Sprintf("/compare?run=%d&run=%d", base, cand),
+		fmt.Sprintf("/gatesets/%d", gateSet), fmt.Sprintf("/gatesets/%d/edit", gateSet),
+	} {
+		res, body := cb.get(t, cb.engineer, cb.url(path))
+		require.Equal(t, http.StatusOK, res.StatusCode, path)
+		prose := htmltest.ProseText(htmltest.Parse(t, body))
+		for _, m := range rawID.FindAllStringIndex(prose, 5) {
+			t.Errorf("%s names a metric by its id: …%s…", path, prose[max(0, m[0]-80):min(len(prose), m[1]+40)])
+		}
+	}
+
+	// The import report says what each field became, by label.
+	_, body := cb.get(t, cb.viewer, cb.url(fmt.Sprintf("/runs/%d", imported)))
+	read := htmltest.Rows(htmltest.ByID(htmltest.Parse(t, body), "import-read"))
+	var metrics []string
+	for _, r := range read[1:] {
+		metrics = append(metrics, r[1])
+	}
+	require.Contains(t, metrics, "Output token throughput")
+	require.Contains(t, metrics, "Time to first token")
+	// The gate set's form offers metrics by label; the value is the id.
+	_, body = cb.get(t, cb.engineer, cb.url(fmt.Sprintf("/gatesets/%d/edit", gateSet)))
+	opt := htmltest.All(htmltest.Parse(t, body), func(n *html.Node) bool {
+		return n.Data == "option" && htmltest.Attr(n, "value") == acceptance.MetricOutputTokenThroughput
+	})
+	require.NotEmpty(t, opt)
+	require.Equal(t, "Output token throughput", htmltest.Text(opt[0]))
+}

@@ -220,7 +220,7 @@ func TestGPUPathAndFabricCountersEndToEnd(t *testing.T) {
 	names := strings.Join(tl.names(), " | ")
 	require.Contains(t, names, "GPU")
 	require.Contains(t, names, "Namespace read latency")
-	require.Contains(t, names, "ttft rolling p99, step chat")
+	require.Contains(t, names, "Time to first token, rolling p99, step chat")
 	hit, ok := got[acceptance.MetricCacheHitRatio+"|chat|c=2|1"]
 	require.True(t, ok, "the emulator's prefix cache counters give the hit ratio")
 	require.Contains(t, page, fmt.Sprintf("prefix cache hit ratio %.1f %%", mean(hit.Values[0], got[acceptance.MetricCacheHitRatio+"|chat|c=2|2"].Values[0])*100),

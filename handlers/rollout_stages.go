@@ -180,7 +180,7 @@ func (s *Server) watchFormFromGates(ctx context.Context, programID int64, st sto
 		f.Line = strconv.FormatFloat(*c.StopLoss, 'g', -1, 64)
 		f.Consecutive = strconv.Itoa(g.StopLossConsecutive)
 		f.From = fmt.Sprintf("The line, unit and k are those of the stop-loss of criterion %s (%s %s) in %s; write the query that gives the same figure from the serving fleet.",
-			c.Name, c.Statistic, c.Metric, st.GateSetLabel())
+			c.Name, c.Statistic, web.MetricName(c.Metric), st.GateSetLabel())
 		return f
 	}
 	return f

@@ -575,7 +575,7 @@ func TestRolloutPlanEditing(t *testing.T) {
 	res, page = rb.get(t, rb.owner, rb.url("/rollout/plan"))
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Contains(t, page, fmt.Sprintf(`id="watch-from-%d"`, lab))
-	require.Contains(t, page, "stop-loss of criterion ttft-p99 (p99 ttft)")
+	require.Contains(t, page, "stop-loss of criterion ttft-p99 (p99 Time to first token)")
 	require.Regexp(t, fmt.Sprintf(`id="line-%d"[^>]*value="4000"|value="4000"[^>]*id="line-%d"`, lab, lab), page)
 	require.Regexp(t, fmt.Sprintf(`id="unit-%d"[^>]*value="ms"|value="ms"[^>]*id="unit-%d"`, lab, lab), page)
 

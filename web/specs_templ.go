@@ -1272,9 +1272,9 @@ func specField(f specform.Field) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var66 string
-				templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(c)
+				templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(choiceText(f.Path, c))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 256, Col: 56}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 256, Col: 76}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var66))
 				if templ_7745c5c3_Err != nil {
@@ -1946,6 +1946,18 @@ func inputMode(input string) string {
 	return "text"
 }
 
+// choiceText is how a select shows a choice: a criterion's metric by its
+// catalog label ("Output token throughput"; the option's value, and the
+// YAML, keep the id), anything else as it is written.
+func choiceText(path, value string) string {
+	if strings.HasPrefix(path, "criteria[") && strings.HasSuffix(path, "].metric") {
+		if name := MetricName(value); name != value {
+			return name
+		}
+	}
+	return value
+}
+
 func contains(list []string, v string) bool {
 	for _, x := range list {
 		if x == v {
@@ -2020,7 +2032,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 			var templ_7745c5c3_Var108 string
 			templ_7745c5c3_Var108, templ_7745c5c3_Err = templ.JoinStringErrs(d.Spec.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 384, Col: 36}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 396, Col: 36}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var108))
 			if templ_7745c5c3_Err != nil {
@@ -2033,7 +2045,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 			var templ_7745c5c3_Var109 string
 			templ_7745c5c3_Var109, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprint(d.Version.Version))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 384, Col: 117}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 396, Col: 117}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var109))
 			if templ_7745c5c3_Err != nil {
@@ -2051,7 +2063,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var110 string
 				templ_7745c5c3_Var110, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/runs/new?profile_version=%d", d.Version.ID))).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 387, Col: 123}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 399, Col: 123}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var110)
 				if templ_7745c5c3_Err != nil {
@@ -2070,7 +2082,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var111 string
 				templ_7745c5c3_Var111, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/%s/%d/edit?from=%d", n.Path, d.Spec.ID, d.Version.Version))).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 390, Col: 136}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 402, Col: 136}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var111)
 				if templ_7745c5c3_Err != nil {
@@ -2088,7 +2100,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 			var templ_7745c5c3_Var112 string
 			templ_7745c5c3_Var112, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/%s/%d/versions/%d/yaml", n.Path, d.Spec.ID, d.Version.Version))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 392, Col: 134}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 404, Col: 134}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var112)
 			if templ_7745c5c3_Err != nil {
@@ -2101,7 +2113,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 			var templ_7745c5c3_Var113 string
 			templ_7745c5c3_Var113, templ_7745c5c3_Err = templ.JoinStringErrs(d.Version.Digest)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 398, Col: 78}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 410, Col: 78}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var113))
 			if templ_7745c5c3_Err != nil {
@@ -2114,7 +2126,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 			var templ_7745c5c3_Var114 string
 			templ_7745c5c3_Var114, templ_7745c5c3_Err = templ.JoinStringErrs(d.Version.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 399, Col: 81}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 411, Col: 81}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var114))
 			if templ_7745c5c3_Err != nil {
@@ -2127,7 +2139,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 			var templ_7745c5c3_Var115 string
 			templ_7745c5c3_Var115, templ_7745c5c3_Err = templ.JoinStringErrs(d.Version.CreatedByName)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 399, Col: 112}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 411, Col: 112}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var115))
 			if templ_7745c5c3_Err != nil {
@@ -2145,7 +2157,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var116 string
 				templ_7745c5c3_Var116, templ_7745c5c3_Err = templ.JoinStringErrs(d.Version.Note)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 401, Col: 39}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 413, Col: 39}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var116))
 				if templ_7745c5c3_Err != nil {
@@ -2164,7 +2176,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var117 string
 				templ_7745c5c3_Var117, templ_7745c5c3_Err = templ.JoinStringErrs(l.Label)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 404, Col: 19}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 416, Col: 19}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var117))
 				if templ_7745c5c3_Err != nil {
@@ -2177,7 +2189,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var118 string
 				templ_7745c5c3_Var118, templ_7745c5c3_Err = templ.JoinStringErrs(l.Value)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 404, Col: 39}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 416, Col: 39}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var118))
 				if templ_7745c5c3_Err != nil {
@@ -2195,7 +2207,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 			var templ_7745c5c3_Var119 string
 			templ_7745c5c3_Var119, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/%s/%d/diff", n.Path, d.Spec.ID))).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 410, Col: 96}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 422, Col: 96}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var119)
 			if templ_7745c5c3_Err != nil {
@@ -2213,7 +2225,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var120 string
 				templ_7745c5c3_Var120, templ_7745c5c3_Err = templruntime.NewAttributeExpression(ProgramURL(pr.ID, fmt.Sprintf("/%s/%d/versions/%d", n.Path, d.Spec.ID, v.Version))).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 416, Col: 105}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 428, Col: 105}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var120)
 				if templ_7745c5c3_Err != nil {
@@ -2226,7 +2238,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var121 string
 				templ_7745c5c3_Var121, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprint(v.Version))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 416, Col: 132}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 428, Col: 132}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var121))
 				if templ_7745c5c3_Err != nil {
@@ -2239,7 +2251,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var122 string
 				templ_7745c5c3_Var122, templ_7745c5c3_Err = templ.JoinStringErrs(v.CreatedAt.UTC().Format("2006-01-02 15:04"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 417, Col: 73}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 429, Col: 73}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var122))
 				if templ_7745c5c3_Err != nil {
@@ -2252,7 +2264,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var123 string
 				templ_7745c5c3_Var123, templ_7745c5c3_Err = templ.JoinStringErrs(v.Note)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 418, Col: 35}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 430, Col: 35}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var123))
 				if templ_7745c5c3_Err != nil {
@@ -2265,7 +2277,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var124 string
 				templ_7745c5c3_Var124, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fmt.Sprint(v.Version)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 419, Col: 74}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 431, Col: 74}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var124)
 				if templ_7745c5c3_Err != nil {
@@ -2288,7 +2300,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var125 string
 				templ_7745c5c3_Var125, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fmt.Sprintf("from v%d", v.Version)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 419, Col: 180}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 431, Col: 180}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var125)
 				if templ_7745c5c3_Err != nil {
@@ -2301,7 +2313,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var126 string
 				templ_7745c5c3_Var126, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fmt.Sprint(v.Version)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 420, Col: 72}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 432, Col: 72}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var126)
 				if templ_7745c5c3_Err != nil {
@@ -2324,7 +2336,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 				var templ_7745c5c3_Var127 string
 				templ_7745c5c3_Var127, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fmt.Sprintf("to v%d", v.Version)).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 420, Col: 140}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 432, Col: 140}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var127)
 				if templ_7745c5c3_Err != nil {
@@ -2352,7 +2364,7 @@ func SpecShowPage(p Page, pr store.ProgramAccess, n SpecNouns, d SpecShowData) t
 			var templ_7745c5c3_Var128 string
 			templ_7745c5c3_Var128, templ_7745c5c3_Err = templ.JoinStringErrs(d.YAML)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 432, Col: 30}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 444, Col: 30}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var128))
 			if templ_7745c5c3_Err != nil {
@@ -2413,7 +2425,7 @@ func SpecDiffPage(p Page, pr store.ProgramAccess, n SpecNouns, spec store.Spec, 
 			var templ_7745c5c3_Var131 string
 			templ_7745c5c3_Var131, templ_7745c5c3_Err = templ.JoinStringErrs(spec.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 440, Col: 17}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 452, Col: 17}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var131))
 			if templ_7745c5c3_Err != nil {
@@ -2426,7 +2438,7 @@ func SpecDiffPage(p Page, pr store.ProgramAccess, n SpecNouns, spec store.Spec, 
 			var templ_7745c5c3_Var132 string
 			templ_7745c5c3_Var132, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprint(from))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 440, Col: 40}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 452, Col: 40}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var132))
 			if templ_7745c5c3_Err != nil {
@@ -2439,7 +2451,7 @@ func SpecDiffPage(p Page, pr store.ProgramAccess, n SpecNouns, spec store.Spec, 
 			var templ_7745c5c3_Var133 string
 			templ_7745c5c3_Var133, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprint(to))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 440, Col: 64}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 452, Col: 64}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var133))
 			if templ_7745c5c3_Err != nil {
@@ -2462,7 +2474,7 @@ func SpecDiffPage(p Page, pr store.ProgramAccess, n SpecNouns, spec store.Spec, 
 				var templ_7745c5c3_Var134 string
 				templ_7745c5c3_Var134, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprint(from))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 446, Col: 68}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 458, Col: 68}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var134))
 				if templ_7745c5c3_Err != nil {
@@ -2475,7 +2487,7 @@ func SpecDiffPage(p Page, pr store.ProgramAccess, n SpecNouns, spec store.Spec, 
 				var templ_7745c5c3_Var135 string
 				templ_7745c5c3_Var135, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprint(to))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 446, Col: 96}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 458, Col: 96}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var135))
 				if templ_7745c5c3_Err != nil {
@@ -2493,7 +2505,7 @@ func SpecDiffPage(p Page, pr store.ProgramAccess, n SpecNouns, spec store.Spec, 
 					var templ_7745c5c3_Var136 string
 					templ_7745c5c3_Var136, templ_7745c5c3_Err = templ.JoinStringErrs(c.Path)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 450, Col: 39}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 462, Col: 39}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var136))
 					if templ_7745c5c3_Err != nil {
@@ -2506,7 +2518,7 @@ func SpecDiffPage(p Page, pr store.ProgramAccess, n SpecNouns, spec store.Spec, 
 					var templ_7745c5c3_Var137 string
 					templ_7745c5c3_Var137, templ_7745c5c3_Err = templ.JoinStringErrs(string(c.Kind))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 451, Col: 28}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 463, Col: 28}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var137))
 					if templ_7745c5c3_Err != nil {
@@ -2519,7 +2531,7 @@ func SpecDiffPage(p Page, pr store.ProgramAccess, n SpecNouns, spec store.Spec, 
 					var templ_7745c5c3_Var138 string
 					templ_7745c5c3_Var138, templ_7745c5c3_Err = templ.JoinStringErrs(c.Old)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 452, Col: 47}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 464, Col: 47}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var138))
 					if templ_7745c5c3_Err != nil {
@@ -2532,7 +2544,7 @@ func SpecDiffPage(p Page, pr store.ProgramAccess, n SpecNouns, spec store.Spec, 
 					var templ_7745c5c3_Var139 string
 					templ_7745c5c3_Var139, templ_7745c5c3_Err = templ.JoinStringErrs(c.New)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 453, Col: 47}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 465, Col: 47}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var139))
 					if templ_7745c5c3_Err != nil {
@@ -2591,7 +2603,7 @@ func SpecDiffPage(p Page, pr store.ProgramAccess, n SpecNouns, spec store.Spec, 
 					var templ_7745c5c3_Var142 string
 					templ_7745c5c3_Var142, templ_7745c5c3_Err = templ.JoinStringErrs(line)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 462, Col: 43}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/specs.templ`, Line: 474, Col: 43}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var142))
 					if templ_7745c5c3_Err != nil {

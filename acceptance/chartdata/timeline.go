@@ -3,6 +3,8 @@ package chartdata
 import (
 	"fmt"
 	"sort"
+
+	"github.com/accordlab/accord/acceptance"
 )
 
 // GroupTimeline is the one time axis the run page lays the accelerators,
@@ -47,7 +49,11 @@ func Timeline(a Aggregates) []TimeSeries {
 		for i, p := range or.Rolling {
 			pts[i] = Point{X: p[0], Y: p[1]}
 		}
-		name := fmt.Sprintf("%s rolling p%g, step %s", or.Metric, or.Quantile*100, step)
+		metric := or.Metric
+		if m, ok := acceptance.LookupMetric(or.Metric); ok {
+			metric = m.Name
+		}
+		name := fmt.Sprintf("%s, rolling p%g, step %s", metric, or.Quantile*100, step)
 		ttft = append(ttft, timeSeriesOf(GroupTimeline, name, "ms", pts))
 	}
 	if len(gpu) == 0 || len(storage)+len(ttft) == 0 {

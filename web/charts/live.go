@@ -112,7 +112,14 @@ func liveLine(c *charts.RectChart, l chartdata.LiveLine, axis int) charts.Single
 	if l.Comparator == acceptance.GreaterOrEqual {
 		rule = "≥"
 	}
-	name := "stop-loss " + l.Name + " (" + string(l.Statistic) + " " + rule + ")"
+	metric := l.Metric
+	if m, ok := acceptance.LookupMetric(l.Metric); ok {
+		metric = m.Name
+	}
+	if l.Statistic != acceptance.StatRate {
+		metric = string(l.Statistic) + " " + metric // a rate is the metric itself
+	}
+	name := "stop-loss " + l.Name + " (" + metric + " " + rule + ")"
 	ls := series(c, plainText(name), "line")
 	ls.Data = pairs(l.Points, 7, 6)
 	ls.Color = ColorLimit

@@ -82,3 +82,28 @@ func Rows(n *html.Node) [][]string {
 	}
 	return out
 }
+
+// ProseText is what a page says in words: its text outside code (pre,
+// code, textarea: YAML, commands, raw values shown as such) and outside
+// script and style, white space collapsed.
+func ProseText(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			switch n.Data {
+			case "pre", "code", "textarea", "script", "style", "template":
+				return
+			}
+		}
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+			b.WriteString(" ")
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return strings.Join(strings.Fields(b.String()), " ")
+}
