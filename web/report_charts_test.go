@@ -233,3 +233,32 @@ func TestReportChartsDrawRelativeLimitsAndSayWhenThereAreNone(t *testing.T) {
 		require.Contains(t, htmltest.Text(figures[id]), "The gate set sets no upper limit on", id)
 	}
 }
+
+// A baseline without the run's worst level: the report's distribution
+// figure says it has no baseline figures there, rather than drawing the
+// run alone without a word; its percentile bars say n/a.
+func TestReportSaysWhenTheBaselineHasNoFigures(t *testing.T) {
+	t.Parallel()
+	sr := newSampleRuns()
+	var baseMs []acceptance.Measurement
+	for _, m := range sr.baseMs {
+		if m.Level != "c=8" {
+			baseMs = append(baseMs, m)
+		}
+	}
+	base := chartdata.Compute(chartdata.Input{Measurements: baseMs})
+	var out bytes.Buffer
+	require.NoError(t, RenderReport(context.Background(), &out, report.Contents{
+		Run: store.Run{ID: 42, BaselineRunID: &sr.baselineID}, Program: "P", Vendor: "V", Customer: "C",
+		Measurements: rowsOf(t, sr.candMs), Charts: &sr.cand,
+		Baseline: &report.BaselineContents{RunID: sr.baselineID, Measurements: rowsOf(t, baseMs), Charts: &base},
+	}))
+	doc := htmltest.Parse(t, out.String())
+	cdf := htmltest.ByID(doc, "fig-cdf-1")
+	require.NotNil(t, cdf)
+	require.Contains(t, htmltest.Text(cdf), "step serve at c=8", "the run's worst level")
+	require.Contains(t, htmltest.Text(cdf), "no baseline figures for step serve at c=8")
+	require.Empty(t, htmltest.All(cdf, func(n *html.Node) bool { return htmltest.Attr(n, "data-series") == "TTFT baseline #41" }))
+	missing := htmltest.All(htmltest.ByID(doc, "fig-pct-1-0"), func(n *html.Node) bool { return htmltest.Attr(n, "class") == "bar-missing" })
+	require.NotEmpty(t, missing, "the baseline's bars say n/a")
+}
