@@ -75,8 +75,13 @@ func TestRunWithRecordedVendorTools(t *testing.T) {
 	samples := telemetryOf(t, filepath.Join(dir, wire.OutputDir, "01-settle", "rep-1", wire.TelemetryFile))
 	require.NotEmpty(t, samples)
 	seen := map[string]map[int]wire.GPUSample{}
+	withUtil := 0
 	for _, s := range samples {
-		require.NotNil(t, s.GPUUtilPct)
+		// A sample whose tools all missed the one-second limit (a loaded
+		// machine) has no host figure; the others have it.
+		if s.GPUUtilPct != nil {
+			withUtil++
+		}
 		for _, g := range s.GPUs {
 			if seen[g.Tool] == nil {
 				seen[g.Tool] = map[int]wire.GPUSample{}
@@ -84,6 +89,7 @@ func TestRunWithRecordedVendorTools(t *testing.T) {
 			seen[g.Tool][g.Index] = g
 		}
 	}
+	require.Positive(t, withUtil, "the host's GPU utilisation in some sample")
 	counts := map[string]int{}
 	for tool, devs := range seen {
 		counts[tool] = len(devs)
