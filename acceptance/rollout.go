@@ -396,17 +396,60 @@ func checkDecision(d Decision) error {
 		}
 	}
 	if d.Kind != DecisionApprove {
-		reason := strings.TrimSpace(d.Reason)
-		switch {
-		case reason == "":
+		if strings.TrimSpace(d.Reason) == "" {
 			return refuse(d, "a %s needs a written reason", d.Kind)
-		case utf8.RuneCountInString(d.Reason) > MaxReasonLen:
-			return refuse(d, "the reason must be at most %d characters", MaxReasonLen)
-		case !utf8.ValidString(d.Reason) || strings.IndexByte(d.Reason, 0) >= 0:
-			return refuse(d, "the reason must be plain text")
 		}
+		return CheckReasonText(d)
 	}
 	return nil
+}
+
+// CheckReasonText refuses a reason (or an approval's optional comment)
+// longer than MaxReasonLen characters or that is not plain text. Apply
+// checks the reasons it requires; a caller recording a new approval checks
+// its comment with it (replaying old records does not, so that no record
+// signed before the check existed stops replaying).
+func CheckReasonText(d Decision) error {
+	switch {
+	case utf8.RuneCountInString(d.Reason) > MaxReasonLen:
+		return refuse(d, "the reason must be at most %d characters", MaxReasonLen)
+	case !utf8.ValidString(d.Reason) || strings.IndexByte(d.Reason, 0) >= 0:
+		return refuse(d, "the reason must be plain text")
+	}
+	return nil
+}
+
+// GatesStanding is how a stage's gates stand, as the caller read them
+// (the machine itself takes only whether they pass).
+type GatesStanding int
+
+const (
+	// GatesMet: every profile of the stage has a qualifying run judged PASS.
+	GatesMet GatesStanding = iota
+	// GatesNotMet: every profile has a qualifying run, and one of them is
+	// not judged PASS.
+	GatesNotMet
+	// GatesAwaitRun: a profile has no qualifying run yet (none judged by
+	// the stage's gate set, or the one chosen is unusable).
+	GatesAwaitRun
+)
+
+// StageLabel names a stage's state for the people deciding on it. While
+// the machine's current stage is awaiting-approval but its gates do not
+// pass, no approval is possible (only a waiver): the label says what the
+// stage waits for instead, a qualifying run or gates that are not met.
+// Deployers keep reading the machine's own state (DeployGate.StageState).
+func StageLabel(state StageState, gates GatesStanding) string {
+	if state != StageAwaitingApproval {
+		return string(state)
+	}
+	switch gates {
+	case GatesAwaitRun:
+		return "awaiting a qualifying run"
+	case GatesNotMet:
+		return "gates not met"
+	}
+	return "awaiting approval"
 }
 
 // checkNewSignoff refuses a second sign-off by the same person or the same

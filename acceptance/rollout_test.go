@@ -332,3 +332,36 @@ func TestRolloutPlanValidation(t *testing.T) {
 	_, err = Apply(RolloutState{}, approve(vera, "pilot"))
 	require.EqualError(t, err, "approve refused: the rollout has no stages")
 }
+
+// A current stage whose gates do not pass is named for what it waits for;
+// every other state keeps the machine's name.
+func TestStageLabel(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "awaiting approval", StageLabel(StageAwaitingApproval, GatesMet))
+	require.Equal(t, "gates not met", StageLabel(StageAwaitingApproval, GatesNotMet))
+	require.Equal(t, "awaiting a qualifying run", StageLabel(StageAwaitingApproval, GatesAwaitRun))
+	for _, s := range []StageState{StagePending, StageApproved, StageRejected, StageHalted} {
+		for _, g := range []GatesStanding{GatesMet, GatesNotMet, GatesAwaitRun} {
+			require.Equal(t, string(s), StageLabel(s, g))
+		}
+	}
+}
+
+// An approval's comment is optional; when given it obeys the rules of a
+// reason, checked when it is recorded (not by Apply, so old records replay).
+func TestCheckReasonText(t *testing.T) {
+	t.Parallel()
+	ok := approve(vera, "pilot")
+	ok.Reason = "Checked the p99 tail with the customer's SRE."
+	require.NoError(t, CheckReasonText(ok))
+	long := ok
+	long.Reason = strings.Repeat("é", MaxReasonLen+1)
+	require.EqualError(t, CheckReasonText(long), "approve refused: the reason must be at most 4000 characters")
+	nul := ok
+	nul.Reason = "a\x00b"
+	require.EqualError(t, CheckReasonText(nul), "approve refused: the reason must be plain text")
+	st, err := NewRollout(rolloutPlan)
+	require.NoError(t, err)
+	_, err = Apply(st, long)
+	require.NoError(t, err, "Apply leaves an approval's comment to the recorder")
+}
