@@ -296,7 +296,7 @@ func coSignWaits(ctx context.Context, st *store.Store, s Standing) ([]Wait, erro
 func failedStarts(runs []store.Run) []Wait {
 	var out []Wait
 	since := map[string]bool{} // requester/profile version of a newer run
-	for _, r := range runs { // newest first
+	for _, r := range runs {   // newest first
 		if r.CreatedBy == nil || r.ProfileVersionID == nil {
 			continue
 		}
