@@ -26,6 +26,7 @@ var rolloutRouteCases = []routeCase{
 	rc("GET", "/programs/{programID}/rollout/stages/{stageID}/watch/checks.csv", inProgramNeeds(capView)),
 	rc("POST", "/programs/{programID}/rollout/stages/{stageID}/watch", inProgramNeeds(capOwner), http.StatusUnprocessableEntity),
 	rc("POST", "/programs/{programID}/rollout/stages/{stageID}/watch/delete", inProgramNeeds(capOwner), http.StatusSeeOther),
+	rc("GET", "/programs/{programID}/rollout/stages/{stageID}/approve", inProgramNeeds(capApprove)),
 	rc("POST", "/programs/{programID}/rollout/stages/{stageID}/approve", inProgramNeeds(capApprove), http.StatusUnprocessableEntity),
 	rc("POST", "/programs/{programID}/rollout/stages/{stageID}/waive", inProgramNeeds(capApprove), http.StatusUnprocessableEntity),
 	rc("POST", "/programs/{programID}/rollout/stages/{stageID}/reject", inProgramNeeds(capApprove), http.StatusUnprocessableEntity),

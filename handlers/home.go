@@ -18,7 +18,7 @@ func (s *Server) showHome(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := web.HomeData{Programs: programs}
-	if d.Awaiting, err = s.awaitedApprovals(r, v); err != nil {
+	if d.Waiting, d.Viewing, err = s.waitingFor(r, v, programs); err != nil {
 		s.serverError(w, r, err)
 		return
 	}

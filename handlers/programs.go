@@ -104,10 +104,15 @@ func (s *Server) showProgram(w http.ResponseWriter, r *http.Request) {
 		}
 		groups[i].Members = append(groups[i].Members, m)
 	}
+	status, err := s.programStatus(r.Context(), pr)
+	if err != nil {
+		s.serverError(w, r, err)
+		return
+	}
 	p := s.page(r, pr.Name, "programs", web.Crumb{Label: "Programs", Href: "/programs"}, web.Crumb{Label: pr.Name})
 	s.render(w, r, http.StatusOK, web.ProgramOverview(p, pr.ProgramAccess, groups, web.ProgramSummary{
 		Hosts: summary.Hosts, Profiles: summary.Profiles, GateSets: summary.GateSets, Runs: summary.Runs,
-	}))
+	}, status))
 }
 
 func (s *Server) showMembers(w http.ResponseWriter, r *http.Request) {

@@ -29,43 +29,6 @@ import (
 // A site admin who is not a member takes no decision: decisions belong to
 // the two organisations.
 
-// awaitedApprovals lists rollout stages waiting for the viewer's approval,
-// for the home page.
-func (s *Server) awaitedApprovals(r *http.Request, v *viewer) ([]web.AwaitedApproval, error) {
-	side := acceptance.OrgKind(v.User.OrgKind)
-	if side != acceptance.OrgVendor && side != acceptance.OrgCustomer {
-		return nil, nil
-	}
-	programs, err := s.store.ApproverPrograms(r.Context(), v.ID)
-	if err != nil {
-		return nil, err
-	}
-	var out []web.AwaitedApproval
-	for _, p := range programs {
-		ro, err := rollout.Load(r.Context(), s.store, p.ID)
-		if err != nil {
-			return nil, err
-		}
-		a, ok := ro.Awaiting(side)
-		if !ok {
-			continue
-		}
-		label := a.Stage
-		if a.Resume {
-			label += " (halted: both sides must agree to resume)"
-		}
-		if cur, ok := ro.State.CurrentStage(); ok {
-			for _, ap := range cur.Approvals {
-				if ap.Kind == acceptance.DecisionWaive {
-					label += fmt.Sprintf(" — waiver by the %s side: %s", ap.Actor.OrgKind, truncateText(ap.Reason, 120))
-				}
-			}
-		}
-		out = append(out, web.AwaitedApproval{ProgramID: p.ID, ProgramName: p.Name, StageName: label})
-	}
-	return out, nil
-}
-
 func (s *Server) rolloutCrumbs(pr *programCtx, last string) []web.Crumb {
 	c := []web.Crumb{{Label: "Programs", Href: "/programs"}, {Label: pr.Name, Href: web.ProgramLink(pr.ID, "")}, {Label: "Rollout", Href: web.ProgramLink(pr.ID, "/rollout")}}
 	if last != "" {
@@ -116,6 +79,7 @@ func (s *Server) rolloutBoard(ctx context.Context, pr *programCtx, v *viewer) (w
 	side := rolloutSide(pr, v)
 	b := web.RolloutBoard{
 		Side: string(side), CanApprove: side != "" && roleCan(pr.Role, capApprove), CanHalt: side != "" && pr.can(decisionNeeds(acceptance.DecisionHalt)), CanEdit: pr.can(capOwner),
+		CanRun: pr.can(capEngineer),
 		Decisions: len(ro.Decisions),
 	}
 	watches, err := s.store.ListWatches(ctx, pr.ID)
@@ -143,10 +107,11 @@ func (s *Server) rolloutBoard(ctx context.Context, pr *programCtx, v *viewer) (w
 		if err != nil {
 			return b, ro, err
 		}
-		sv := web.StageView{ID: stage.ID, Position: stage.Position, Name: stage.Name, Description: stage.Description, State: "unknown", Gates: gatesView(reading)}
+		sv := web.StageView{ID: stage.ID, Position: stage.Position, Name: stage.Name, Description: stage.Description, State: "unknown", Label: "unknown", Gates: gatesView(reading)}
 		if replayed {
 			st := ro.State.Stages[i]
 			sv.State, sv.Attempt, sv.Current = string(st.State), st.Attempt, i == ro.State.Current
+			sv.Label = acceptance.StageLabel(st.State, reading.Standing())
 			sv.Approvals, sv.Resumes = signoffViews(st.Approvals, names), signoffViews(st.Resumes, names)
 			for _, m := range st.MissingSides() {
 				sv.Missing = append(sv.Missing, string(m))
@@ -160,6 +125,11 @@ func (s *Server) rolloutBoard(ctx context.Context, pr *programCtx, v *viewer) (w
 				sv.Rejection = &dv
 			}
 		}
+		if sv.State != string(acceptance.StageApproved) && sv.State != string(acceptance.StageRejected) {
+			if sv.Qualifying, err = qualifyingViews(ctx, s.store, pr.ID, stage); err != nil {
+				return b, ro, err
+			}
+		}
 		for _, wt := range watches {
 			if wt.StageID == stage.ID {
 				wv := watchView(wt)
@@ -170,6 +140,27 @@ func (s *Server) rolloutBoard(ctx context.Context, pr *programCtx, v *viewer) (w
 		b.Stages = append(b.Stages, sv)
 	}
 	return b, ro, nil
+}
+
+// qualifyingViews lists, per profile of a stage, the runs that count and
+// the link that starts one that would.
+func qualifyingViews(ctx context.Context, st *store.Store, programID int64, stage store.RolloutStage) ([]web.QualifyingView, error) {
+	qs, err := rollout.QualifyingRuns(ctx, st, stage)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]web.QualifyingView, 0, len(qs))
+	for _, q := range qs {
+		v := web.QualifyingView{ProfileID: q.ProfileID, Profile: q.ProfileName, GateSet: q.GateSetLabel, More: q.More}
+		if q.ProfileVersionID != 0 {
+			v.Href = qualifyingRunLink(programID, q.ProfileVersionID, q.GateSetVersionID)
+		}
+		for _, r := range q.Runs {
+			v.Runs = append(v.Runs, web.QualifyingRun{ID: r.ID, Label: fmt.Sprintf("run #%d", r.ID), State: r.State, Verdict: r.Verdict})
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // actorNames maps the records' actors (e-mail addresses) to display names.
@@ -276,6 +267,12 @@ func (s *Server) decideFromPage(w http.ResponseWriter, r *http.Request, kind acc
 	pr := programFrom(r.Context())
 	out, err := s.recordDecision(r, kind, stage, reason)
 	var refused *acceptance.TransitionError
+	if errors.As(err, &refused) && (kind == acceptance.DecisionApprove || kind == acceptance.DecisionWaive) {
+		// Approvals are taken on their confirmation page: say it there,
+		// with what was written.
+		s.renderConfirmApproval(w, r, http.StatusUnprocessableEntity, reason, refused.Error())
+		return
+	}
 	if errors.As(err, &refused) {
 		s.renderRollout(w, r, http.StatusUnprocessableEntity, refused.Error())
 		return
@@ -431,7 +428,7 @@ func (s *Server) showDecisions(w http.ResponseWriter, r *http.Request) {
 			Organisation: rec.Organisation, Side: side, Reason: rec.Reason, At: rec.Time, RunIDs: rec.Evidence.RunIDs, Hash: sd.Hash, PrevHash: rec.PrevHash,
 			Bad: i == dl.BadIndex}
 		for _, k := range sortedMapKeys(rec.Evidence.Verdicts) {
-			dv.Verdicts = append(dv.Verdicts, web.EvidenceItem{Key: evidenceLabel(k), Value: rec.Evidence.Verdicts[k]})
+			dv.Verdicts = append(dv.Verdicts, web.EvidenceItem{Key: evidenceLabel(k), Value: rec.Evidence.Verdicts[k], Href: evidenceHref(pr.ID, k)})
 		}
 		for _, k := range sortedMapKeys(rec.Evidence.Figures) {
 			dv.Figures = append(dv.Figures, web.EvidenceItem{Key: figureLabel.Replace(k), Value: rec.Evidence.Figures[k]})
@@ -456,6 +453,18 @@ func evidenceLabel(k string) string {
 		return "run " + run
 	}
 	return k
+}
+
+// evidenceHref opens the run an evidence verdict's key names ("42",
+// "42/ttft-p99"); "" for any other key. The run page checks that the run
+// is of the program, as for every link.
+func evidenceHref(programID int64, k string) string {
+	run, _, _ := strings.Cut(k, "/")
+	id, err := strconv.ParseInt(run, 10, 64)
+	if err != nil || id <= 0 {
+		return ""
+	}
+	return web.ProgramLink(programID, fmt.Sprintf("/runs/%d", id))
 }
 
 // figureLabel reads "watch/7/breach_to_halt" as "watch 7 breach to halt".

@@ -153,13 +153,22 @@ func (rb *rolloutBundle) board(t *testing.T, c *http.Client) string {
 	return page
 }
 
-var stageStateRE = regexp.MustCompile(`id="stage-state-([A-Za-z0-9_-]+)">([a-z-]+)<`)
+var stageStateRE = regexp.MustCompile(`id="stage-state-([A-Za-z0-9_-]+)" data-state="([a-z-]+)">([a-z -]+)<`)
 
-// stageStates reads each stage's state off the board.
+// stageStates reads each stage's state (the rollout machine's) off the board.
 func stageStates(page string) map[string]string {
 	out := map[string]string{}
 	for _, m := range stageStateRE.FindAllStringSubmatch(page, -1) {
 		out[m[1]] = m[2]
+	}
+	return out
+}
+
+// stageLabels reads each stage's state as the board says it.
+func stageLabels(page string) map[string]string {
+	out := map[string]string{}
+	for _, m := range stageStateRE.FindAllStringSubmatch(page, -1) {
+		out[m[1]] = m[3]
 	}
 	return out
 }
@@ -173,6 +182,7 @@ func TestRolloutStageNeedsBothSides(t *testing.T) {
 	page := rb.board(t, rb.viewer)
 	require.Contains(t, page, fmt.Sprintf("run #%d", run))
 	require.Equal(t, map[string]string{"lab-acceptance": "awaiting-approval", "pilot-5pct": "pending", "fleet-100pct": "pending"}, stageStates(page))
+	require.Equal(t, map[string]string{"lab-acceptance": "awaiting approval", "pilot-5pct": "pending", "fleet-100pct": "pending"}, stageLabels(page))
 
 	// Both approvers are awaited on their home pages.
 	_, home := rb.get(t, rb.custApprover, "/")
@@ -242,6 +252,8 @@ func TestRolloutWaiverNeedsAReason(t *testing.T) {
 
 	page := rb.board(t, rb.vendorApprover)
 	require.Contains(t, page, `id="gates-lab-acceptance">do not pass<`)
+	require.Equal(t, "gates not met", stageLabels(page)["lab-acceptance"], "the machine's awaiting-approval, named for what it is")
+	require.Equal(t, "awaiting-approval", stageStates(page)["lab-acceptance"])
 	require.Contains(t, page, `id="waive-lab-acceptance"`, "failing gates offer a waiver, not an approval")
 	require.NotContains(t, page, `id="approve-lab-acceptance"`)
 
@@ -264,7 +276,7 @@ func TestRolloutWaiverNeedsAReason(t *testing.T) {
 	page = rb.board(t, rb.viewer)
 	require.Contains(t, page, "Waiver reason: "+reason)
 	_, home := rb.get(t, rb.custApprover, "/")
-	require.Contains(t, home, "lab-acceptance — waiver by the vendor side: "+reason)
+	require.Contains(t, home, "lab-acceptance, awaits the customer approver: an approval once its gates pass, or a waiver with a reason (the vendor side approved it with a waiver: "+reason+")")
 	_, log := rb.get(t, rb.viewer, rb.url("/decisions"))
 	require.Contains(t, log, reason)
 	_, plan := rb.get(t, rb.owner, rb.url("/rollout/plan"))

@@ -131,6 +131,7 @@ func (s *Server) routes() http.Handler {
 					r.With(s.need(capView)).Get("/rollout/stages/{stageID}/watch/checks.csv", s.downloadWatchChecks)
 					r.With(s.need(capOwner)).Post("/rollout/stages/{stageID}/watch", s.setWatch)
 					r.With(s.need(capOwner)).Post("/rollout/stages/{stageID}/watch/delete", s.deleteWatch)
+					r.With(s.need(capApprove)).Get("/rollout/stages/{stageID}/approve", s.confirmApproval)
 					r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/approve", s.decideOnStage(acceptance.DecisionApprove))
 					r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/waive", s.decideOnStage(acceptance.DecisionWaive))
 					r.With(s.need(capApprove)).Post("/rollout/stages/{stageID}/reject", s.decideOnStage(acceptance.DecisionReject))

@@ -94,6 +94,13 @@ func RecordDecision(ctx context.Context, tx *store.Store, env Env, in DecisionIn
 		mergeEvidence(&evidence, *in.Extra)
 	}
 	d.Evidence = summary
+	if in.Kind == acceptance.DecisionApprove {
+		// An approval's comment is optional; when given it is a reason's
+		// plain text (Apply checks only the reasons it requires).
+		if err := acceptance.CheckReasonText(d); err != nil {
+			return out, err
+		}
+	}
 	next, err := acceptance.Apply(ro.State, d)
 	if err != nil {
 		return out, err

@@ -88,6 +88,8 @@ type Rollout struct {
 	// without a plan, or when the log does not replay).
 	Current  *Stage
 	Rollback *acceptance.Decision
+	// Names maps the decisions' actors (e-mail addresses) to display names.
+	Names map[string]string
 }
 
 // Stage is the rollout's current stage as it stands.
@@ -162,6 +164,12 @@ func readRollout(ctx context.Context, st *store.Store, ro rollout.Rollout) (Roll
 		return r, nil
 	}
 	r.Status, r.Rollback = ro.State.Status(), ro.State.Rollback
+	r.Names = map[string]string{}
+	for _, d := range ro.Decisions {
+		if d.ActorName != "" {
+			r.Names[d.Record.Actor] = d.ActorName
+		}
+	}
 	stage, status, ok := ro.CurrentStage()
 	if !ok {
 		return r, nil
@@ -220,6 +228,11 @@ func stageWaits(ro rollout.Rollout, cur Stage) []Wait {
 			w.Text = fmt.Sprintf("%s awaits the %s approver", name, side)
 			if !cur.Gates.Pass {
 				w.Text += ": an approval once its gates pass, or a waiver with a reason"
+			}
+			for _, a := range cur.Status.Approvals {
+				if a.Kind == acceptance.DecisionWaive {
+					w.Text += fmt.Sprintf(" (the %s side approved it with a waiver: %s)", a.Actor.OrgKind, clip(a.Reason, 120))
+				}
 			}
 			out = append(out, w)
 		}
@@ -333,4 +346,13 @@ func setupWaits(ctx context.Context, st *store.Store, programID int64, ro Rollou
 		}
 	}
 	return out, nil
+}
+
+// clip shortens a written reason for a line of a list.
+func clip(s string, n int) string {
+	r := []rune(strings.TrimSpace(s))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n]) + "…"
 }
