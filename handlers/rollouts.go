@@ -79,7 +79,7 @@ func (s *Server) rolloutBoard(ctx context.Context, pr *programCtx, v *viewer) (w
 	side := rolloutSide(pr, v)
 	b := web.RolloutBoard{
 		Side: string(side), CanApprove: side != "" && roleCan(pr.Role, capApprove), CanHalt: side != "" && pr.can(decisionNeeds(acceptance.DecisionHalt)), CanEdit: pr.can(capOwner),
-		CanRun: pr.can(capEngineer),
+		CanRun:    pr.can(capEngineer),
 		Decisions: len(ro.Decisions),
 	}
 	watches, err := s.store.ListWatches(ctx, pr.ID)

@@ -96,8 +96,8 @@ func TestOverviewSaysWhereTheProgramStands(t *testing.T) {
 		htmltest.Text(htmltest.ByID(doc, "overview-evidence")))
 	require.Equal(t, map[string]string{
 		"Stage 1, lab-acceptance, awaits a qualifying run: KV-cache lookup (4 KiB random read, QD 32) judged by MLPerf Inference Llama-2-70B server latency v1 (an engineer of either side).": sb.qualifyingLink(),
-		"Stage 1, lab-acceptance, awaits the vendor approver: an approval once its gates pass, or a waiver with a reason.":                                                                     sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
-		"Stage 1, lab-acceptance, awaits the customer approver: an approval once its gates pass, or a waiver with a reason.":                                                                   sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
+		"Stage 1, lab-acceptance, awaits the vendor approver: an approval once its gates pass, or a waiver with a reason.":                                                                    sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
+		"Stage 1, lab-acceptance, awaits the customer approver: an approval once its gates pass, or a waiver with a reason.":                                                                  sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
 	}, waits(t, doc, "waits"))
 	require.NotNil(t, htmltest.ByID(doc, "no-verdicts"))
 	require.Contains(t, htmltest.Text(htmltest.ByID(doc, "readiness-hosts")), "gpu-node-07: never checked")
@@ -118,8 +118,8 @@ func TestOverviewSaysWhereTheProgramStands(t *testing.T) {
 	doc = sb.pageDoc(t, sb.viewer, sb.url(""))
 	require.Equal(t, "awaiting approval", htmltest.Text(htmltest.ByID(doc, "overview-stage-state")))
 	require.Equal(t, map[string]string{
-		"Stage 1, lab-acceptance, awaits the vendor approver.":                     sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
-		"Stage 1, lab-acceptance, awaits the customer approver.":                   sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
+		"Stage 1, lab-acceptance, awaits the vendor approver.":                      sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
+		"Stage 1, lab-acceptance, awaits the customer approver.":                    sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
 		fmt.Sprintf("Run #%d's report awaits the customer's co-signature.", passed): sb.url(fmt.Sprintf("/runs/%d", passed)),
 	}, waits(t, doc, "waits"))
 
