@@ -115,7 +115,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 			return fmt.Errorf("demo lab: %w (set ACCORD_DEMO=false to serve without it)", err)
 		}
 		defer lab.stop()
-		if err := seedDemo(ctx, st, sealer, riverClient, lab, os.Stdout, cfg.BaseURL.String()); err != nil {
+		if err := seedDemo(ctx, st, sealer, riverClient, lab, os.Stdout, cfg.BaseURL.String(), log); err != nil {
 			return err
 		}
 	}

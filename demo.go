@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/service/labhost"
+	"github.com/accordlab/accord/service/runplan"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -31,6 +34,10 @@ const (
 	demoVendorOrg   = "Lumenfold Storage Ltd. (demo)" // a made-up name
 	demoCustomerOrg = "Inference Customer Ltd. (demo)"
 	demoHostName    = "demo-lab"
+	// The demo's two runs: the baseline on the local-NVMe path, and the
+	// candidate on the NVMe-oF path compared with it.
+	demoBaselineLabel  = "baseline: local NVMe path"
+	demoCandidateLabel = "candidate: NVMe-oF path"
 )
 
 type demoUser struct {
@@ -81,14 +88,16 @@ func demoProfiles(lab *demoLab) []acceptance.ProfileSpec {
 }
 
 // seedDemo makes the demo installation and, the first time, submits a
-// baseline run so that the first page has something to show.
-func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *river.Client[pgx.Tx], lab *demoLab, out io.Writer, baseURL string) error {
+// baseline run so that the first page has something to show; once that
+// run is judged, a candidate run follows it (demoCandidate).
+func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *river.Client[pgx.Tx], lab *demoLab, out io.Writer, baseURL string, log *slog.Logger) error {
 	hash, err := auth.HashPassword(demoPassword)
 	if err != nil {
 		return err
 	}
 	var programID, hostID int64
 	var baselineProfile, gateSet int64
+	var candidate *demoCandidate
 	err = st.InTx(ctx, func(tx *store.Store) error {
 		users := map[string]int64{}
 		for _, u := range demoUsers {
@@ -117,24 +126,34 @@ func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *
 		if err := ensureDemoPlan(ctx, tx, lab, programID, users["customer.owner@accord.demo"]); err != nil {
 			return err
 		}
-		runs, err := tx.ListRuns(ctx, programID, store.RunFilter{Limit: 1})
-		if err != nil || len(runs) > 0 {
-			return err
-		}
-		// The first baseline run, through the way every run goes.
-		runID, err := tx.CreateRun(ctx, store.NewRun{ProgramID: programID, ProfileVersionID: baselineProfile, GateSetVersionID: &gateSet,
-			HostID: hostID, Label: "baseline: local NVMe path", Emulated: true, CreatedBy: users[demoUsers[1].Email]})
+		runs, err := tx.ListRuns(ctx, programID, store.RunFilter{Limit: 500})
 		if err != nil {
 			return err
 		}
-		res, err := rc.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: runID}, nil)
-		if err != nil {
-			return err
+		if len(runs) == 0 {
+			// The first baseline run, through the way every run goes.
+			runID, err := tx.CreateRun(ctx, store.NewRun{ProgramID: programID, ProfileVersionID: baselineProfile, GateSetVersionID: &gateSet,
+				HostID: hostID, Label: demoBaselineLabel, Emulated: true, CreatedBy: users[demoUsers[1].Email]})
+			if err != nil {
+				return err
+			}
+			res, err := rc.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: runID}, nil)
+			if err != nil {
+				return err
+			}
+			if err := tx.SetRunJob(ctx, runID, res.Job.ID); err != nil {
+				return err
+			}
+			runs = []store.Run{{ID: runID, Label: demoBaselineLabel}}
 		}
-		return tx.SetRunJob(ctx, runID, res.Job.ID)
+		candidate, err = demoCandidatePlan(ctx, tx, lab, programID, hostID, users[demoUsers[1].Email], runs)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
+	}
+	if candidate != nil {
+		go candidate.follow(ctx, st, rc, log)
 	}
 	fmt.Fprintf(out, `
   Accord demo is up: %s/programs/%d
@@ -145,6 +164,9 @@ func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *
 		fmt.Fprintf(out, "    %-32s %s\n", a.Email, a.Role)
 	}
 	fmt.Fprintf(out, "\n  Demo lab host: sshd on 127.0.0.1:%d; emulators (emulated storage): %s (local NVMe path), %s (NVMe-oF path)\n", lab.sshPort, lab.slowURL, lab.fastURL)
+	if candidate != nil {
+		fmt.Fprintf(out, "  The demo runs the local-NVMe baseline, then a candidate on the NVMe-oF path against it (for Compare and the rollout's first stage): a few minutes in all.\n")
+	}
 	if len(lab.reused) > 0 {
 		fmt.Fprintf(out, "  The demo lab outlived the last server and is used again: %s\n", strings.Join(lab.reused, ", "))
 	}
@@ -365,4 +387,124 @@ func ensureDemoPlan(ctx context.Context, tx *store.Store, lab *demoLab, programI
 		}
 	}
 	return nil
+}
+
+// demoCandidate is the demo's second run: the NVMe-oF path's TTFT profile
+// judged by the gate set of the rollout's first stage (the uplift over
+// local NVMe) against the baseline run, on the demo host, requested by
+// the vendor's engineer. It goes through the lab like every run (SSH, the
+// probe, the gate engine), so Compare and the rollout stage show measured
+// figures in the first minutes. It starts once the baseline is judged,
+// since its comparison and charts read the baseline's measurements.
+type demoCandidate struct {
+	programID, hostID, baselineRunID   int64
+	profileVersionID, gateSetVersionID int64
+	requestedBy                        int64
+}
+
+// demoCandidatePlan is the candidate to run against the demo's baseline
+// (runs newest first), or nil when there is one already, or no baseline.
+func demoCandidatePlan(ctx context.Context, tx *store.Store, lab *demoLab, programID, hostID, requestedBy int64, runs []store.Run) (*demoCandidate, error) {
+	var baseline int64
+	for _, r := range runs {
+		switch r.Label {
+		case demoCandidateLabel:
+			return nil, nil
+		case demoBaselineLabel:
+			baseline = r.ID
+		}
+	}
+	if baseline == 0 {
+		return nil, nil
+	}
+	stages, err := tx.ListRolloutStages(ctx, programID)
+	if err != nil || len(stages) == 0 {
+		return nil, err
+	}
+	profile, err := specVersionByName(ctx, tx, store.KindProfile, programID, demoProfiles(lab)[1].Name)
+	if err != nil {
+		return nil, err
+	}
+	return &demoCandidate{programID: programID, hostID: hostID, baselineRunID: baseline, profileVersionID: profile,
+		gateSetVersionID: stages[0].GateSetVersionID, requestedBy: requestedBy}, nil
+}
+
+// demoBaselinePoll is how often the candidate looks at the baseline run.
+const demoBaselinePoll = 2 * time.Second
+
+// follow waits for the baseline run to be judged, then submits the
+// candidate; it gives up when the baseline fails or the server stops (the
+// next start plans the candidate again).
+func (c *demoCandidate) follow(ctx context.Context, st *store.Store, rc *river.Client[pgx.Tx], log *slog.Logger) {
+	tick := time.NewTicker(demoBaselinePoll)
+	defer tick.Stop()
+	for {
+		run, err := st.GetRun(ctx, c.programID, c.baselineRunID)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			log.Warn("demo: reading the baseline run", "run_id", c.baselineRunID, "err", err)
+		case run.State == store.RunDone && run.Verdict != "":
+			id, err := c.submit(ctx, st, rc)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Error("demo: the candidate run could not be submitted", "err", err)
+				}
+				return
+			}
+			if id != 0 {
+				log.Info("demo: the candidate run follows the judged baseline", "run_id", id, "baseline_run_id", c.baselineRunID, "baseline_verdict", run.Verdict)
+			}
+			return
+		case store.RunFinal(run.State):
+			log.Info("demo: the baseline run did not finish judged, so no candidate is run against it", "run_id", run.ID, "state", run.State, "reason", run.Reason)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// submit creates the candidate run with what the pre-run check says of it
+// (kept with the run, as a run started despite warnings keeps them) and
+// enqueues it; 0 when a candidate exists already.
+func (c *demoCandidate) submit(ctx context.Context, st *store.Store, rc *river.Client[pgx.Tx]) (int64, error) {
+	warnings, err := runplan.Check(ctx, st, runplan.Request{ProgramID: c.programID, ProfileVersionID: c.profileVersionID,
+		GateSetVersionID: c.gateSetVersionID, BaselineRunID: c.baselineRunID, HostID: c.hostID})
+	if err != nil {
+		return 0, err
+	}
+	var kept json.RawMessage
+	if len(warnings) > 0 {
+		if kept, err = json.Marshal(warnings); err != nil {
+			return 0, err
+		}
+	}
+	var id int64
+	err = st.InTx(ctx, func(tx *store.Store) error {
+		runs, err := tx.ListRuns(ctx, c.programID, store.RunFilter{Limit: 500})
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if r.Label == demoCandidateLabel {
+				return nil
+			}
+		}
+		gates, baseline := c.gateSetVersionID, c.baselineRunID
+		if id, err = tx.CreateRun(ctx, store.NewRun{ProgramID: c.programID, ProfileVersionID: c.profileVersionID, GateSetVersionID: &gates,
+			HostID: c.hostID, BaselineRunID: &baseline, Label: demoCandidateLabel, Emulated: true, Warnings: kept, CreatedBy: c.requestedBy}); err != nil {
+			return err
+		}
+		res, err := rc.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: id}, nil)
+		if err != nil {
+			return err
+		}
+		return tx.SetRunJob(ctx, id, res.Job.ID)
+	})
+	return id, err
 }

@@ -115,25 +115,61 @@ func signIn(br *browsertest.Browser, base, email string) {
 }
 
 // TestBrowserWalkthrough carries the whole journey on a fresh database, in
-// a real browser: `make run`'s demo comes up with a finished baseline run;
-// the vendor engineer registers the demo host (installing the key shown,
-// scanning and pinning its host key, checking it), runs a starter profile
-// against the emulator, watches it, sees the verdict and the charts,
-// downloads the signed report and verifies it with `accord verify`; then
-// the customer's and the vendor's approvers approve the stage.
+// a real browser: `make run`'s demo comes up with a finished baseline run
+// and the candidate run that follows it; the overview says where the
+// program stands (the rollout's first stage and what waits for whom); the
+// vendor engineer registers the demo host (installing the key shown,
+// scanning and pinning its host key, checking it) and meets the run form's
+// warning before a run that could not be judged; the customer's approver
+// finds the first stage waiting on Home and, with the vendor's, approves
+// it through its confirmation; the engineer starts the second stage's
+// qualifying run from the stage, watches it, sees the verdict and the
+// charts, downloads the signed report and verifies it with `accord
+// verify`; and both approvers approve that stage on it.
 func TestBrowserWalkthrough(t *testing.T) {
 	t.Parallel()
 	w := startWalkthrough(t)
 	ctx := context.Background()
-	baseline := w.id(t, `SELECT id FROM runs ORDER BY id LIMIT 1`)
+	baseline := w.id(t, `SELECT id FROM runs WHERE label = $1`, demoBaselineLabel)
 	_, verdict := w.waitRun(t, baseline, "the demo's baseline run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
 	require.NotEmpty(t, verdict, "the first page has something to look at")
+	// The demo's candidate follows the judged baseline.
+	var candidate int64
+	require.Eventually(t, func() bool {
+		return w.pool.QueryRow(ctx, `SELECT id FROM runs WHERE label = $1`, demoCandidateLabel).Scan(&candidate) == nil
+	}, time.Minute, 250*time.Millisecond, "the demo submits its candidate run once the baseline is judged")
+	state, candidateVerdict := w.waitRun(t, candidate, "the demo's candidate run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
+	require.Equal(t, "done", state)
+	var candidateBaseline int64
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT baseline_run_id FROM runs WHERE id = $1`, candidate).Scan(&candidateBaseline))
+	require.Equal(t, baseline, candidateBaseline, "the candidate is compared with the baseline")
+	require.Eventually(t, func() bool {
+		return w.id(t, `SELECT count(*) FROM run_reports WHERE run_id = $1`, candidate) > 0
+	}, 2*time.Minute, 500*time.Millisecond, "the candidate is signed")
 	program := w.id(t, `SELECT id FROM programs LIMIT 1`)
 	p := fmt.Sprintf("%s/programs/%d", w.base, program)
+	labels := map[string]string{"PASS": "awaiting approval"} // a stage's label by its evidence's verdict
+	stageLabel := func(verdict string) string {
+		if l, ok := labels[verdict]; ok {
+			return l
+		}
+		return "gates not met"
+	}
 
 	br := browsertest.New(t)
 	signIn(br, w.base, "vendor.engineer@accord.demo")
-	br.Do(chromedp.Navigate(p), chromedp.WaitVisible(chromedp.CSS(".tabs")))
+	// The overview says where the program stands.
+	br.Do(chromedp.Navigate(p), chromedp.WaitVisible(chromedp.ID("program-status")))
+	require.Equal(t, "Stage 1 of 3, lab-acceptance", br.Text("#overview-stage"))
+	require.Equal(t, stageLabel(candidateVerdict), br.Text("#overview-stage-state"))
+	require.Contains(t, br.Text("#overview-evidence"), fmt.Sprintf("run #%d %s", candidate, candidateVerdict))
+	verdicts := br.Text("#latest-verdicts")
+	require.Contains(t, verdicts, fmt.Sprintf("#%d %s", candidate, demoCandidateLabel))
+	require.Contains(t, verdicts, fmt.Sprintf("#%d %s", baseline, demoBaselineLabel))
+	waiting := br.Text("#waits")
+	require.Contains(t, waiting, fmt.Sprintf("Run #%d's report awaits the customer's co-signature.", candidate))
+	require.Contains(t, waiting, "Stage 1, lab-acceptance, awaits the vendor approver")
+	require.Contains(t, waiting, "Stage 1, lab-acceptance, awaits the customer approver")
 	br.Screenshot("walkthrough-01-program")
 
 	// Register the demo lab's sshd as a new host.
@@ -158,34 +194,64 @@ func TestBrowserWalkthrough(t *testing.T) {
 	br.ClickAndWait("#pin-host")
 	br.Do(chromedp.WaitVisible(chromedp.ID("host-fingerprint")))
 	br.ClickAndWait("#check-host")
-	hostURL := p + fmt.Sprintf("/hosts/%d", w.id(t, `SELECT id FROM hosts WHERE name = 'lab-2'`))
+	host := w.id(t, `SELECT id FROM hosts WHERE name = 'lab-2'`)
+	hostURL := p + fmt.Sprintf("/hosts/%d", host)
 	require.Eventually(t, func() bool {
 		br.Do(chromedp.Navigate(hostURL), chromedp.WaitVisible(chromedp.ID("last-check")))
 		return strings.Contains(br.Text("#last-check"), "round trip")
 	}, 2*time.Minute, 2*time.Second, "the host check succeeds")
 	br.Screenshot("walkthrough-03-host-checked")
 
-	// Run the NVMe-oF path against the local-NVMe baseline, judged by the
-	// uplift gate set.
-	profile := w.id(t, `SELECT v.id FROM profile_versions v JOIN profiles p ON p.id = v.profile_id WHERE p.name = 'Demo TTFT · NVMe-oF path'`)
-	gates := w.id(t, `SELECT v.id FROM gate_set_versions v JOIN gate_sets g ON g.id = v.gate_set_id WHERE g.name = 'NVMe-oF uplift over local NVMe'`)
-	host := w.id(t, `SELECT id FROM hosts WHERE name = 'lab-2'`)
+	// Before anything starts, the run form says what could not be judged:
+	// the uplift gate set compares with a baseline, and none is chosen.
+	fast := w.id(t, `SELECT v.id FROM profile_versions v JOIN profiles p ON p.id = v.profile_id WHERE p.name = 'Demo TTFT · NVMe-oF path'`)
+	uplift := w.id(t, `SELECT v.id FROM gate_set_versions v JOIN gate_sets g ON g.id = v.gate_set_id WHERE g.name = 'NVMe-oF uplift over local NVMe'`)
 	br.Do(chromedp.Navigate(p+"/runs/new"), chromedp.WaitVisible(chromedp.ID("run-form")),
-		chromedp.SetValue(chromedp.ID("profile_version"), strconv.FormatInt(profile, 10)),
+		chromedp.SetValue(chromedp.ID("profile_version"), strconv.FormatInt(fast, 10)),
 		chromedp.SetValue(chromedp.ID("host"), strconv.FormatInt(host, 10)),
-		chromedp.SetValue(chromedp.ID("gate_set_version"), strconv.FormatInt(gates, 10)),
-		chromedp.SetValue(chromedp.ID("baseline"), strconv.FormatInt(baseline, 10)),
-		chromedp.SetValue(chromedp.ID("label"), "candidate: NVMe-oF path"))
+		chromedp.SetValue(chromedp.ID("gate_set_version"), strconv.FormatInt(uplift, 10)),
+		chromedp.SetValue(chromedp.ID("baseline"), ""))
+	// A person's choice fires "change", on which the form asks (htmx).
+	browsertest.Eval[bool](br, `document.getElementById("baseline").dispatchEvent(new Event("change", {bubbles: true}))`)
+	br.Do(chromedp.WaitVisible(chromedp.CSS("#prerun-warnings .prerun-no-baseline")))
+	require.Contains(t, br.Text("#prerun-warnings"), "compares with a baseline run, and none is chosen: it would be INCONCLUSIVE")
+	br.Screenshot("walkthrough-04-prerun-warning")
+
+	// The approvers approve the first stage on the demo's candidate: the
+	// customer's finds it waiting on Home.
+	approveStage(t, w, p, "lab-acceptance", stageLabel(candidateVerdict), "walkthrough-05-waiting-for-you", "walkthrough-06-confirm")
+
+	// The second stage awaits a qualifying run: a run of its profile judged
+	// by its gate set. The engineer starts it from the stage.
+	br.Do(chromedp.Navigate(p+"/rollout"), chromedp.WaitVisible(chromedp.ID("stage-pilot-5pct")))
+	require.Equal(t, "approved", br.Text("#stage-state-lab-acceptance"))
+	require.Equal(t, "awaiting a qualifying run", br.Text("#stage-state-pilot-5pct"))
+	require.Contains(t, br.Text("#qualifying-pilot-5pct"), "runs of it judged by MLPerf Inference Llama-2-70B server latency v1 — none yet.")
+	fastProfile := w.id(t, `SELECT id FROM profiles WHERE name = 'Demo TTFT · NVMe-oF path'`)
+	qualify := fmt.Sprintf("#qualify-pilot-5pct-%d", fastProfile)
+	br.Screenshot("walkthrough-07-qualifying-run")
+	br.ClickAndWait(qualify)
+	br.Do(chromedp.WaitVisible(chromedp.ID("run-form")))
+	mlperf := w.id(t, `SELECT s.gate_set_version_id FROM rollout_stages s WHERE s.name = 'pilot-5pct'`)
+	require.Equal(t, strconv.FormatInt(fast, 10), browsertest.Eval[string](br, `document.getElementById("profile_version").value`))
+	require.Equal(t, strconv.FormatInt(mlperf, 10), browsertest.Eval[string](br, `document.getElementById("gate_set_version").value`))
+	br.Do(chromedp.SetValue(chromedp.ID("host"), strconv.FormatInt(host, 10)), chromedp.SetValue(chromedp.ID("label"), "qualifying: NVMe-oF path for the pilot"))
+	if browsertest.Eval[bool](br, `!!document.getElementById("confirm-warnings")`) {
+		br.Do(chromedp.Click(chromedp.ID("confirm-warnings")))
+	}
 	br.ClickAndWait("#start-run")
 	br.Do(chromedp.WaitVisible(chromedp.ID("run-title")))
 	run := w.id(t, `SELECT max(id) FROM runs`)
+	var runProfile, runGates int64
+	require.NoError(t, w.pool.QueryRow(ctx, `SELECT profile_version_id, gate_set_version_id FROM runs WHERE id = $1`, run).Scan(&runProfile, &runGates))
+	require.Equal(t, []int64{fast, mlperf}, []int64{runProfile, runGates}, "the qualifying run is the stage's")
 	// Watch it live: the progress label moves as the probe reports.
 	require.Eventually(t, func() bool {
 		label := browsertest.Eval[string](br, `document.getElementById("progress-label").textContent`)
 		return strings.HasPrefix(label, "Step 1 of 1")
 	}, 2*time.Minute, 500*time.Millisecond, "live progress from the probe")
-	br.Screenshot("walkthrough-04-running")
-	w.waitRun(t, run, "the candidate run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
+	br.Screenshot("walkthrough-08-running")
+	_, runVerdict := w.waitRun(t, run, "the qualifying run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
 	// The live page reloads itself once the run is final (navigating here
 	// as well would race that reload).
 	// Wait for the reloaded document to be complete, and read the verdict
@@ -195,7 +261,7 @@ func TestBrowserWalkthrough(t *testing.T) {
 		time.Minute, "the run page to show the verdict")
 	require.Regexp(t, `^(PASS|FAIL|INCONCLUSIVE|INCOMPARABLE)$`, browsertest.Eval[string](br, `document.getElementById("overall-verdict").textContent.trim()`))
 	waitChartsDrawn(t, br)
-	br.Screenshot("walkthrough-05-verdict")
+	br.Screenshot("walkthrough-09-verdict")
 
 	// The signed report: download it as the browser would, verify it with
 	// `accord verify` and the installation's published keys.
@@ -213,7 +279,10 @@ func TestBrowserWalkthrough(t *testing.T) {
 	require.Equal(t, 0, cmdVerify(ctx, []string{bundlePath, "--keys", keysPath}, &out, &errOut), errOut.String())
 	require.Contains(t, out.String(), "MANIFEST.sha256")
 
-	approveStage(t, w, p)
+	// The run counts for the stage, which the approvers approve on it.
+	br.Do(chromedp.Navigate(p+"/rollout"), chromedp.WaitVisible(chromedp.ID("stage-pilot-5pct")))
+	require.Contains(t, br.Text("#qualifying-pilot-5pct"), fmt.Sprintf("run #%d %s", run, runVerdict))
+	approveStage(t, w, p, "pilot-5pct", stageLabel(runVerdict), "", "")
 
 	require.Empty(t, br.Problems())
 	require.Empty(t, br.ForeignRequests(w.base))
@@ -255,34 +324,55 @@ func downloadWithBrowserCookies(t *testing.T, br *browsertest.Browser, url strin
 }
 
 // approveStage has the customer's approver and then the vendor's, each in
-// their own browser, approve the plan's first stage, whose evidence is the
-// run just judged. Gates that do not pass take a waiver with a reason.
-func approveStage(t *testing.T, w *walkthrough, program string) {
+// their own browser, approve a stage labelled label (its gates as they
+// stand): the customer's finds it waiting on Home, the vendor's on the
+// board; each confirms on the approval's page, with a comment (gates that
+// do not pass take a waiver with a reason). Screenshots named: the
+// customer's Home and confirmation.
+func approveStage(t *testing.T, w *walkthrough, program, stage, label, homeShot, confirmShot string) {
 	t.Helper()
-	const stage = "lab-acceptance"
-	approve := func(br *browsertest.Browser) {
-		br.Do(chromedp.Navigate(program+"/rollout"), chromedp.WaitVisible(chromedp.ID("stage-"+stage)))
-		require.Equal(t, "awaiting-approval", br.Text("#stage-state-"+stage))
-		if br.Text("#gates-"+stage) == "pass" {
-			br.ClickAndWait("#approve-" + stage)
+	confirm := func(br *browsertest.Browser, shot string) {
+		br.Do(chromedp.WaitVisible(chromedp.ID("confirm-form")))
+		require.Contains(t, br.Text("#confirm-title"), stage)
+		if shot != "" {
+			br.Screenshot(shot)
+		}
+		if label == "awaiting approval" {
+			br.Do(chromedp.SendKeys(chromedp.ID("decision-comment"), "walkthrough: the evidence runs were read"))
+			br.ClickAndWait("#confirm-approve")
 			return
 		}
-		br.Do(chromedp.SendKeys(chromedp.ID("waive-reason-"+stage), "walkthrough: emulated storage on a shared machine"))
-		br.ClickAndWait("#waive-" + stage)
+		br.Do(chromedp.SendKeys(chromedp.ID("decision-comment"), "walkthrough: emulated storage on a shared machine"))
+		br.ClickAndWait("#confirm-waive")
 	}
 	customer := browsertest.New(t)
 	signIn(customer, w.base, "customer.approver@accord.demo")
-	approve(customer)
+	customer.Do(chromedp.Navigate(w.base+"/"), chromedp.WaitVisible(chromedp.ID("awaiting")))
+	require.Contains(t, customer.Text("#awaiting"), stage+", awaits the customer approver")
+	if homeShot != "" {
+		customer.Screenshot(homeShot)
+	}
+	customer.ClickAndWait("#awaiting li.wait-approval a")
+	confirm(customer, confirmShot)
 	customer.Do(chromedp.WaitVisible(chromedp.ID("awaiting-" + stage)))
+	require.Equal(t, label, customer.Text("#stage-state-"+stage))
 	require.Contains(t, customer.Text("#awaiting-"+stage), "vendor side")
 
 	vendor := browsertest.New(t)
 	signIn(vendor, w.base, "vendor.approver@accord.demo")
-	approve(vendor)
-	vendor.Do(chromedp.WaitVisible(chromedp.ID("stage-pilot-5pct")))
+	vendor.Do(chromedp.Navigate(program+"/rollout"), chromedp.WaitVisible(chromedp.ID("stage-"+stage)))
+	require.Equal(t, label, vendor.Text("#stage-state-"+stage))
+	if label == "awaiting approval" {
+		vendor.ClickAndWait("#approve-" + stage)
+	} else {
+		vendor.ClickAndWait("#waive-" + stage)
+	}
+	confirm(vendor, "")
+	vendor.Do(chromedp.WaitVisible(chromedp.ID("approvals-" + stage)))
 	require.Equal(t, "approved", vendor.Text("#stage-state-"+stage))
-	require.Equal(t, "awaiting-approval", vendor.Text("#stage-state-pilot-5pct"))
-	vendor.Screenshot("walkthrough-06-approved")
+	if stage == "pilot-5pct" {
+		vendor.Screenshot("walkthrough-10-approved")
+	}
 
 	vendor.Do(chromedp.Navigate(program+"/decisions"), chromedp.WaitVisible(chromedp.ID("chain-status")))
 	require.Equal(t, "verified", vendor.Text("#chain-verdict"))

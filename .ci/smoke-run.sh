@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's first command on this clone: `make run` must set everything
-# up, serve the demo and carry the demo's baseline run to a verdict. It runs
-# on a throwaway database, data folder and unused ports, and is stopped at
-# the end (SIGTERM, as an operator would).
+# up, serve the demo and carry the demo's baseline run and the candidate run
+# that follows it to a verdict. It runs on a throwaway database, data folder
+# and unused ports, and is stopped at the end (SIGTERM, as an operator would).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,13 +41,19 @@ grep -q "Accord demo is up" "$log" || fail "the demo did not come up within ten 
 curl -fsS "http://127.0.0.1:$web/healthz" >/dev/null || fail "/healthz does not answer"
 curl -fsS "http://127.0.0.1:$web/signin" | grep -q 'id="email"' || fail "the sign-in page does not render"
 
-# The demo's baseline run goes through SSH, the probe and the gate engine.
-for _ in $(seq 1 300); do
-  state=$(psql "$DATABASE_URL" -qAtc "SELECT state || ' ' || coalesce(verdict, '') FROM runs ORDER BY id LIMIT 1" 2>/dev/null || true)
-  case "$state" in
-    "done "?*) echo "smoke: the demo's baseline run is $state"; exit 0 ;;
-    failed*|cancelled*) fail "the demo's baseline run ended $state" ;;
-  esac
-  sleep 1
-done
-fail "the demo's baseline run was not judged within five minutes (last state: ${state:-none})"
+# The demo's baseline run goes through SSH, the probe and the gate engine;
+# its candidate run (the NVMe-oF path against it) follows once it is judged.
+wait_judged() { # $1: the run's label, $2: what to call it
+  local state=""
+  for _ in $(seq 1 300); do
+    state=$(psql "$DATABASE_URL" -qAtc "SELECT state || ' ' || coalesce(verdict, '') FROM runs WHERE label = '$1' ORDER BY id LIMIT 1" 2>/dev/null || true)
+    case "$state" in
+      "done "?*) echo "smoke: the demo's $2 run is $state"; return 0 ;;
+      failed*|cancelled*) fail "the demo's $2 run ended $state" ;;
+    esac
+    sleep 1
+  done
+  fail "the demo's $2 run was not judged within five minutes (last state: ${state:-none})"
+}
+wait_judged "baseline: local NVMe path" baseline
+wait_judged "candidate: NVMe-oF path" candidate
