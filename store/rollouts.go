@@ -179,23 +179,6 @@ func (s *Store) LatestJudgedRun(ctx context.Context, programID, profileID, gateS
 	return runs[0], nil
 }
 
-// ApproverPrograms lists the programs with a rollout plan in which the user
-// may approve (approver or owner), for the home page.
-func (s *Store) ApproverPrograms(ctx context.Context, userID int64) ([]Program, error) {
-	rows, err := s.db.Query(ctx, `SELECT `+programColumns+` FROM programs p`+programJoins+`
-		JOIN program_members m ON m.program_id = p.id AND m.user_id = $1 AND m.role IN ('approver', 'owner')
-		WHERE EXISTS (SELECT 1 FROM rollout_stages s WHERE s.program_id = p.id)
-		ORDER BY lower(p.name)`, userID)
-	if err != nil {
-		return nil, fmt.Errorf("store: approver programs of user %d: %w", userID, err)
-	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Program, error) { return scanProgram(r) })
-	if err != nil {
-		return nil, fmt.Errorf("store: approver programs of user %d: %w", userID, err)
-	}
-	return list, nil
-}
-
 // Watch is a production watch of a stage: a query to a Prometheus-compatible
 // API whose value is compared with a stop-loss line on a schedule.
 type Watch struct {
