@@ -129,7 +129,7 @@ var apiSchemas = map[string]any{
 	"DecisionRequest": map[string]any{"type": "object", "required": []any{"kind"}, "properties": map[string]any{
 		"kind":   map[string]any{"type": "string", "enum": []any{"approve", "waive", "reject", "halt", "stop-loss-triggered", "resume", "rollback-requested"}},
 		"stage":  map[string]any{"type": "string", "description": "the current stage's name (required except for rollback-requested): a decision about another stage is refused"},
-		"reason": map[string]any{"type": "string", "description": "required for everything but approve"}}},
+		"reason": map[string]any{"type": "string", "description": "required for everything but approve, for which it is an optional comment; kept in the signed record; at most 4000 characters of plain text"}}},
 	"DecisionRecord": obj(map[string]any{"record": obj(map[string]any{"chain": str(), "seq": integer(), "kind": str(), "actor": str(), "organisation": str(),
 		"time": map[string]any{"type": "string", "format": "date-time"}, "stage": str(), "reason": str(), "prev_hash": str(),
 		"evidence": obj(map[string]any{"run_ids": arr(str()), "verdicts": map[string]any{"type": "object", "additionalProperties": str()}, "digests": map[string]any{"type": "object", "additionalProperties": str()}})}),
