@@ -33,8 +33,13 @@ func needsOf(role store.Role) func(standing.Need) bool {
 	}
 }
 
-// waitHref is where a wait is acted on.
-func waitHref(programID int64, w standing.Wait) string {
+// waitHref is where a wait is acted on, for one who acts on it (mine);
+// anyone else is shown where it stands (the stage on the board), so that
+// no link answers 403.
+func waitHref(programID int64, w standing.Wait, mine bool) string {
+	if !mine && (w.Kind == standing.KindQualifyingRun || w.Kind == standing.KindApproval || w.Kind == standing.KindPlan) {
+		return boardLink(programID, w.Stage)
+	}
 	switch w.Kind {
 	case standing.KindQualifyingRun:
 		if w.ProfileVersionID != 0 {
@@ -49,7 +54,15 @@ func waitHref(programID int64, w standing.Wait) string {
 	case standing.KindApprover:
 		return web.ProgramLink(programID, "/members")
 	}
-	return web.ProgramLink(programID, "/rollout#stage-"+w.Stage)
+	return boardLink(programID, w.Stage)
+}
+
+// boardLink is the rollout board, at a stage when one is named.
+func boardLink(programID int64, stage string) string {
+	if stage == "" {
+		return web.ProgramLink(programID, "/rollout")
+	}
+	return web.ProgramLink(programID, "/rollout#stage-"+stage)
 }
 
 // qualifyingRunLink opens the run form on a stage's profile version and
@@ -59,8 +72,9 @@ func qualifyingRunLink(programID, profileVersionID, gateSetVersionID int64) stri
 	return web.ProgramLink(programID, "/runs/new?"+q.Encode())
 }
 
-// programStatus reads where the program stands for its overview.
-func (s *Server) programStatus(ctx context.Context, pr *programCtx) (web.ProgramStatus, error) {
+// programStatus reads where the program stands for its overview, as v
+// sees it.
+func (s *Server) programStatus(ctx context.Context, pr *programCtx, v *viewer) (web.ProgramStatus, error) {
 	var out web.ProgramStatus
 	st, err := standing.Read(ctx, s.store, pr.ID)
 	if err != nil {
@@ -75,8 +89,10 @@ func (s *Server) programStatus(ctx context.Context, pr *programCtx) (web.Program
 		out.Judged = append(out.Judged, j)
 	}
 	out.Rollout = rolloutSummary(st.Rollout)
+	side := rolloutSide(pr, v)
 	for _, w := range st.Waits {
-		out.Waits = append(out.Waits, web.WaitView{Kind: string(w.Kind), Text: sentence(w.Text), Href: waitHref(pr.ID, w)})
+		mine := w.For(side, v.ID, needsOf(pr.Role))
+		out.Waits = append(out.Waits, web.WaitView{Kind: string(w.Kind), Text: sentence(w.Text), Href: waitHref(pr.ID, w, mine)})
 	}
 	if out.Readiness, err = s.readinessSummary(ctx, pr.ID, st.Rollout.Current); err != nil {
 		return out, err
@@ -187,7 +203,7 @@ func (s *Server) waitingFor(r *http.Request, v *viewer, programs []store.Program
 					text += " Co-signing takes an SSH key you register under SSH keys first."
 				}
 			}
-			out = append(out, web.WaitView{Kind: string(w.Kind), Text: text, Href: waitHref(p.ID, w), Program: p.Name})
+			out = append(out, web.WaitView{Kind: string(w.Kind), Text: text, Href: waitHref(p.ID, w, true), Program: p.Name})
 		}
 	}
 	return out, viewing, nil

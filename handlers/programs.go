@@ -104,7 +104,7 @@ func (s *Server) showProgram(w http.ResponseWriter, r *http.Request) {
 		}
 		groups[i].Members = append(groups[i].Members, m)
 	}
-	status, err := s.programStatus(r.Context(), pr)
+	status, err := s.programStatus(r.Context(), pr, viewerFrom(r.Context()))
 	if err != nil {
 		s.serverError(w, r, err)
 		return

@@ -88,17 +88,24 @@ func TestOverviewSaysWhereTheProgramStands(t *testing.T) {
 	sb := setupStanding(t)
 	sb.addStages(t, "lab-acceptance", "pilot-5pct")
 
+	board := sb.url("/rollout#stage-lab-acceptance")
+	confirm := sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance")))
 	doc := sb.pageDoc(t, sb.viewer, sb.url(""))
 	require.Equal(t, "in-progress", htmltest.Text(htmltest.ByID(doc, "overview-rollout-status")))
 	require.Equal(t, "Stage 1 of 2, lab-acceptance", htmltest.Text(htmltest.ByID(doc, "overview-stage")))
 	require.Equal(t, "awaiting a qualifying run", htmltest.Text(htmltest.ByID(doc, "overview-stage-state")))
 	require.Equal(t, "KV-cache lookup (4 KiB random read, QD 32): no finished run of KV-cache lookup (4 KiB random read, QD 32) judged by MLPerf Inference Llama-2-70B server latency v1 yet",
 		htmltest.Text(htmltest.ByID(doc, "overview-evidence")))
-	require.Equal(t, map[string]string{
-		"Stage 1, lab-acceptance, awaits a qualifying run: KV-cache lookup (4 KiB random read, QD 32) judged by MLPerf Inference Llama-2-70B server latency v1 (an engineer of either side).": sb.qualifyingLink(),
-		"Stage 1, lab-acceptance, awaits the vendor approver: an approval once its gates pass, or a waiver with a reason.":                                                                    sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
-		"Stage 1, lab-acceptance, awaits the customer approver: an approval once its gates pass, or a waiver with a reason.":                                                                  sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
-	}, waits(t, doc, "waits"))
+	// A viewer is shown where each wait stands; one who acts on it, where
+	// it is done (no link that answers 403).
+	qualifying := "Stage 1, lab-acceptance, awaits a qualifying run: KV-cache lookup (4 KiB random read, QD 32) judged by MLPerf Inference Llama-2-70B server latency v1 (an engineer of either side)."
+	vendorApproval := "Stage 1, lab-acceptance, awaits the vendor approver: an approval once its gates pass, or a waiver with a reason."
+	customerApproval := "Stage 1, lab-acceptance, awaits the customer approver: an approval once its gates pass, or a waiver with a reason."
+	require.Equal(t, map[string]string{qualifying: board, vendorApproval: board, customerApproval: board}, waits(t, doc, "waits"))
+	require.Equal(t, map[string]string{qualifying: board, vendorApproval: confirm, customerApproval: board},
+		waits(t, sb.pageDoc(t, sb.vendorApprover, sb.url("")), "waits"))
+	require.Equal(t, map[string]string{qualifying: sb.qualifyingLink(), vendorApproval: board, customerApproval: board},
+		waits(t, sb.pageDoc(t, sb.custEng, sb.url("")), "waits"))
 	require.NotNil(t, htmltest.ByID(doc, "no-verdicts"))
 	require.Contains(t, htmltest.Text(htmltest.ByID(doc, "readiness-hosts")), "gpu-node-07: never checked")
 
@@ -118,8 +125,8 @@ func TestOverviewSaysWhereTheProgramStands(t *testing.T) {
 	doc = sb.pageDoc(t, sb.viewer, sb.url(""))
 	require.Equal(t, "awaiting approval", htmltest.Text(htmltest.ByID(doc, "overview-stage-state")))
 	require.Equal(t, map[string]string{
-		"Stage 1, lab-acceptance, awaits the vendor approver.":                      sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
-		"Stage 1, lab-acceptance, awaits the customer approver.":                    sb.url(fmt.Sprintf("/rollout/stages/%d/approve", sb.stageID(t, "lab-acceptance"))),
+		"Stage 1, lab-acceptance, awaits the vendor approver.":                      board,
+		"Stage 1, lab-acceptance, awaits the customer approver.":                    board,
 		fmt.Sprintf("Run #%d's report awaits the customer's co-signature.", passed): sb.url(fmt.Sprintf("/runs/%d", passed)),
 	}, waits(t, doc, "waits"))
 
