@@ -42,6 +42,9 @@ func waitHref(programID int64, w standing.Wait, mine bool) string {
 	}
 	switch w.Kind {
 	case standing.KindQualifyingRun:
+		if w.RunID != 0 { // one is on its way
+			return web.ProgramLink(programID, fmt.Sprintf("/runs/%d", w.RunID))
+		}
 		if w.ProfileVersionID != 0 {
 			return qualifyingRunLink(programID, w.ProfileVersionID, w.GateSetVersionID)
 		}

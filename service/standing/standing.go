@@ -56,7 +56,8 @@ type Wait struct {
 	Need   Need
 	UserID int64
 	// What the wait is about, for links: a run, a stage, and for a
-	// qualifying run the profile and gate set versions to run.
+	// qualifying run the profile and gate set versions to run (or the run
+	// on its way, RunID).
 	RunID            int64
 	StageID          int64
 	Stage            string
@@ -219,6 +220,12 @@ func stageWaits(ro rollout.Rollout, cur Stage) []Wait {
 				w.ProfileVersionID, w.GateSetVersionID = q.ProfileVersionID, q.GateSetVersionID
 				w.Text = fmt.Sprintf("%s awaits a qualifying run: %s judged by %s%s (an engineer of either side)",
 					name, q.ProfileName, q.GateSetLabel, evidenceNote(cur.Gates, q.ProfileID))
+				if len(q.Runs) > 0 && !store.RunFinal(q.Runs[0].State) {
+					// One is on its way: say so, rather than invite a second.
+					w.RunID = q.Runs[0].ID
+					w.Text = fmt.Sprintf("%s awaits run #%d (%s), a qualifying run of %s that counts once judged by %s",
+						name, w.RunID, store.RunStateLabel(q.Runs[0].State), q.ProfileName, q.GateSetLabel)
+				}
 				out = append(out, w)
 			}
 		}

@@ -164,6 +164,10 @@ func TestStageAwaitsAQualifyingRun(t *testing.T) {
 	require.Len(t, runs, 1)
 	require.Equal(t, queued.ID, runs[0].ID)
 	require.NotEqual(t, other.ID, runs[0].ID)
+	// With one on its way, the engineers are told so rather than invited
+	// to start a second.
+	require.Equal(t, fmt.Sprintf("stage 1, lab, awaits run #%d (queued), a qualifying run of kv reads that counts once judged by reads v1", queued.ID), s.Waits[0].Text)
+	require.Equal(t, queued.ID, s.Waits[0].RunID)
 }
 
 // A qualifying run that fails leaves the gates not met; one that passes
