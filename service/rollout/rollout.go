@@ -126,27 +126,3 @@ func RuleDecision(rec attest.Decision) acceptance.Decision {
 
 // GatesKey is the evidence verdict of a stage's gates as a whole.
 const GatesKey = "gates"
-
-// AwaitedSide is a stage that waits for one side's sign-off.
-type AwaitedSide struct {
-	Stage  string
-	Resume bool // the stage is halted: the side must agree to resume it
-}
-
-// Awaiting returns what the rollout waits for from a side (nothing when
-// complete, rejected, rolled back or broken).
-func (r Rollout) Awaiting(side acceptance.OrgKind) (AwaitedSide, bool) {
-	if r.ReplayErr != nil || r.State.Rollback != nil {
-		return AwaitedSide{}, false
-	}
-	st, ok := r.State.CurrentStage()
-	if !ok {
-		return AwaitedSide{}, false
-	}
-	for _, s := range st.MissingSides() {
-		if s == side {
-			return AwaitedSide{Stage: st.Name, Resume: st.State == acceptance.StageHalted}, true
-		}
-	}
-	return AwaitedSide{}, false
-}
