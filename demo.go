@@ -73,7 +73,7 @@ func demoProfiles(lab *demoLab) []acceptance.ProfileSpec {
 		}.Normalized()
 	}
 	return []acceptance.ProfileSpec{
-		ttft("Demo TTFT · local NVMe path", lab.slowURL, acceptance.TransportLocalNVMe, "a file on disk read at 150 MB/s (the local-NVMe baseline)"),
+		ttft("Demo TTFT · local NVMe path", lab.slowURL, acceptance.TransportLocalNVMe, "a file on disk read at 75 MB/s (the local-NVMe baseline)"),
 		ttft("Demo TTFT · NVMe-oF path", lab.fastURL, acceptance.TransportEmulated, "memory (standing for a fast NVMe-oF array)"),
 		acceptance.ProfileSpec{
 			Name: "Demo KV-cache lookup I/O", Description: "4 KiB random reads of a file in the demo lab with fio.",

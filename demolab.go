@@ -267,7 +267,7 @@ func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger, probeDir
 		args []string
 		url  *string
 	}{
-		{"local NVMe path", l.slowPort, []string{"--kv-file", filepath.Join(l.dir, "kv", demoKVFiles[0]), "--kv-read-mbps", "150"}, &l.slowURL},
+		{"local NVMe path", l.slowPort, []string{"--kv-file", filepath.Join(l.dir, "kv", demoKVFiles[0]), "--kv-read-mbps", "75"}, &l.slowURL},
 		{"NVMe-oF path", l.fastPort, []string{"--kv-file", filepath.Join(l.dir, "kv", demoKVFiles[1])}, &l.fastURL},
 	}
 	for _, p := range paths {
