@@ -44,14 +44,18 @@ type scanner struct {
 }
 
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
+	// Locals, not the fields: the compiler keeps them in registers.
+	b, i := s.b, s.i
+	for i < len(b) {
+		switch b[i] {
 		case ' ', '\t', '\n', '\r':
-			s.i++
+			i++
 		default:
+			s.i = i
 			return
 		}
 	}
+	s.i = i
 }
 
 func (s *scanner) fail(field, format string, args ...any) error {
@@ -222,14 +226,19 @@ func (s *scanner) int(field string, dst *int64) error {
 	if c == '0' {
 		s.i++
 	} else {
-		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-			d := uint64(s.b[s.i] - '0')
-			if v > (1<<63)/10 {
-				return s.fail(field, "integer %s… overflows int64", s.b[start:s.i])
+		b, i := s.b, s.i
+		for i < len(b) {
+			d := b[i] - '0'
+			if d > 9 {
+				break
 			}
-			v = v*10 + d
-			s.i++
+			if v > (1<<63)/10 {
+				return s.fail(field, "integer %s… overflows int64", b[start:i])
+			}
+			v = v*10 + uint64(d)
+			i++
 		}
+		s.i = i
 	}
 	if s.i < len(s.b) {
 		switch s.b[s.i] {
@@ -324,7 +333,16 @@ func (s *scanner) str(field string) ([]byte, bool, error) {
 	start := s.i
 	escaped := false
 	for s.i < len(s.b) {
-		c := s.b[s.i]
+		// Plain characters in a run, with the index in a register.
+		b, i := s.b, s.i
+		for i < len(b) && !strSpecial[b[i]] {
+			i++
+		}
+		s.i = i
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
 		switch {
 		case c == '"':
 			body := s.b[start:s.i]
@@ -360,6 +378,16 @@ func (s *scanner) str(field string) ([]byte, bool, error) {
 	}
 	return nil, false, s.eofOr(field, "")
 }
+
+// strSpecial marks the bytes that end a run of plain characters in a
+// string: the closing quote, a backslash, control characters.
+var strSpecial = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
