@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-
-	"github.com/accordlab/accord/acceptance/stats"
 )
 
 // ClientHealth is what the probe measured of its own load generator during
@@ -247,15 +245,18 @@ func (r *ClientReadings) Flags() []ClientFlag {
 func ClientFlags(ms []Measurement) []ClientFlag {
 	var r ClientReadings
 	for _, m := range ms {
-		if (!IsClientMetric(m.Metric) && m.Metric != MetricTTFT) || len(m.Values) == 0 {
+		if (!IsClientMetric(m.Metric) && m.Metric != MetricTTFT) || !m.HasSamples() {
 			continue
 		}
-		s, err := stats.NewSample(m.Values, m.Counts)
+		s, err := m.Sample() // a level's TTFT may be kept in segments
 		if err != nil || s.N() == 0 {
 			continue
 		}
 		if m.Metric == MetricTTFT {
-			r.AddTTFT(m.Step, m.Level, m.Repetition, s.Quantile(0.5), s.Quantile(0.99))
+			p50, p99 := s.Quantile(0.5), s.Quantile(0.99)
+			if s.Err() == nil { // unreadable: the absolute limits alone judge the level
+				r.AddTTFT(m.Step, m.Level, m.Repetition, p50, p99)
+			}
 			continue
 		}
 		r.Add(m.Metric, m.Step, m.Level, m.Repetition, s.Quantile(0.99), s.N(), m.Values[0])

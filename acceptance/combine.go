@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/accordlab/accord/acceptance/stats"
 )
 
 // CombineHosts makes the measurements of a multi-host run as a whole
@@ -128,16 +130,37 @@ func combineSeries(g []Measurement) (Measurement, error) {
 		out.Source.Field = fmt.Sprintf("%s over %d hosts (%s)", how, len(g), hostNames(g))
 		return out, nil
 	}
-	histogram := false
+	histogram, segmented := false, false
 	n := 0
 	for _, m := range g {
-		if len(m.Values) == 0 {
+		if !m.HasSamples() {
 			return out, fmt.Errorf("host %s has only the tool's summary (no samples to merge)", m.Host)
 		}
 		histogram = histogram || m.Counts != nil
+		segmented = segmented || len(m.Segments) > 0
 		n += len(m.Values)
 	}
 	out.Source.Field = fmt.Sprintf("merged from the %s of %d hosts (%s)", map[bool]string{false: "samples", true: "samples and histogram buckets"}[histogram], len(g), hostNames(g))
+	if segmented && !histogram {
+		// Hosts' samples kept outside memory: the combined measurement is
+		// their segments (and the other hosts' values in segments of their
+		// own, kept in memory), never all of them read in.
+		for _, m := range g {
+			if len(m.Segments) > 0 {
+				out.Segments = append(out.Segments, m.Segments...)
+				continue
+			}
+			segs, err := stats.MemorySegments(m.Values)
+			if err != nil {
+				return out, fmt.Errorf("host %s: %w", m.Host, err)
+			}
+			out.Segments = append(out.Segments, segs...)
+		}
+		return out, nil
+	}
+	if segmented {
+		return out, fmt.Errorf("a host's histogram cannot be merged with another host's samples kept outside memory (more than %s)", fmtCount(int64(stats.InMemoryLimit)))
+	}
 	if !histogram {
 		if v, idx, ok := mergeBySecond(g, n); ok {
 			out.Values, out.SentIndex = v, idx

@@ -330,6 +330,9 @@ func Evaluate(in EvaluationInput) (Evaluation, error) {
 			e.cacheMetric = c.Metric
 		}
 		res, err := e.evaluateCriterion(i, c)
+		if err == nil {
+			err = e.readError()
+		}
 		if err != nil {
 			return Evaluation{}, fmt.Errorf("evaluate: criterion %d (%s): %w", i, c.Name, err)
 		}

@@ -22,7 +22,12 @@ import (
 //	value as IEEE-754 float64 bits big-endian, one byte 1 and each count as
 //	int64 big-endian when counts are set (0 otherwise), uvarint number of
 //	tool summary entries and each (key, float64 bits) in key order, then
-//	source tool, tool version, field and percentile method.
+//	source tool, tool version, field and percentile method. A measurement
+//	whose samples are kept in segments (more than stats.InMemoryLimit)
+//	has no values and, in place of the counts' byte, a byte 2, the
+//	uvarint number of segments and each segment's uvarint count and the
+//	SHA-256 of its values in input order (stats.Segment.Digest), so that
+//	the samples are covered without reading them back.
 //
 // Binary rather than JSON so that a million samples hash in milliseconds;
 // the float bits are exact, so any change of any sample changes the digest.
@@ -44,7 +49,14 @@ func MeasurementsDigest(ms []Measurement) string {
 		for _, v := range m.Values {
 			w.u64(math.Float64bits(v))
 		}
-		if m.Counts != nil {
+		if len(m.Segments) > 0 {
+			w.byte(2)
+			w.uvarint(uint64(len(m.Segments)))
+			for _, s := range m.Segments {
+				w.uvarint(uint64(s.N))
+				w.bytes(s.Digest[:])
+			}
+		} else if m.Counts != nil {
 			w.byte(1)
 			w.uvarint(uint64(len(m.Counts)))
 			for _, c := range m.Counts {
@@ -147,6 +159,8 @@ func (w *digestWriter) u64(v uint64) {
 	w.buf = binary.BigEndian.AppendUint64(w.buf, v)
 	w.flushIfFull()
 }
+
+func (w *digestWriter) bytes(b []byte) { w.buf = append(w.buf, b...); w.flushIfFull() }
 
 func (w *digestWriter) uvarint(v uint64) { w.buf = binary.AppendUvarint(w.buf, v); w.flushIfFull() }
 

@@ -1,6 +1,7 @@
 package acceptance
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -121,7 +122,7 @@ func prepareSide(m Metric, ms []Measurement) (*preparedSide, error) {
 
 	var withValues []Measurement
 	for _, x := range ms {
-		if len(x.Values) > 0 {
+		if x.HasSamples() {
 			withValues = append(withValues, x)
 		}
 	}
@@ -139,11 +140,11 @@ func prepareSide(m Metric, ms []Measurement) (*preparedSide, error) {
 	}
 	p.data = dataSamples
 	for _, x := range ms {
-		if len(x.Values) == 0 {
+		if !x.HasSamples() {
 			p.notes = append(p.notes, fmt.Sprintf("repetition %d has only the tool's summary and is left out", x.Repetition))
 			continue
 		}
-		s, err := stats.NewSample(x.Values, x.Counts)
+		s, err := x.Sample()
 		if err != nil {
 			return nil, fmt.Errorf("repetition %d: %w", x.Repetition, err)
 		}
@@ -153,6 +154,9 @@ func prepareSide(m Metric, ms []Measurement) (*preparedSide, error) {
 		}
 		if s.Min() < 0 {
 			return nil, fmt.Errorf("repetition %d: value %v is negative", x.Repetition, s.Min())
+		}
+		if err := s.Err(); err != nil {
+			return nil, fmt.Errorf("repetition %d: %w: %w", x.Repetition, ErrSamplesUnreadable, err)
 		}
 		if x.Counts != nil {
 			p.data = dataHistogram
@@ -182,6 +186,20 @@ func (p *preparedSide) bootSide() (*stats.Side, error) {
 		p.side, err = stats.NewSide(p.reps)
 	}
 	return p.side, err
+}
+
+// err is the first error reading the side's samples kept outside memory
+// (stats.Sample.Err): a figure that needed them is not a figure.
+func (p *preparedSide) err() error {
+	if p == nil {
+		return nil
+	}
+	for _, s := range append([]stats.Sample{p.pooled}, p.reps...) {
+		if err := s.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hasData reports whether the side has anything to judge.
@@ -1225,4 +1243,24 @@ func holdBackForHolm(cr *CriterionResult, sr *SeriesResult, level float64) {
 	if needed != nil {
 		sr.Explanation += " " + neededSentence(needed)
 	}
+}
+
+// ErrSamplesUnreadable says that samples kept outside memory could not be
+// read (the database or a temporary file failed): nothing is wrong with
+// the inputs, and evaluating again may succeed.
+var ErrSamplesUnreadable = errors.New("samples kept outside memory could not be read")
+
+// readError is the first error reading samples kept outside memory by
+// the sides prepared so far.
+func (e *evaluator) readError() error {
+	for k, p := range e.cache {
+		if err := p.err(); err != nil {
+			who := "candidate"
+			if k.baseline {
+				who = "baseline"
+			}
+			return fmt.Errorf("%s %s in %s: %w: %w", who, e.cacheMetric, seriesLabel(k.key), ErrSamplesUnreadable, err)
+		}
+	}
+	return nil
 }

@@ -96,6 +96,10 @@ func driftWindows(p *preparedSide, w int64) (first, last *preparedSide, spans, w
 	first, last = &preparedSide{data: dataSamples, tools: p.tools}, &preparedSide{data: dataSamples, tools: p.tools}
 	var lens []string
 	for _, x := range p.ms {
+		if len(x.Segments) > 0 {
+			return nil, nil, "", fmt.Sprintf("repetition %d has more than %s samples, kept outside memory in the order their records came and without their send times, so its windows are not cut (not yet supported)",
+				x.Repetition, fmtCount(int64(stats.InMemoryLimit)))
+		}
 		if len(x.Values) == 0 {
 			continue
 		}

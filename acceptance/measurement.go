@@ -51,6 +51,14 @@ type Measurement struct {
 	// measured request); the last second's values end at len(Values).
 	// Only raw samples (no Counts) carry it.
 	SentIndex []int64 `json:"-"`
+	// Segments, when set, hold the samples instead of Values: a
+	// measurement of more than stats.InMemoryLimit raw samples keeps them
+	// outside memory, grouped by log bucket (a temporary file while its run
+	// is imported, the database once stored), and every figure is still
+	// read off the exact samples (stats.NewSegmentedSample). Segments keep
+	// the values in the order their records came, without SentIndex: a
+	// drift criterion cannot cut windows out of them.
+	Segments []stats.Segment `json:"-"`
 	// ToolSummary keeps the tool's own statistics (in the canonical unit),
 	// shown beside Accord's recomputed ones: "p99" → value.
 	ToolSummary map[string]float64 `json:"tool_summary,omitempty"`
@@ -71,3 +79,36 @@ type SeriesKey struct {
 
 // Key returns the series the measurement belongs to.
 func (m Measurement) Key() SeriesKey { return SeriesKey{Step: m.Step, Level: m.Level} }
+
+// HasSamples reports whether the measurement has samples or histogram
+// buckets (rather than only the tool's summary).
+func (m Measurement) HasSamples() bool { return len(m.Values) > 0 || len(m.Segments) > 0 }
+
+// SampleCount is the number of samples: the segments' total, the
+// histogram's counts, or the values.
+func (m Measurement) SampleCount() int64 {
+	switch {
+	case len(m.Segments) > 0:
+		var n int64
+		for _, s := range m.Segments {
+			n += s.N
+		}
+		return n
+	case m.Counts != nil:
+		var n int64
+		for _, c := range m.Counts {
+			n += c
+		}
+		return n
+	}
+	return int64(len(m.Values))
+}
+
+// Sample builds the statistics' view of the measurement's samples (its
+// segments, histogram or values).
+func (m Measurement) Sample() (stats.Sample, error) {
+	if len(m.Segments) > 0 {
+		return stats.NewSegmentedSample(m.Segments)
+	}
+	return stats.NewSample(m.Values, m.Counts)
+}

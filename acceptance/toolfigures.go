@@ -65,8 +65,8 @@ func ToolFigures(m Measurement) ([]ToolFigure, error) {
 		return nil, fmt.Errorf("acceptance: %s: unknown percentile definition %q", m.Metric, def)
 	}
 	var sample *stats.Sample
-	if len(m.Values) > 0 {
-		s, err := stats.NewSample(m.Values, m.Counts)
+	if m.HasSamples() {
+		s, err := m.Sample()
 		if err != nil {
 			return nil, fmt.Errorf("acceptance: %s: %w", m.Metric, err)
 		}
@@ -118,6 +118,11 @@ func ToolFigures(m Measurement) ([]ToolFigure, error) {
 			f.Difference = &d
 		}
 		out = append(out, f)
+	}
+	if sample != nil {
+		if err := sample.Err(); err != nil {
+			return nil, fmt.Errorf("acceptance: %s: %w", m.Metric, err)
+		}
 	}
 	return out, nil
 }

@@ -248,6 +248,7 @@ func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
 	}
 	coll := spool.collection()
 	folder, err := ingest.ReadFolderReports(ingest.CollectionFiles(coll), t.spec, "imported")
+	defer ingest.Release(folder.Measurements)
 	if err != nil {
 		s.renderImport(w, r, http.StatusUnprocessableEntity, "report", "The bundle verified, but its raw outputs could not be read: "+err.Error())
 		return

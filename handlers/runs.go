@@ -22,6 +22,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/acceptance/chartdata"
+	"github.com/accordlab/accord/acceptance/stats"
 	"github.com/accordlab/accord/apiclient"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/parse"
@@ -804,6 +805,20 @@ func (s *Server) downloadMetricsCSV(w http.ResponseWriter, r *http.Request) {
 				count = strconv.FormatInt(m.Counts[i], 10)
 			}
 			_ = cw.Write([]string{m.Metric, unit, m.Step, m.Level, strconv.Itoa(m.Repetition), strconv.FormatFloat(v, 'g', -1, 64), count, m.Source.Tool, m.Source.Field})
+		}
+		// Samples kept in segments (more than a million) come a segment at
+		// a time, grouped by log bucket rather than in request order.
+		for _, seg := range m.Segments {
+			got, err := seg.Reader.ReadRanges([]stats.SegmentRange{{Segment: seg.Index, Count: seg.N}})
+			if err != nil {
+				// The header is sent: the CSV ends short, and the log says why.
+				s.log.Error("metrics CSV: read samples", "request_id", requestID(r.Context()), "run", run.ID, "metric", m.Metric, "err", err)
+				cw.Flush()
+				return
+			}
+			for _, v := range got[0] {
+				_ = cw.Write([]string{m.Metric, unit, m.Step, m.Level, strconv.Itoa(m.Repetition), strconv.FormatFloat(v, 'g', -1, 64), "1", m.Source.Tool, m.Source.Field})
+			}
 		}
 	}
 	cw.Flush()

@@ -448,6 +448,7 @@ func (w *ExecuteRunWorker) finishMultiHost(ctx context.Context, run store.Run, m
 	if missing == "" {
 		res.Measurements, res.Warnings, importErr = ingest.ReadHostFolders(folders, profile, w.deps.Version)
 	}
+	defer ingest.Release(res.Measurements)
 	state, reason := store.RunEvaluating, fmt.Sprintf("judging the results of %d hosts, combined", len(mh.rows))
 	switch {
 	case breach != nil:

@@ -22,6 +22,7 @@ func (w *ExecuteRunWorker) finish(ctx context.Context, run store.Run, host store
 	res := ingest.Results{Files: out.Collection, HostID: &host.ID}
 	var importErr error
 	res.Measurements, res.Warnings, importErr = ingest.ReadFolder(ingest.CollectionFiles(out.Collection), profile, w.deps.Version)
+	defer ingest.Release(res.Measurements)
 	state, reason := store.RunEvaluating, "judging the results"
 	switch {
 	case breach != nil:

@@ -37,10 +37,10 @@ type Summary struct {
 // Summarize computes a measurement's statistics with Accord's own
 // percentile definition (acceptance/stats).
 func Summarize(m acceptance.Measurement) (Summary, error) {
-	if len(m.Values) == 0 {
+	if !m.HasSamples() {
 		return Summary{}, nil
 	}
-	s, err := stats.NewSample(m.Values, m.Counts)
+	s, err := m.Sample()
 	if err != nil {
 		return Summary{}, err
 	}
@@ -48,8 +48,9 @@ func Summarize(m acceptance.Measurement) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	return Summary{N: s.N(), Min: s.Min(), P50: s.Quantile(0.5), P90: s.Quantile(0.9), P95: s.Quantile(0.95),
-		P99: s.Quantile(0.99), P999: s.Quantile(0.999), Max: s.Max(), Mean: s.Mean(), ToolFigures: figs}, nil
+	sum := Summary{N: s.N(), Min: s.Min(), P50: s.Quantile(0.5), P90: s.Quantile(0.9), P95: s.Quantile(0.95),
+		P99: s.Quantile(0.99), P999: s.Quantile(0.999), Max: s.Max(), Mean: s.Mean(), ToolFigures: figs}
+	return sum, s.Err()
 }
 
 // MeasurementRow is a stored measurement without its samples.
@@ -84,7 +85,12 @@ func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptan
 		}
 		return nil
 	}
+	var segmented []acceptance.Measurement
 	for _, m := range ms {
+		if len(m.Segments) > 0 {
+			segmented = append(segmented, m)
+			continue
+		}
 		if size := 8 * (len(m.Values) + len(m.Counts) + len(m.SentIndex)); queued > 0 && queued+size > saveBatchBytes {
 			if err := send(); err != nil {
 				return err
@@ -114,15 +120,30 @@ func (s *Store) SaveMeasurements(ctx context.Context, runID int64, ms []acceptan
 		if m.SentIndex != nil {
 			sent = encodeInt64s(m.SentIndex)
 		}
-		batch.Queue(`INSERT INTO measurements (run_id, metric, step, level, repetition, n, values_f64, counts, tool_summary, source, summary, trials, host, sent_index)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-			ON CONFLICT (run_id, metric, step, level, repetition, host) DO UPDATE SET n = EXCLUDED.n, values_f64 = EXCLUDED.values_f64,
-				counts = EXCLUDED.counts, tool_summary = EXCLUDED.tool_summary, source = EXCLUDED.source, summary = EXCLUDED.summary,
-				trials = EXCLUDED.trials, sent_index = EXCLUDED.sent_index`,
-			runID, m.Metric, m.Step, m.Level, m.Repetition, sum.N, encodeFloat64s(m.Values), counts, toolJSON, src, sumJSON, trials, m.Host, sent)
+		batch.Queue(upsertMeasurement,
+			runID, m.Metric, m.Step, m.Level, m.Repetition, sum.N, encodeFloat64s(m.Values), counts, toolJSON, src, sumJSON, trials, m.Host, 0, sent)
 	}
-	return send()
+	// A row that had segments before and has its values in values_f64 now
+	// keeps none.
+	batch.Queue(`DELETE FROM measurement_segments s USING measurements m
+		WHERE s.measurement_id = m.id AND m.run_id = $1 AND m.segments = 0`, runID)
+	if err := send(); err != nil {
+		return err
+	}
+	for _, m := range segmented {
+		if err := s.saveSegmented(ctx, runID, m); err != nil {
+			return fmt.Errorf("store: save measurements of run %d: %s/%s: %w", runID, m.Step, m.Metric, err)
+		}
+	}
+	return nil
 }
+
+const upsertMeasurement = `INSERT INTO measurements (run_id, metric, step, level, repetition, n, values_f64, counts, tool_summary, source, summary, trials, host, segments, sent_index)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+	ON CONFLICT (run_id, metric, step, level, repetition, host) DO UPDATE SET n = EXCLUDED.n, values_f64 = EXCLUDED.values_f64,
+		counts = EXCLUDED.counts, tool_summary = EXCLUDED.tool_summary, source = EXCLUDED.source, summary = EXCLUDED.summary,
+		trials = EXCLUDED.trials, segments = EXCLUDED.segments, sent_index = EXCLUDED.sent_index
+	`
 
 // saveBatchBytes bounds the samples SaveMeasurements sends at once.
 const saveBatchBytes = 16 << 20
@@ -141,19 +162,27 @@ func (s *Store) HostMeasurements(ctx context.Context, runID int64) ([]acceptance
 }
 
 func (s *Store) loadMeasurements(ctx context.Context, runID int64, hosts bool) ([]acceptance.Measurement, error) {
-	rows, err := s.db.Query(ctx, `SELECT metric, step, level, repetition, values_f64, counts, tool_summary, source, coalesce(trials, 0), host, sent_index
-		FROM measurements WHERE run_id = $1 AND (host <> '') = $2`, runID, hosts)
+	rows, err := s.db.Query(ctx, `SELECT id, segments, metric, step, level, repetition, values_f64, counts, tool_summary, source, coalesce(trials, 0), host, sent_index
+		FROM measurements WHERE run_id = $1 AND (host <> '') = $2 ORDER BY host, step, level, metric, repetition`, runID, hosts)
 	if err != nil {
 		return nil, fmt.Errorf("store: load measurements of run %d: %w", runID, err)
 	}
+	segmented := map[int64]int{} // id of a row with segments → its index
+	row := 0
 	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (acceptance.Measurement, error) {
 		var m acceptance.Measurement
 		var tool, src []byte
+		var id int64
+		var segments int
 		// The samples are decoded from the row as received: a copy of the
 		// raw bytes first would double what a large one holds.
-		if err := r.Scan(&m.Metric, &m.Step, &m.Level, &m.Repetition, float64sOf{&m.Values}, int64sOf{&m.Counts}, &tool, &src, &m.Trials, &m.Host, int64sOf{&m.SentIndex}); err != nil {
+		if err := r.Scan(&id, &segments, &m.Metric, &m.Step, &m.Level, &m.Repetition, float64sOf{&m.Values}, int64sOf{&m.Counts}, &tool, &src, &m.Trials, &m.Host, int64sOf{&m.SentIndex}); err != nil {
 			return m, err
 		}
+		if segments > 0 {
+			segmented[id] = row
+		}
+		row++
 		if m.Values == nil {
 			m.Values = []float64{}
 		}
@@ -163,11 +192,22 @@ func (s *Store) loadMeasurements(ctx context.Context, runID int64, hosts bool) (
 		if len(m.ToolSummary) == 0 {
 			m.ToolSummary = nil
 		}
+		if segments > 0 {
+			m.Values = nil
+			m.Segments = make([]stats.Segment, 0, segments)
+		}
 		return m, json.Unmarshal(src, &m.Source)
 	})
 	if err != nil {
 		return nil, err
 	}
+	if len(segmented) > 0 {
+		if err := s.loadSegments(ctx, ms, segmented); err != nil {
+			return nil, err
+		}
+	}
+	// Levels in number order (c=4 before c=16), which SQL's text order
+	// is not; sorted once the segments found their rows by position.
 	slices.SortStableFunc(ms, func(a, b acceptance.Measurement) int {
 		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Step, b.Step), acceptance.CompareLevels(a.Level, b.Level),
 			cmp.Compare(a.Metric, b.Metric), cmp.Compare(a.Repetition, b.Repetition))

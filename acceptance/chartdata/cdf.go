@@ -20,6 +20,36 @@ func CurveOf(sorted []float64) CDFCurve {
 	if n <= cdfBody+cdfTail {
 		return CDFCurve{N: int64(n), Values: slices.Clone(sorted)}
 	}
+	at := func(r int) float64 { return sorted[r-1] }
+	lastRank := func(v float64) int {
+		j, _ := slices.BinarySearchFunc(sorted, v, func(e, t float64) int {
+			if e <= t {
+				return -1
+			}
+			return 1
+		})
+		return j
+	}
+	return curveAt(n, at, lastRank)
+}
+
+// CurveOfSample is CurveOf for a sample too large to sort in memory (one
+// kept in segments): the same ranks, each read off the exact samples.
+func CurveOfSample(s stats.Sample) CDFCurve {
+	n := int(s.N())
+	if n <= cdfBody+cdfTail {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = s.At(int64(i + 1))
+		}
+		return CDFCurve{N: int64(n), Values: v}
+	}
+	return curveAt(n, func(r int) float64 { return s.At(int64(r)) }, func(v float64) int { return int(s.CountAtMost(v)) })
+}
+
+// curveAt picks the curve's ranks of n sorted samples, reading the value
+// of rank r (1-based) with at and the last rank of a value with lastRank.
+func curveAt(n int, at func(r int) float64, lastRank func(v float64) int) CDFCurve {
 	p99 := int(stats.Rank(0.99, int64(n))) // 1-based
 	ranks := make([]int, 0, cdfBody+cdfTail+len(cdfQuantiles)+2)
 	ranks = append(ranks, 1, n)
@@ -50,21 +80,14 @@ func CurveOf(sorted []float64) CDFCurve {
 	// Each rank moves to the last rank of its value, where the share at or
 	// below the value is exact.
 	for i, r := range ranks {
-		v := sorted[r-1]
-		j, _ := slices.BinarySearchFunc(sorted, v, func(e, t float64) int {
-			if e <= t {
-				return -1
-			}
-			return 1
-		})
-		ranks[i] = j
+		ranks[i] = lastRank(at(r))
 	}
 	slices.Sort(ranks)
 	ranks = slices.Compact(ranks)
 	c := CDFCurve{N: int64(n), Points: make([][2]float64, 0, len(ranks))}
 	prev := 0
 	for _, r := range ranks {
-		c.Points = append(c.Points, [2]float64{sorted[r-1], float64(r - prev)})
+		c.Points = append(c.Points, [2]float64{at(r), float64(r - prev)})
 		prev = r
 	}
 	return c

@@ -89,20 +89,24 @@ func Compute(in Input) Aggregates {
 		if !slices.Contains(cdfMetrics, g.metric) {
 			continue
 		}
-		values := pooledValues(g.ms)
-		if len(values) == 0 {
+		curve, ok, err := pooledCurve(g.ms)
+		if err != nil {
+			a.Meta.Notes = append(a.Meta.Notes, fmt.Sprintf("distribution of %s in %s: %v", g.metric, seriesName(g.step, g.level), err))
+			continue
+		}
+		if !ok {
 			continue
 		}
 		key := KeyCDF(g.step, g.level)
 		if a.CDF[key] == nil {
 			a.CDF[key] = map[string]CDFCurve{}
 		}
-		a.CDF[key][g.metric] = CurveOf(values)
+		a.CDF[key][g.metric] = curve
 	}
 
 	// Log histograms for comparisons between runs.
 	for _, m := range ms {
-		if slices.Contains(histMetrics, m.Metric) && len(m.Values) > 0 {
+		if slices.Contains(histMetrics, m.Metric) && m.HasSamples() {
 			if h, ok := logHistogram(m); ok {
 				a.Hist = append(a.Hist, h)
 			}

@@ -77,3 +77,30 @@ func TestLogHistogramKeepsPercentiles(t *testing.T) {
 	_, ok = chartdata.LogHistogramOf(acceptance.Measurement{Values: []float64{1e-9, 1e9}})
 	require.False(t, ok)
 }
+
+// Samples kept in segments (a run of more than stats.InMemoryLimit
+// requests) give the same curve, exact point for point, and the same log
+// histogram as the same samples in memory.
+func TestSegmentedSamplesChartAsInMemory(t *testing.T) {
+	t.Parallel()
+	values := chartdatatest.SortedLatencies(11, 120_000, 40, 0.5)
+	shuffled := slices.Clone(values)
+	for i := range shuffled { // a fixed shuffle: segments keep input order
+		j := (i * 7919) % len(shuffled)
+		shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+	}
+	segs, err := stats.MemorySegments(shuffled)
+	require.NoError(t, err)
+	s, err := stats.NewSegmentedSample(segs)
+	require.NoError(t, err)
+	require.Equal(t, chartdata.CurveOf(values), chartdata.CurveOfSample(s))
+	require.NoError(t, s.Err())
+
+	mem := acceptance.Measurement{Metric: acceptance.MetricTTFT, Step: "s", Repetition: 1, Values: values}
+	seg := acceptance.Measurement{Metric: acceptance.MetricTTFT, Step: "s", Repetition: 1, Segments: segs}
+	hm, ok := chartdata.LogHistogramOf(mem)
+	require.True(t, ok)
+	hs, ok := chartdata.LogHistogramOf(seg)
+	require.True(t, ok)
+	require.Equal(t, hm, hs)
+}

@@ -2,6 +2,7 @@ package chartdata
 
 import (
 	"math"
+	"slices"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/acceptance/stats"
@@ -14,6 +15,19 @@ const maxHistBuckets = 8000
 // (stats.LogBucket).
 func logHistogram(m acceptance.Measurement) (LogHistogram, bool) {
 	h := LogHistogram{Metric: m.Metric, Step: m.Step, Level: m.Level, Repetition: m.Repetition}
+	if len(m.Segments) > 0 {
+		// The segments' bucket counts are this grid's.
+		s, err := m.Sample()
+		if err != nil {
+			return h, false
+		}
+		lo, counts, _ := s.Buckets()
+		if len(counts)-1 > maxHistBuckets {
+			return h, false
+		}
+		h.Zero, h.Lo, h.Counts = counts[0], lo, slices.Clone(counts[1:])
+		return h, true
+	}
 	lo, hi := math.MaxInt, math.MinInt
 	for _, v := range m.Values {
 		if v > 0 && finite(v) {

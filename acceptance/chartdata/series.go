@@ -58,10 +58,10 @@ func seriesStats(g measurementGroup) (SeriesStats, error) {
 	}
 	var samples []stats.Sample
 	for _, m := range g.ms {
-		if len(m.Values) == 0 {
+		if !m.HasSamples() {
 			continue
 		}
-		s, err := stats.NewSample(m.Values, m.Counts)
+		s, err := m.Sample()
 		if err != nil {
 			return st, fmt.Errorf("repetition %d: %w", m.Repetition, err)
 		}
@@ -106,7 +106,7 @@ func seriesStats(g measurementGroup) (SeriesStats, error) {
 	st.Min, st.Max, st.Mean = p.Min(), p.Max(), p.Mean()
 	st.P50, st.P90, st.P95 = p.Quantile(0.5), p.Quantile(0.9), p.Quantile(0.95)
 	st.P99, st.P999 = p.Quantile(0.99), p.Quantile(0.999)
-	return st, nil
+	return st, p.Err()
 }
 
 func meanOf(v []float64) float64 {
@@ -117,14 +117,41 @@ func meanOf(v []float64) float64 {
 	return s / float64(len(v))
 }
 
-// pooledValues returns all raw samples of the repetitions, sorted (nil
-// when a repetition is a histogram: curves are drawn from raw samples).
+// pooledCurve is the distribution of the repetitions' raw samples pooled
+// (none when a repetition is a histogram: curves are drawn from raw
+// samples); samples kept in segments are read rank by rank.
+func pooledCurve(ms []acceptance.Measurement) (CDFCurve, bool, error) {
+	segmented := false
+	for _, m := range ms {
+		if m.Counts != nil {
+			return CDFCurve{}, false, nil
+		}
+		segmented = segmented || len(m.Segments) > 0
+	}
+	if !segmented {
+		values := pooledValues(ms)
+		return CurveOf(values), len(values) > 0, nil
+	}
+	var samples []stats.Sample
+	for _, m := range ms {
+		if !m.HasSamples() {
+			continue
+		}
+		s, err := m.Sample()
+		if err != nil {
+			return CDFCurve{}, false, err
+		}
+		samples = append(samples, s)
+	}
+	p := stats.Merge(samples...)
+	c := CurveOfSample(p)
+	return c, true, p.Err()
+}
+
+// pooledValues returns all raw samples of the repetitions, sorted.
 func pooledValues(ms []acceptance.Measurement) []float64 {
 	n := 0
 	for _, m := range ms {
-		if m.Counts != nil {
-			return nil
-		}
 		n += len(m.Values)
 	}
 	out := make([]float64, 0, n)

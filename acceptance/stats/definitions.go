@@ -119,34 +119,28 @@ const extended = 64
 // fioBins follows fio's calc_clat_percentiles from 3.14, as built: walking
 // the bins in order, the first whose running count sum satisfies sum ≥
 // p · (N · 0.01L), each product rounded to x87 extended precision.
+// Running counts are whole numbers, so that bin is the one holding rank
+// ⌈target⌉: the order statistic there (no sort of the sample, which may
+// be kept outside memory).
 func (s Sample) fioBins(p float64) float64 {
-	w := s.weighted()
 	hundredth := new(big.Float).SetPrec(extended).Quo(big.NewFloat(1), big.NewFloat(100)) // 0.01L
-	target := new(big.Float).SetPrec(extended).SetInt64(w.n)
+	target := new(big.Float).SetPrec(extended).SetInt64(s.n)
 	target.Mul(target, hundredth)
 	target.Mul(target, new(big.Float).SetPrec(extended).SetFloat64(p))
-	sum := new(big.Float).SetPrec(extended)
-	for i := range w.values {
-		sum.SetInt64(w.cum[i+1])
-		if sum.Cmp(target) >= 0 {
-			return w.values[i]
-		}
+	rank, acc := target.Int64()
+	if acc == big.Below { // Int64 truncates towards zero: a positive target had a fraction
+		rank++
 	}
-	return w.values[len(w.values)-1]
+	return s.At(min(max(rank, 1), s.n))
 }
 
 // fioBinsDouble follows calc_clat_percentiles of fio before 3.14, as
 // built: the first bin whose running count sum satisfies (double) sum ≥ p
 // · (N · 0.01), in double precision (x86-64's SSE arithmetic).
 func (s Sample) fioBinsDouble(p float64) float64 {
-	w := s.weighted()
 	// The conversions round each product to a double, as the machine code
-	// does (Go may otherwise fuse operations).
-	target := float64(p * float64(float64(w.n)*0.01))
-	for i := range w.values {
-		if float64(w.cum[i+1]) >= target {
-			return w.values[i]
-		}
-	}
-	return w.values[len(w.values)-1]
+	// does (Go may otherwise fuse operations). The first running count at
+	// or past the target is the one holding rank ⌈target⌉.
+	target := float64(p * float64(float64(s.n)*0.01))
+	return s.At(min(max(int64(math.Ceil(target)), 1), s.n))
 }

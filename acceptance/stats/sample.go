@@ -34,6 +34,10 @@ type Sample struct {
 	chunks [][]float64 // one per pooled repetition
 	idx    [][]int32   // dense bucket of each value
 	grid   *grid
+	// segments of the raw form kept outside memory (NewSegmentedSample),
+	// and what has been read of them
+	segs []segPart
+	ext  *extState
 }
 
 // grid is a dense run of log buckets. Dense bucket 0 holds values ≤ 0 (kept
@@ -159,47 +163,11 @@ func Merge(samples ...Sample) Sample {
 }
 
 func mergeRaw(samples []Sample) Sample {
-	lo, hi := math.MaxInt, math.MinInt
-	for _, s := range samples {
-		if len(s.grid.counts) > 1 {
-			lo = min(lo, s.grid.lo)
-			hi = max(hi, s.grid.lo+len(s.grid.counts)-2)
-		}
+	var parts []segPart
+	for _, x := range samples {
+		parts = append(parts, x.segs...)
 	}
-	size := 1
-	if lo <= hi {
-		size += hi - lo + 1
-	} else {
-		lo = 0
-	}
-	g := &grid{lo: lo, counts: make([]int64, size)}
-	out := Sample{grid: g}
-	for _, s := range samples {
-		out.n += s.n
-		g.counts[0] += s.grid.counts[0]
-		shift := s.grid.lo - lo
-		for j := 1; j < len(s.grid.counts); j++ {
-			g.counts[j+shift] += s.grid.counts[j]
-		}
-		if shift == 0 {
-			out.chunks = append(out.chunks, s.chunks...)
-			out.idx = append(out.idx, s.idx...)
-			continue
-		}
-		for c, chunk := range s.chunks {
-			re := make([]int32, len(s.idx[c]))
-			for i, j := range s.idx[c] {
-				if j > 0 {
-					j += int32(shift)
-				}
-				re[i] = j
-			}
-			out.chunks = append(out.chunks, chunk)
-			out.idx = append(out.idx, re)
-		}
-	}
-	g.buildCum()
-	return out
+	return buildRaw(samples, parts)
 }
 
 // weighted returns the sample in weighted form (sorting a raw sample).
@@ -208,8 +176,18 @@ func (s Sample) weighted() Sample {
 		return s
 	}
 	var all []float64
-	for _, c := range s.chunks {
-		all = append(all, c...)
+	if len(s.segs) > 0 {
+		// Every bucket read: the whole sample in memory (only a series
+		// pooling segments with a histogram comes here).
+		for j := range s.grid.counts {
+			if s.grid.counts[j] > 0 {
+				all = append(all, s.sortedBucket(int32(j))...)
+			}
+		}
+	} else {
+		for _, c := range s.chunks {
+			all = append(all, c...)
+		}
 	}
 	slices.Sort(all)
 	w := Sample{}
@@ -243,13 +221,20 @@ func (s Sample) At(rank int64) float64 {
 	}
 	g := s.grid
 	j := sort.Search(len(g.counts), func(j int) bool { return g.cum[j+1] >= rank })
-	in := s.bucketValues(int32(j), nil)
+	if len(s.segs) > 0 {
+		in := s.sortedBucket(int32(j))
+		if in == nil {
+			return math.NaN() // a read failed: Err says which
+		}
+		return in[rank-g.cum[j]-1]
+	}
+	in := s.memBucketValues(int32(j), nil)
 	slices.Sort(in)
 	return in[rank-g.cum[j]-1]
 }
 
-// bucketValues appends the values in dense bucket j to dst.
-func (s Sample) bucketValues(j int32, dst []float64) []float64 {
+// memBucketValues appends the in-memory values in dense bucket j to dst.
+func (s Sample) memBucketValues(j int32, dst []float64) []float64 {
 	for c, idx := range s.idx {
 		chunk := s.chunks[c]
 		for i, b := range idx {
@@ -296,6 +281,13 @@ func (s Sample) count(x float64, inclusive bool) int64 {
 		}
 	}
 	n := g.cum[j]
+	if len(s.segs) > 0 {
+		in := s.sortedBucket(int32(j))
+		if inclusive {
+			return n + int64(sort.Search(len(in), func(i int) bool { return in[i] > x }))
+		}
+		return n + int64(sort.SearchFloat64s(in, x))
+	}
 	for c, idx := range s.idx {
 		chunk := s.chunks[c]
 		for i, b := range idx {
@@ -328,6 +320,10 @@ func (s Sample) Mean() float64 {
 	if s.n == 0 {
 		return math.NaN()
 	}
+	if len(s.segs) > 0 {
+		sum, _ := s.segmentedMoments()
+		return sum / float64(s.n)
+	}
 	var sum, comp float64
 	s.each(func(v float64, c int64) {
 		x := v*float64(c) - comp
@@ -343,6 +339,10 @@ func (s Sample) Mean() float64 {
 func (s Sample) Variance() float64 {
 	if s.n == 0 {
 		return math.NaN()
+	}
+	if len(s.segs) > 0 {
+		_, m2 := s.segmentedMoments()
+		return m2 / float64(s.n)
 	}
 	m := s.Mean()
 	var ss float64
@@ -363,7 +363,7 @@ func (s Sample) draw(u uint64) float64 {
 			}
 			u -= uint64(len(chunk))
 		}
-		panic("stats: draw beyond the sample")
+		return s.drawSegment(u)
 	}
 	r := int64(u) + 1
 	i := sort.Search(len(s.values), func(i int) bool { return s.cum[i+1] >= r })

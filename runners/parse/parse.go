@@ -57,10 +57,13 @@ const (
 
 // Percentile methods written into acceptance.Source.PercentileMethod.
 const (
-	MethodRawSamples  = "raw samples"
-	MethodHistogram   = "histogram buckets (HDR, bucket value)"
-	MethodFioBins     = "fio latency bins (≤ 1/64 relative error)"
-	MethodToolSummary = "tool summary only (no samples)"
+	MethodRawSamples = "raw samples"
+	// More than stats.InMemoryLimit raw samples, kept grouped by log
+	// bucket: every figure is still the exact samples'.
+	MethodSegmentedSamples = "raw samples (over a million: stored grouped by log bucket, figures exact)"
+	MethodHistogram        = "histogram buckets (HDR, bucket value)"
+	MethodFioBins          = "fio latency bins (≤ 1/64 relative error)"
+	MethodToolSummary      = "tool summary only (no samples)"
 )
 
 // The percentile definition of each tool's own summary figures.
@@ -104,6 +107,10 @@ type Options struct {
 	SLO acceptance.SLO
 	// MaxBytes overrides the format's size limit when > 0.
 	MaxBytes int64
+	// TempDir is where a metric's samples past stats.InMemoryLimit are
+	// kept while the import's measurements live (runners/parse/spill); the
+	// system's temporary directory when empty.
+	TempDir string
 }
 
 func (o Options) name(def string) string {

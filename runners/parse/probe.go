@@ -2,6 +2,7 @@ package parse
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/runners/parse/spill"
 	"github.com/accordlab/accord/runners/probe/wire"
 )
 
@@ -45,14 +47,14 @@ func ImportProbeRecords(r io.Reader, opts Options) ([]acceptance.Measurement, []
 
 // probeAcc accumulates one level's records.
 type probeAcc struct {
-	ttft, ttftContent, e2el, tpot         []float64
-	ttftIntended, e2elIntended, sendDelay []float64
-	// The second of the step's clock each value's request was sent in,
-	// beside each slice above (what drift criteria cut windows by), and
-	// the first such second of the level.
-	ttftS, ttftContentS, e2elS, tpotS    []int32
-	ttftIntendedS, e2elIntendedS, sendDS []int32
-	firstSec                             int32
+	// Each latency's samples, with the second of the step's clock each
+	// value's request was sent in (what drift criteria cut windows by):
+	// past stats.InMemoryLimit they are kept in segments in a temporary
+	// file (spill), not in memory, and without their seconds.
+	ttft, ttftContent, e2el, tpot         *spill.Samples
+	ttftIntended, e2elIntended, sendDelay *spill.Samples
+	// The first second a request of the level was sent in.
+	firstSec int32
 
 	all, succeeded, failed, warmup int64
 	outputTokens, promptTokens     int64
@@ -105,15 +107,29 @@ func importProbeRecords(r io.Reader, size int64, opts Options) ([]acceptance.Mea
 		hint = min(bound, 1<<16)
 	}
 	acc := probeAcc{errorKinds: map[string]int64{}, firstSec: math.MaxInt32}
-	acc.ttft = make([]float64, 0, hint)
-	acc.ttftContent = make([]float64, 0, hint)
-	acc.e2el = make([]float64, 0, hint)
-	acc.tpot = make([]float64, 0, hint)
+	// The samples past stats.InMemoryLimit: the file lives on with the
+	// measurements (ingest.Release closes it), or goes with a failed
+	// import.
+	file := spill.NewFile(opts.TempDir)
+	imported := false
+	defer func() {
+		if imported {
+			file.Done()
+		} else {
+			file.Close()
+		}
+	}()
+	acc.ttft = file.NewSamples(int(hint))
+	acc.ttftContent = file.NewSamples(int(hint))
+	acc.e2el = file.NewSamples(int(hint))
+	acc.tpot = file.NewSamples(int(hint))
+	n := 0
 	if openLoop {
-		acc.ttftIntended = make([]float64, 0, hint)
-		acc.e2elIntended = make([]float64, 0, hint)
-		acc.sendDelay = make([]float64, 0, hint)
+		n = int(hint)
 	}
+	acc.ttftIntended = file.NewSamples(n)
+	acc.e2elIntended = file.NewSamples(n)
+	acc.sendDelay = file.NewSamples(n)
 
 	limit := opts.limit(MaxRecordBytes)
 	br := bufio.NewReaderSize(&limitedReader{r: r, limit: limit, input: in}, 256<<10)
@@ -157,7 +173,9 @@ func importProbeRecords(r io.Reader, size int64, opts Options) ([]acceptance.Mea
 		}
 		return nil, nil, errf(in, 0, "", "no request records")
 	}
-	return acc.measurements(res, in, resName, hasSLO, opts)
+	ms, warnings, err := acc.measurements(res, in, resName, hasSLO, opts)
+	imported = err == nil
+	return ms, warnings, err
 }
 
 func blank(b []byte) bool {
@@ -243,8 +261,7 @@ func (a *probeAcc) add(r *recordLine, openLoop, hasSLO bool, slo acceptance.SLO)
 	}
 	sec := int32(r.Sent / 1e9)
 	a.firstSec = min(a.firstSec, sec)
-	a.e2el = append(a.e2el, e2el)
-	a.e2elS = append(a.e2elS, sec)
+	a.e2el.Add(e2el, sec)
 
 	ttft := math.NaN()
 	if r.FirstToken == 0 {
@@ -254,8 +271,7 @@ func (a *probeAcc) add(r *recordLine, openLoop, hasSLO bool, slo acceptance.SLO)
 			return "t_first_token", fmt.Errorf("%d ns is outside t_sent %d .. t_done %d", r.FirstToken, r.Sent, r.Done)
 		}
 		ttft = float64(r.FirstToken-r.Sent) / nsPerMs
-		a.ttft = append(a.ttft, ttft)
-		a.ttftS = append(a.ttftS, sec)
+		a.ttft.Add(ttft, sec)
 	}
 	if r.FirstContent == 0 {
 		a.noContent++
@@ -263,14 +279,12 @@ func (a *probeAcc) add(r *recordLine, openLoop, hasSLO bool, slo acceptance.SLO)
 		if r.FirstContent < r.Sent || r.FirstContent > r.Done {
 			return "t_first_content", fmt.Errorf("%d ns is outside t_sent %d .. t_done %d", r.FirstContent, r.Sent, r.Done)
 		}
-		a.ttftContent = append(a.ttftContent, float64(r.FirstContent-r.Sent)/nsPerMs)
-		a.ttftContentS = append(a.ttftContentS, sec)
+		a.ttftContent.Add(float64(r.FirstContent-r.Sent)/nsPerMs, sec)
 	}
 	tpot := 0.0 // as vLLM: a request with one output token meets any TPOT limit
 	if r.OutputTokens > 1 && r.FirstToken != 0 {
 		tpot = float64(r.Done-r.FirstToken) / nsPerMs / float64(r.OutputTokens-1)
-		a.tpot = append(a.tpot, tpot)
-		a.tpotS = append(a.tpotS, sec)
+		a.tpot.Add(tpot, sec)
 	}
 	// Open loop: every request has an intended send time (the first may be
 	// 0, the level's start). Closed loop: only where the probe wrote one.
@@ -282,13 +296,10 @@ func (a *probeAcc) add(r *recordLine, openLoop, hasSLO bool, slo acceptance.SLO)
 		if err := checkLatency(e2elInt); err != nil {
 			return "t_intended", fmt.Errorf("latency from the intended send time: %w", err)
 		}
-		a.sendDelay = append(a.sendDelay, float64(r.Sent-r.Intended)/nsPerMs)
-		a.sendDS = append(a.sendDS, sec)
-		a.e2elIntended = append(a.e2elIntended, e2elInt)
-		a.e2elIntendedS = append(a.e2elIntendedS, sec)
+		a.sendDelay.Add(float64(r.Sent-r.Intended)/nsPerMs, sec)
+		a.e2elIntended.Add(e2elInt, sec)
 		if r.FirstToken != 0 {
-			a.ttftIntended = append(a.ttftIntended, float64(r.FirstToken-r.Intended)/nsPerMs)
-			a.ttftIntendedS = append(a.ttftIntendedS, sec)
+			a.ttftIntended.Add(float64(r.FirstToken-r.Intended)/nsPerMs, sec)
 		}
 	}
 	if hasSLO {
@@ -310,22 +321,38 @@ func (a *probeAcc) measurements(res *wire.StepResult, in, resName string, hasSLO
 	src := func(field, method string) acceptance.Source {
 		return acceptance.Source{Tool: ToolProbe, ToolVersion: opts.ToolVersion, Field: field, PercentileMethod: method}
 	}
-	dist := func(metric string, values []float64, secs *[]int32, field string) {
-		if len(values) == 0 {
+	var spillErr error
+	dist := func(metric string, samples *spill.Samples, field string) {
+		values, secs, segs, err := samples.Finish()
+		if err != nil {
+			spillErr = cmp.Or(spillErr, err)
 			return
 		}
-		m := opts.measurement(metric, src(in+": "+field, MethodRawSamples))
-		m.Values, m.SentIndex = bySendSecond(values, *secs, a.firstSec)
-		*secs = nil // the seconds are in the index now
+		if len(values) == 0 && len(segs) == 0 {
+			return
+		}
+		method := MethodRawSamples
+		if len(segs) > 0 {
+			method = MethodSegmentedSamples
+		}
+		m := opts.measurement(metric, src(in+": "+field, method))
+		if len(segs) > 0 {
+			m.Segments = segs
+		} else {
+			m.Values, m.SentIndex = bySendSecond(values, secs, a.firstSec)
+		}
 		out = append(out, m)
 	}
-	dist(acceptance.MetricTTFT, a.ttft, &a.ttftS, "t_first_token − t_sent")
-	dist(acceptance.MetricTTFTContent, a.ttftContent, &a.ttftContentS, "t_first_content − t_sent")
-	dist(acceptance.MetricE2EL, a.e2el, &a.e2elS, "t_done − t_sent")
-	dist(acceptance.MetricTPOT, a.tpot, &a.tpotS, "(t_done − t_first_token) / (output_tokens − 1)")
-	dist(acceptance.MetricTTFTIntended, a.ttftIntended, &a.ttftIntendedS, "t_first_token − t_intended")
-	dist(acceptance.MetricE2ELIntended, a.e2elIntended, &a.e2elIntendedS, "t_done − t_intended")
-	dist(acceptance.MetricSendDelay, a.sendDelay, &a.sendDS, "t_sent − t_intended")
+	dist(acceptance.MetricTTFT, a.ttft, "t_first_token − t_sent")
+	dist(acceptance.MetricTTFTContent, a.ttftContent, "t_first_content − t_sent")
+	dist(acceptance.MetricE2EL, a.e2el, "t_done − t_sent")
+	dist(acceptance.MetricTPOT, a.tpot, "(t_done − t_first_token) / (output_tokens − 1)")
+	dist(acceptance.MetricTTFTIntended, a.ttftIntended, "t_first_token − t_intended")
+	dist(acceptance.MetricE2ELIntended, a.e2elIntended, "t_done − t_intended")
+	dist(acceptance.MetricSendDelay, a.sendDelay, "t_sent − t_intended")
+	if spillErr != nil {
+		return nil, nil, &Error{Input: in, Err: fmt.Errorf("keeping the samples in a temporary file: %w", spillErr)}
+	}
 
 	if a.succeeded == 0 {
 		warnings = append(warnings, fmt.Sprintf("all %d measured requests failed: no latency distributions", a.all))
@@ -351,7 +378,7 @@ func (a *probeAcc) measurements(res *wire.StepResult, in, resName string, hasSLO
 			m.Values, m.Counts = values, counts
 			out = append(out, m)
 		}
-	} else if a.succeeded > 0 && len(a.tpot) > 0 {
+	} else if a.succeeded > 0 && a.tpot.Len() > 0 {
 		warnings = append(warnings, "the step result has no ITL histogram: no itl")
 	}
 

@@ -90,6 +90,9 @@ func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64
 	if err == nil {
 		ev, err = acceptance.Evaluate(in)
 	}
+	if errors.Is(err, acceptance.ErrSamplesUnreadable) {
+		return ev, 0, err // the database's failure, not the inputs': retried
+	}
 	if err != nil {
 		// Bad inputs never get better by retrying.
 		why := "the gate set could not be applied: " + err.Error()

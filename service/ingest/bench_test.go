@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -61,10 +63,13 @@ func BenchmarkImportAndEvaluateTenMillion(b *testing.B) {
 			b.Fatal(err)
 		}
 		cpu0, start := processCPU(), time.Now()
+		phase := newPhases()
 		ms := readStored(b, st, cand)
+		phase("import")
 		if err := st.SaveMeasurements(ctx, cand, ms); err != nil {
 			b.Fatal(err)
 		}
+		phase("save")
 		ms = nil
 		in := acceptance.EvaluationInput{Gates: gates, CandidateFacts: map[string]string{}, BaselineFacts: map[string]string{}}
 		var err error
@@ -74,10 +79,13 @@ func BenchmarkImportAndEvaluateTenMillion(b *testing.B) {
 		if in.Baseline, err = st.LoadMeasurements(ctx, base); err != nil {
 			b.Fatal(err)
 		}
+		phase("load")
 		ev, err := acceptance.Evaluate(in)
 		if err != nil {
 			b.Fatal(err)
 		}
+		phase("evaluate")
+		b.Logf("phases (wall, CPU): %s", phase(""))
 		wall += time.Since(start)
 		cpu += processCPU() - cpu0
 		peak = max(peak, peakRSS(b))
@@ -165,4 +173,20 @@ func peakRSS(b *testing.B) int64 {
 	}
 	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	return kb << 10
+}
+
+// newPhases returns a function that ends a phase of the benchmark under a
+// name and, called with "", lists each phase's wall and CPU time.
+func newPhases() func(name string) string {
+	var out []string
+	t, c := time.Now(), processCPU()
+	return func(name string) string {
+		if name == "" {
+			return strings.Join(out, ", ")
+		}
+		now, cpu := time.Now(), processCPU()
+		out = append(out, fmt.Sprintf("%s %.2f s / %.2f s", name, now.Sub(t).Seconds(), (cpu-c).Seconds()))
+		t, c = now, cpu
+		return ""
+	}
 }

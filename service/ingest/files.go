@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/store"
@@ -154,4 +155,21 @@ func (r *segmentsReader) Close() error {
 	err := r.cur.Close()
 	r.cur = nil
 	return err
+}
+
+// Release frees what measurements keep outside memory while their run is
+// imported: the temporary file of a metric's samples past
+// stats.InMemoryLimit (runners/parse/spill), unlinked when it was made
+// and otherwise freed only when collected. Their segments cannot be read
+// afterwards; stored ones are read from the database.
+func Release(ms []acceptance.Measurement) {
+	seen := map[io.Closer]bool{}
+	for _, m := range ms {
+		for _, s := range m.Segments {
+			if c, ok := s.Reader.(io.Closer); ok && !seen[c] {
+				seen[c] = true
+				c.Close()
+			}
+		}
+	}
 }
