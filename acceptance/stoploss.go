@@ -330,6 +330,9 @@ func BaselinePoints(g GateSetSpec, baseline []Measurement) ([]BaselinePoint, err
 				return nil, fmt.Errorf("stop-loss: baseline %s in %s: %w", c.Metric, seriesLabel(key), err)
 			}
 			s := sideSummary(cc, p)
+			if err := p.err(); err != nil {
+				return nil, fmt.Errorf("stop-loss: baseline %s in %s: %w: %w", c.Metric, seriesLabel(key), ErrSamplesUnreadable, err)
+			}
 			if s.Value == nil {
 				continue
 			}
