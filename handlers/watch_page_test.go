@@ -138,7 +138,9 @@ func TestBrowserWatchPageDrawsItsChart(t *testing.T) {
 // then past it.
 type fallingPrometheus struct{ crossed time.Time }
 
-func (p fallingPrometheus) Value(context.Context, string, string, string) (float64, error) { return 3.5, nil }
+func (p fallingPrometheus) Value(context.Context, string, string, string) (float64, error) {
+	return 3.5, nil
+}
 
 func (p fallingPrometheus) Range(_ context.Context, _, _, _ string, start, end time.Time, step time.Duration) ([]store.WatchPoint, error) {
 	var pts []store.WatchPoint
