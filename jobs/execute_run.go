@@ -20,7 +20,7 @@ import (
 )
 
 // ExecuteRunArgs executes one run on its lab host: the way of a run, steps
-// 2 to 6 (DESIGN.md).
+// 2 to 6 (docs/DESIGN.md).
 type ExecuteRunArgs struct {
 	RunID int64 `json:"run_id"`
 }

@@ -2,7 +2,7 @@
 // streaming APIs: closed-loop (fixed concurrency) and open-loop (constant or
 // Poisson request rate) load, timing every chunk before decoding it.
 //
-// What it measures follows DESIGN.md's definitions. Per request, on the
+// What it measures follows docs/DESIGN.md's definitions. Per request, on the
 // monotonic clock since the level started (nanoseconds):
 //
 //   - t_intended: when the schedule meant to send it (open loop), or when
