@@ -67,6 +67,7 @@ func (s StepSpec) Clone() StepSpec {
 		in := *s.Inference
 		if in.Prefix != nil {
 			pr := *in.Prefix
+			pr.Sweep = slices.Clone(pr.Sweep)
 			in.Prefix = &pr
 		}
 		if in.Load.Sweep != nil {
@@ -173,6 +174,9 @@ func normalizeStep(s *StepSpec) {
 		}
 		if len(l.Sweep) == 0 {
 			l.Sweep = nil
+		}
+		if in.Prefix != nil && len(in.Prefix.Sweep) == 0 {
+			in.Prefix.Sweep = nil
 		}
 		if in.RequestTimeout == 0 {
 			in.RequestTimeout = DefaultRequestTimeout

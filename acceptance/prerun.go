@@ -195,6 +195,13 @@ func criterionSeries(p ProfileSpec, c Criterion) []SeriesKey {
 func StepLevels(s StepSpec) []string {
 	switch {
 	case s.Kind == StepInference && s.Inference != nil:
+		if shares := s.Inference.ReuseSweep(); len(shares) > 0 {
+			out := make([]string, len(shares))
+			for i, v := range shares {
+				out[i] = ReuseLevel(v)
+			}
+			return out
+		}
 		l := s.Inference.Load
 		values := l.Sweep
 		if l.Mode == "rate" {
@@ -226,6 +233,21 @@ func ConcurrencyLevel(n int) string { return "c=" + strconv.Itoa(n) }
 
 // RateLevel labels a load level of an open-loop request rate ("r=2.5").
 func RateLevel(r float64) string { return "r=" + strconv.FormatFloat(r, 'g', -1, 64) }
+
+// ReuseLevel labels a level of a prefix-reuse sweep: the share of each
+// prompt that is a shared prefix ("reuse=0.25").
+func ReuseLevel(share float64) string { return "reuse=" + strconv.FormatFloat(share, 'g', -1, 64) }
+
+// ReuseOfLevel reads the share of a reuse level ("reuse=0.25" → 0.25);
+// false for any other label.
+func ReuseOfLevel(level string) (float64, bool) {
+	num, ok := strings.CutPrefix(level, "reuse=")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	return v, err == nil
+}
 
 // shapeWarnings compares the steps both profiles run: a step of the
 // candidate the baseline does not have, or has with other levels or
@@ -399,9 +421,27 @@ func expectedSamples(p ProfileSpec, m Metric, k SeriesKey, observed map[string]m
 		if perLevel < 0 {
 			return 0, ""
 		}
+		// A multi-host run's series are its hosts' requests merged.
+		if hosts := stepHosts(p, s.Name); hosts > 1 {
+			return perLevel * reps * hosts, fmt.Sprintf("the profile (%s repetitions of about %s requests on each of at least %d hosts)",
+				fmtCount(reps), fmtCount(perLevel), hosts)
+		}
 		return perLevel * reps, fmt.Sprintf("the profile (%s repetitions of about %s requests)", fmtCount(reps), fmtCount(perLevel))
 	}
 	return 0, ""
+}
+
+// stepHosts is how many hosts at least run a step: the fewest each role
+// that runs it may have, together (1 for a one-host profile).
+func stepHosts(p ProfileSpec, step string) int64 {
+	var n int64
+	for _, r := range p.Roles {
+		if r.RunsStep(step) {
+			lo, _ := r.HostLimits()
+			n += int64(lo)
+		}
+	}
+	return max(n, 1)
 }
 
 func missingSeries(want []SeriesKey, have map[SeriesKey]int64) []SeriesKey {

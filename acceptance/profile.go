@@ -209,10 +209,30 @@ type TokenDist struct {
 	StdDev float64 `json:"stddev,omitempty" yaml:"stddev,omitempty"`
 }
 
-// PrefixReuse prepends one of Distinct shared prefixes of Tokens tokens to each prompt.
+// PrefixReuse makes prompts share prefixes, which sets how much of each
+// prompt the server's prefix (KV) cache can serve. One of three ways:
+//   - Tokens: one of Distinct shared prefixes of Tokens tokens goes before
+//     each prompt's own prompt_tokens;
+//   - Share: that share (0 to 1) of each prompt's prompt_tokens is one of
+//     Distinct shared prefixes and the rest its own, so that a prompt is as
+//     long whatever the share;
+//   - Sweep: the step runs at each share in turn, one load level each
+//     ("reuse=0.5", ReuseLevel), so that the server's cache hit ratio goes
+//     through as many levels; the load itself is the single level of Load.
 type PrefixReuse struct {
-	Tokens   int `json:"tokens" yaml:"tokens"`
-	Distinct int `json:"distinct" yaml:"distinct"`
+	Tokens   int       `json:"tokens" yaml:"tokens,omitempty"`
+	Distinct int       `json:"distinct" yaml:"distinct"`
+	Share    float64   `json:"share,omitempty" yaml:"share,omitempty"`
+	Sweep    []float64 `json:"sweep,omitempty" yaml:"sweep,omitempty,flow"`
+}
+
+// ReuseSweep returns the shares a step sweeps prefix reuse through (nil:
+// it does not).
+func (in *InferenceStep) ReuseSweep() []float64 {
+	if in == nil || in.Prefix == nil {
+		return nil
+	}
+	return in.Prefix.Sweep
 }
 
 // Load is the offered load: a fixed number of concurrent streams, or an

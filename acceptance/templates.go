@@ -30,6 +30,8 @@ type GateSetTemplate struct {
 const (
 	EmulatorEndpoint = "http://127.0.0.1:8000/v1"
 	EmulatorModel    = "emulated"
+	// EmulatorMetricsURL is its Prometheus endpoint, with vLLM's names.
+	EmulatorMetricsURL = "http://127.0.0.1:8000/metrics"
 )
 
 func tmplDur(d time.Duration) Duration { return Duration(d) }
@@ -202,6 +204,68 @@ func ProfileTemplates() []ProfileTemplate {
 						Seed:           8,
 					},
 				}},
+			},
+		},
+		{
+			ID:          "hit-ratio-sensitivity",
+			Title:       "Prefix cache hit-ratio sensitivity",
+			Description: "The same chat load with 0 to 90 % of each prompt a shared prefix, so that the server's prefix cache hit ratio goes through five levels: TTFT against the hit ratio the server measured shows how sharply a small drop hurts.",
+			Spec: ProfileSpec{
+				Purpose:     PurposeInferenceServing,
+				Storage:     Storage{Transport: TransportEmulated},
+				Repetitions: 3,
+				// The warm-up fills the prefix cache with the level's prefixes.
+				Warmup: tmplDur(15 * time.Second),
+				Steps: []StepSpec{{
+					Name: "reuse-sweep",
+					Kind: StepInference,
+					Inference: &InferenceStep{
+						Endpoint: EmulatorEndpoint, Model: EmulatorModel, API: APIChat,
+						PromptTokens: TokenDist{Dist: DistFixed, Mean: 2048},
+						OutputTokens: TokenDist{Dist: DistFixed, Mean: 128},
+						// A few long shared prefixes (system prompts, documents
+						// in a RAG corpus) that the cache can keep.
+						Prefix:         &PrefixReuse{Distinct: 8, Sweep: []float64{0, 0.25, 0.5, 0.75, 0.9}},
+						Load:           Load{Mode: LoadRate, Rate: 4, Arrival: ArrivalPoisson, MaxConcurrency: 64},
+						Duration:       tmplDur(90 * time.Second),
+						RequestTimeout: tmplDur(5 * time.Minute),
+						SLO:            SLO{TTFTMs: 2000, TPOTMs: 200},
+						MetricsURL:     EmulatorMetricsURL,
+						Seed:           23,
+					},
+				}},
+			},
+		},
+		{
+			ID:          "four-host-ramp",
+			Title:       "Four-host concurrency ramp",
+			Description: "Four client hosts load the same storage-backed inference path at once, each stepping from 1 to 16 streams together: where the shared storage bends under many hosts, judged on every host's requests combined.",
+			Spec: ProfileSpec{
+				Purpose:     PurposeInferenceServing,
+				Storage:     Storage{Transport: TransportNVMeoFTCP},
+				Repetitions: 3,
+				Warmup:      tmplDur(10 * time.Second),
+				Steps: []StepSpec{{
+					Name: "ramp",
+					Kind: StepInference,
+					Inference: &InferenceStep{
+						Endpoint: EmulatorEndpoint, Model: EmulatorModel, API: APIChat,
+						PromptTokens: TokenDist{Dist: DistNormal, Mean: 1024, StdDev: 256, Min: 256, Max: 2048},
+						OutputTokens: TokenDist{Dist: DistFixed, Mean: 128},
+						// Every host's streams at each level: 4 to 64 in all.
+						Load: Load{Mode: LoadConcurrency, Sweep: []float64{1, 2, 4, 8, 16}},
+						// 250 requests a host and level, or two minutes.
+						Requests:       250,
+						Duration:       tmplDur(2 * time.Minute),
+						RequestTimeout: tmplDur(5 * time.Minute),
+						SLO:            SLO{TTFTMs: 2000, TPOTMs: 200},
+						Seed:           29,
+					},
+				}},
+				// The step runs alone in its phase: every level starts on the
+				// four hosts together, released at a barrier.
+				Roles: []RoleSpec{{Name: "clients", Description: "Client hosts sending the same load to the shared inference path.",
+					Steps: []string{"ramp"}, MinHosts: 4, MaxHosts: 4}},
 			},
 		},
 	}
@@ -380,6 +444,58 @@ func GateSetTemplates() []GateSetTemplate {
 						Name: "error-rate", Metric: MetricErrorRate, Statistic: StatRate, Mode: Absolute,
 						Comparator: LessOrEqual, Threshold: 1, Unit: "%", Severity: Blocking,
 						Help: "A soak that drops requests does not pass, however steady the rest.",
+					},
+				},
+			},
+		},
+		{
+			ID:          "hit-ratio-sensitivity",
+			Title:       "TTFT at every hit ratio",
+			Description: "p99 TTFT and TPOT within the serving limits at every prefix-reuse level, down to the lowest hit ratio, and few failed requests.",
+			Profiles:    []string{"hit-ratio-sensitivity"},
+			Spec: GateSetSpec{
+				Criteria: []Criterion{
+					{
+						Name: "ttft-p99", Metric: MetricTTFT, Statistic: StatP99, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 2000, Unit: "ms", MinSamples: 100, Severity: Blocking,
+						Help: "Judged at every level of the sweep: a workload whose hit ratio drops (a longer context, a cache that is shared by more tenants) still gets its first token in time.",
+					},
+					{
+						Name: "tpot-p99", Metric: MetricTPOT, Statistic: StatP99, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 200, Unit: "ms", MinSamples: 100, Severity: Advisory,
+						Help: "Decoding hardly depends on the prefix cache; a rise at low hit ratios shows prefills crowding out decodes.",
+					},
+					{
+						Name: "error-rate", Metric: MetricErrorRate, Statistic: StatRate, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 1, Unit: "%", Severity: Blocking,
+						Help: "Latencies mean little if requests fail.",
+					},
+				},
+			},
+		},
+		{
+			ID:          "four-host-ramp",
+			Title:       "Four hosts within the serving limits",
+			Description: "Every host's requests combined: p99 TTFT and TPOT within the serving limits at each level of the ramp, and few failed requests.",
+			Profiles:    []string{"four-host-ramp"},
+			Spec: GateSetSpec{
+				Criteria: []Criterion{
+					{
+						Name: "ttft-p99", Metric: MetricTTFT, Statistic: StatP99, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 2000, Unit: "ms", MinSamples: 100, Severity: Blocking,
+						StopLoss: tmplPtr(4000.0),
+						Help:     "Judged on the four hosts' requests merged at each level: the tail a tenant sees when the others load the same storage.",
+					},
+					{
+						Name: "tpot-p99", Metric: MetricTPOT, Statistic: StatP99, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 200, Unit: "ms", MinSamples: 100, Severity: Blocking,
+						Help: "Decoding speed under the combined load.",
+					},
+					{
+						Name: "error-rate", Metric: MetricErrorRate, Statistic: StatRate, Mode: Absolute,
+						Comparator: LessOrEqual, Threshold: 1, Unit: "%", Severity: Blocking,
+						StopLoss: tmplPtr(5.0),
+						Help:     "A ramp that drops requests at its top levels does not pass, however fast the rest.",
 					},
 				},
 			},

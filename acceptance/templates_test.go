@@ -26,7 +26,8 @@ func TestProfileTemplates(t *testing.T) {
 			}
 		}
 	}
-	for _, id := range []string{"kv-cache-lookup", "checkpoint-restore", "inference-ttft-sweep", "cold-warm-ttft", "soak-2h", "noisy-neighbour", "soak-8h"} {
+	for _, id := range []string{"kv-cache-lookup", "checkpoint-restore", "inference-ttft-sweep", "cold-warm-ttft", "soak-2h", "noisy-neighbour", "soak-8h",
+		"hit-ratio-sensitivity", "four-host-ramp"} {
 		require.True(t, ids[id], id)
 	}
 
@@ -171,4 +172,53 @@ func TestWithinRunTemplatesCanJudgeTheirRuns(t *testing.T) {
 	require.Len(t, phases, 3)
 	require.Equal(t, "noisy-neighbour", phases[2].Group)
 	require.Len(t, phases[2].Steps, 2)
+}
+
+// The hit-ratio and four-host templates validate, and their gate sets can
+// judge a run of them: every level has enough requests for a bound on
+// p99 (the four hosts' merged, on the ramp), and nothing else to warn of.
+func TestSweepTemplatesCanJudgeTheirRuns(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{"hit-ratio-sensitivity", "four-host-ramp"} {
+		p, ok := LookupProfileTemplate(id)
+		require.True(t, ok)
+		g, ok := LookupGateSetTemplate(id)
+		require.True(t, ok)
+		require.Equal(t, []string{id}, g.Profiles)
+		require.Nil(t, ValidateProfile(p.Spec), id)
+		require.Nil(t, ValidateGateSet(g.Spec), id)
+		require.Nil(t, ValidateGateSetForProfile(g.Spec, p.Spec), id)
+		require.Empty(t, PreRunCheck(PreRunInput{Profile: p.Spec, Gates: &g.Spec}), id)
+	}
+
+	reuse, _ := LookupProfileTemplate("hit-ratio-sensitivity")
+	step := reuse.Spec.Steps[0]
+	require.Equal(t, []string{"reuse=0", "reuse=0.25", "reuse=0.5", "reuse=0.75", "reuse=0.9"}, StepLevels(step))
+	require.Equal(t, EmulatorMetricsURL, step.Inference.MetricsURL, "the hit ratio is read from the server's counters")
+	require.Contains(t, StepMetrics(step), MetricCacheHitRatio)
+
+	ramp, _ := LookupProfileTemplate("four-host-ramp")
+	require.True(t, ramp.Spec.MultiHost())
+	lo, hi := ramp.Spec.Roles[0].HostLimits()
+	require.Equal(t, [2]int{4, 4}, [2]int{lo, hi})
+	require.Equal(t, []string{"c=1", "c=2", "c=4", "c=8", "c=16"}, StepLevels(ramp.Spec.Steps[0]))
+	phases := ramp.Spec.Phases()
+	require.Len(t, phases, 1, "the ramp runs alone: each level starts on every host at once")
+
+	// The check counts every host's requests: 250 a level on one host
+	// would not bound a p99.9 at 3 repetitions, on four it does.
+	g, _ := LookupGateSetTemplate("four-host-ramp")
+	tail := g.Spec.Clone()
+	tail.Criteria[0].Statistic = StatP999
+	tail.Criteria[0].MinSamples = 0
+	require.Empty(t, PreRunCheck(PreRunInput{Profile: ramp.Spec, Gates: &tail}))
+	one := ramp.Spec.Clone()
+	one.Roles[0].MinHosts, one.Roles[0].MaxHosts = 1, 1
+	ws := PreRunCheck(PreRunInput{Profile: one, Gates: &tail})
+	require.NotEmpty(t, ws)
+	require.Contains(t, ws[0].Message, "the profile (3 repetitions of about 250 requests) gives about 750")
+	ws = PreRunCheck(PreRunInput{Profile: ramp.Spec, Gates: &GateSetSpec{Name: "far tail", Criteria: []Criterion{{Name: "ttft-p9999", Metric: MetricTTFT,
+		Statistic: StatP999, Mode: Absolute, Comparator: LessOrEqual, Threshold: 2000, Unit: "ms", MinSamples: 5000}}}})
+	require.NotEmpty(t, ws)
+	require.Contains(t, ws[0].Message, "the profile (3 repetitions of about 250 requests on each of at least 4 hosts) gives about 3,000")
 }

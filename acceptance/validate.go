@@ -584,9 +584,8 @@ func validateInference(c *specChecker, ip string, p ProfileSpec, in *InferenceSt
 	}
 	validateTokens(c, specField(ip, "prompt_tokens"), in.PromptTokens, in.Dataset == "")
 	validateTokens(c, specField(ip, "output_tokens"), in.OutputTokens, in.Dataset == "")
-	if pr := in.Prefix; pr != nil {
-		c.intRange(specField(ip, "prefix.tokens"), pr.Tokens, 1, MaxTokens)
-		c.intRange(specField(ip, "prefix.distinct"), pr.Distinct, 1, MaxPrefixDistinct)
+	if in.Prefix != nil {
+		validatePrefix(c, specField(ip, "prefix"), in)
 	}
 	validateLoad(c, specField(ip, "load"), in.Load)
 
@@ -612,6 +611,60 @@ func validateInference(c *specChecker, ip string, p ProfileSpec, in *InferenceSt
 	}
 	if in.MetricsURL != "" {
 		c.httpURL(specField(ip, "metrics_url"), in.MetricsURL)
+	}
+}
+
+// validatePrefix checks prefix reuse: one way of sharing prefixes
+// (tokens, share or sweep), and a reuse sweep as the step's only sweep.
+func validatePrefix(c *specChecker, pp string, in *InferenceStep) {
+	pr := in.Prefix
+	c.intRange(specField(pp, "distinct"), pr.Distinct, 1, MaxPrefixDistinct)
+	ways := 0
+	for _, set := range []bool{pr.Tokens != 0, pr.Share != 0, len(pr.Sweep) > 0} {
+		if set {
+			ways++
+		}
+	}
+	switch {
+	case ways == 0:
+		// The message of profiles saved before share and sweep existed.
+		c.intRange(specField(pp, "tokens"), pr.Tokens, 1, MaxTokens)
+		return
+	case ways > 1:
+		c.add(pp, "set one of tokens (a prefix before each prompt), share (a share of each prompt) and sweep (shares run in turn)")
+	}
+	if pr.Tokens != 0 {
+		c.intRange(specField(pp, "tokens"), pr.Tokens, 1, MaxTokens)
+	}
+	if pr.Share != 0 && c.finite(specField(pp, "share"), pr.Share) && (pr.Share < 0 || pr.Share > 1) {
+		c.add(specField(pp, "share"), "must be more than 0 and at most 1 (the share of each prompt that is a shared prefix)")
+	}
+	if len(pr.Sweep) > MaxSweepLevels {
+		c.add(specField(pp, "sweep"), "must have at most %d levels", MaxSweepLevels)
+	} else {
+		seen := map[float64]bool{}
+		for i, v := range pr.Sweep {
+			vp := specIndex(specField(pp, "sweep"), i)
+			if !c.finite(vp, v) {
+				continue
+			}
+			if v < 0 || v > 1 {
+				c.add(vp, "shares must be between 0 and 1 (0: no shared prefix, 1: all of each prompt)")
+			}
+			if seen[v] {
+				c.add(vp, "repeats the share %g; levels must be unique", v)
+			}
+			seen[v] = true
+		}
+	}
+	if (pr.Share != 0 || len(pr.Sweep) > 0) && in.Dataset != "" {
+		c.add(pp, "share and sweep shape synthetic prompts; a dataset's prompts are sent as they are")
+	}
+	if len(pr.Sweep) > 0 && in.MetricsURL == "" {
+		c.add(specField(pp, "sweep"), "needs metrics_url: the hit ratio each share gives is read from the server's own counters (vLLM's prefix_cache_hits and queries, SGLang's cached and prompt tokens)")
+	}
+	if len(pr.Sweep) > 0 && len(in.Load.Sweep) > 0 {
+		c.add(specField(pp, "sweep"), "a step sweeps one thing at a time: leave load.sweep empty (the load's single level runs at every share), or sweep the load in a step of its own")
 	}
 }
 

@@ -251,6 +251,27 @@ func TestValidateProfileBad(t *testing.T) {
 		}, "steps[4].inference.output_tokens.mean", "must be at least min (20)"},
 		{"prefix empty", func(p *ProfileSpec) { inf(p).Prefix = &PrefixReuse{Distinct: 4} }, "steps[4].inference.prefix.tokens", "must be between 1 and 1000000"},
 		{"prefix too many", func(p *ProfileSpec) { inf(p).Prefix = &PrefixReuse{Tokens: 100, Distinct: 100001} }, "steps[4].inference.prefix.distinct", "must be between 1 and 100000"},
+		{"prefix two ways", func(p *ProfileSpec) { inf(p).Prefix = &PrefixReuse{Tokens: 100, Share: 0.5, Distinct: 4} }, "steps[4].inference.prefix", "set one of tokens (a prefix before each prompt), share (a share of each prompt) and sweep (shares run in turn)"},
+		{"prefix share above 1", func(p *ProfileSpec) { inf(p).Prefix = &PrefixReuse{Share: 1.5, Distinct: 4} }, "steps[4].inference.prefix.share", "must be more than 0 and at most 1 (the share of each prompt that is a shared prefix)"},
+		{"reuse level negative", func(p *ProfileSpec) {
+			inf(p).MetricsURL = "http://127.0.0.1:8000/metrics"
+			inf(p).Prefix = &PrefixReuse{Sweep: []float64{0, -0.5}, Distinct: 4}
+		}, "steps[4].inference.prefix.sweep[1]", "shares must be between 0 and 1 (0: no shared prefix, 1: all of each prompt)"},
+		{"reuse level repeated", func(p *ProfileSpec) {
+			inf(p).MetricsURL = "http://127.0.0.1:8000/metrics"
+			inf(p).Prefix = &PrefixReuse{Sweep: []float64{0.5, 0.5}, Distinct: 4}
+		}, "steps[4].inference.prefix.sweep[1]", "repeats the share 0.5; levels must be unique"},
+		{"reuse sweep without counters", func(p *ProfileSpec) { inf(p).Prefix = &PrefixReuse{Sweep: []float64{0, 0.5}, Distinct: 4} }, "steps[4].inference.prefix.sweep", "needs metrics_url: the hit ratio each share gives is read from the server's own counters (vLLM's prefix_cache_hits and queries, SGLang's cached and prompt tokens)"},
+		{"reuse sweep beside a load sweep", func(p *ProfileSpec) {
+			inf(p).MetricsURL = "http://127.0.0.1:8000/metrics"
+			inf(p).Load = Load{Mode: LoadConcurrency, Sweep: []float64{1, 2}}
+			inf(p).Prefix = &PrefixReuse{Sweep: []float64{0, 0.5}, Distinct: 4}
+		}, "steps[4].inference.prefix.sweep", "a step sweeps one thing at a time: leave load.sweep empty (the load's single level runs at every share), or sweep the load in a step of its own"},
+		{"reuse sweep of a dataset", func(p *ProfileSpec) {
+			inf(p).MetricsURL = "http://127.0.0.1:8000/metrics"
+			inf(p).Dataset = "/data/prompts.jsonl"
+			inf(p).Prefix = &PrefixReuse{Sweep: []float64{0, 0.5}, Distinct: 4}
+		}, "steps[4].inference.prefix", "share and sweep shape synthetic prompts; a dataset's prompts are sent as they are"},
 		{"ambiguous mode", func(p *ProfileSpec) { inf(p).Load = Load{Concurrency: 4, Rate: 2} }, "steps[4].inference.load.mode", "is required: one of concurrency, rate"},
 		{"bad mode", func(p *ProfileSpec) { inf(p).Load.Mode = "burst" }, "steps[4].inference.load.mode", `"burst" is not allowed: use one of concurrency, rate`},
 		{"concurrency absurd", func(p *ProfileSpec) { inf(p).Load.Concurrency = 100001 }, "steps[4].inference.load.concurrency", "must be between 1 and 100000"},

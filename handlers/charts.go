@@ -370,7 +370,9 @@ func (b *runChartBuilder) inferenceCharts(i int, step chartdata.Step) {
 	if or, ok := b.a.OverRun[step.Name]; ok {
 		b.overRunChart(i, step, or)
 	}
-	if len(step.Levels) > 1 {
+	if chartdata.IsReuseSweep(step) {
+		b.hitRatioChart(i, step)
+	} else if len(step.Levels) > 1 {
 		b.kneeChart(i, step)
 	}
 }
@@ -812,6 +814,9 @@ func (s *Server) compareData(ctx context.Context, programID int64, runs []compar
 		return err
 	}
 	if err := compareCDFs(runs, ref, step, level, d); err != nil {
+		return err
+	}
+	if err := compareHitRatio(runs, ref, step, d); err != nil {
 		return err
 	}
 	compareFacts(runs, d)

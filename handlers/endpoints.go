@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -97,16 +98,35 @@ func localizeTemplate(p *acceptance.ProfileSpec, known []web.KnownEndpoint) stri
 	if len(known) == 0 {
 		return ""
 	}
-	changed := false
+	changed, metrics := false, ""
 	for i := range p.Steps {
 		if in := p.Steps[i].Inference; in != nil && in.Endpoint == acceptance.EmulatorEndpoint {
 			in.Endpoint, changed = known[0].URL, true
+			if in.MetricsURL == acceptance.EmulatorMetricsURL {
+				if m, ok := serverMetricsURL(known[0].URL); ok {
+					in.MetricsURL, metrics = m, m
+				}
+			}
 		}
 	}
 	if !changed {
 		return ""
 	}
-	return fmt.Sprintf("The template's endpoint is replaced by %s (%s); the endpoint field offers the program's other known endpoints, and Test endpoint tries one from a lab host.", known[0].URL, known[0].From)
+	notice := fmt.Sprintf("The template's endpoint is replaced by %s (%s); the endpoint field offers the program's other known endpoints, and Test endpoint tries one from a lab host.", known[0].URL, known[0].From)
+	if metrics != "" {
+		notice += " Its metrics_url is that server's " + metrics + " (where vLLM and SGLang serve their counters)."
+	}
+	return notice
+}
+
+// serverMetricsURL is the Prometheus endpoint of the server an API base
+// URL belongs to: /metrics at its root, as vLLM and SGLang serve it.
+func serverMetricsURL(endpoint string) (string, bool) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/metrics"}).String(), true
 }
 
 // formStep is a step's place in the profile form ("steps[2]").

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,12 @@ func TestStarterTemplateEndpointsAndTestEndpoint(t *testing.T) {
 		offered = append(offered, htmltest.Attr(o, "value")+" · "+htmltest.Attr(o, "label"))
 	}
 	require.Equal(t, []string{emu + " · used by TTFT on the lab's emulator", "http://10.0.0.5:8000/v1 · label endpoint of lab host lab-1"}, offered)
+	// A template that reads the server's counters reads the new server's.
+	reuse := pb.pageDoc(t, c, pb.url("/profiles/new?template=hit-ratio-sensitivity"))
+	require.Equal(t, emu, htmltest.Attr(htmltest.ByID(reuse, "steps[0].inference.endpoint"), "value"))
+	emuMetrics := strings.TrimSuffix(emu, "/v1") + "/metrics"
+	require.Equal(t, emuMetrics, htmltest.Attr(htmltest.ByID(reuse, "steps[0].inference.metrics_url"), "value"))
+	require.Contains(t, htmltest.Text(htmltest.ByID(reuse, "spec-notice")), "Its metrics_url is that server's "+emuMetrics)
 	button := htmltest.ByID(doc, "test-endpoint-steps[0]")
 	require.NotNil(t, button)
 	require.Equal(t, pb.url("/endpoint-test"), htmltest.Attr(button, "hx-post"))

@@ -624,7 +624,7 @@ func RunTimeout(p acceptance.ProfileSpec) time.Duration {
 		case s.Fio != nil:
 			per += s.Fio.Runtime.D() + p.Warmup.D()
 		case s.Inference != nil:
-			levels := max(1, len(s.Inference.Load.Sweep))
+			levels := max(1, len(acceptance.StepLevels(s)))
 			d := s.Inference.Duration.D()
 			if d == 0 {
 				d = 10 * time.Minute

@@ -183,7 +183,9 @@ func (f *figureSet) inference(i int, step chartdata.Step) {
 	for k, m := range latencyMetrics {
 		f.percentiles(fmt.Sprintf("fig-pct-%d-%d", i, k), m.id, m.name, step.Name, level, where, "ms")
 	}
-	if len(step.Levels) > 1 {
+	if chartdata.IsReuseSweep(step) {
+		f.hitRatio(i, step)
+	} else if len(step.Levels) > 1 {
 		f.knee(i, step)
 	}
 }

@@ -328,8 +328,35 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// inferenceLevels are the load levels of an inference step, in order.
+// inferenceLevels are the load levels of an inference step, in order: its
+// load sweep's, or, in a prefix-reuse sweep, its one load level at each
+// share.
 func inferenceLevels(s *acceptance.InferenceStep) ([]loadgen.Level, error) {
+	shares := s.ReuseSweep()
+	if len(shares) == 0 {
+		return loadLevels(s)
+	}
+	if len(s.Load.Sweep) > 0 {
+		return nil, errors.New("a step sweeps prefix reuse or its load, not both")
+	}
+	load, err := loadLevels(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]loadgen.Level, len(shares))
+	for i, v := range shares {
+		if !(v >= 0 && v <= 1) {
+			return nil, fmt.Errorf("reuse share %v must be between 0 and 1", v)
+		}
+		lv := load[0]
+		lv.Label, lv.Reuse = acceptance.ReuseLevel(v), &shares[i]
+		out[i] = lv
+	}
+	return out, nil
+}
+
+// loadLevels are the levels of an inference step's load.
+func loadLevels(s *acceptance.InferenceStep) ([]loadgen.Level, error) {
 	values := s.Load.Sweep
 	switch s.Load.Mode {
 	case "concurrency":
@@ -389,7 +416,7 @@ func (r *runner) runInference(ctx context.Context, i int, s acceptance.StepSpec,
 	// Alone in its phase in a multi-host run, the step's levels start on
 	// every host together (the runner's phase waited for none).
 	synced := r.plan.Sync && r.alone(i)
-	for _, lv := range levels {
+	for li, lv := range levels {
 		if synced {
 			if err := r.barrier(ctx, fmt.Sprintf("repetition %d, step %s, level %s", rep, s.Name, lv.Label)); err != nil {
 				return err
@@ -403,7 +430,13 @@ func (r *runner) runInference(ctx context.Context, i int, s acceptance.StepSpec,
 		r.ev.emit(wire.Event{Type: wire.EventProgress, Progress: r.progress(), Message: fmt.Sprintf("step %s level %s", s.Name, lv.Label)})
 		res := r.newResult(i, s, rep, lv.Label, levelRel)
 		res.Format = "probe-requests"
-		err := stepError(ctx, s.Name, r.inferenceLevel(ctx, s, rep, lv, filepath.Join(r.dir, levelRel), res))
+		// A reuse sweep's levels and repetitions send prompts of their own
+		// (a salt each): the cache can then hit only what the share shares.
+		var salt uint64
+		if lv.Reuse != nil {
+			salt = uint64(rep)<<16 | uint64(li+1)
+		}
+		err := stepError(ctx, s.Name, r.inferenceLevel(ctx, s, rep, lv, salt, filepath.Join(r.dir, levelRel), res))
 		r.emitResult(res, wire.RequestsFile, err)
 		if err != nil {
 			return err
@@ -412,7 +445,7 @@ func (r *runner) runInference(ctx context.Context, i int, s acceptance.StepSpec,
 	return nil
 }
 
-func (r *runner) inferenceLevel(ctx context.Context, s acceptance.StepSpec, rep int, lv loadgen.Level, dir string, res *wire.StepResult) error {
+func (r *runner) inferenceLevel(ctx context.Context, s acceptance.StepSpec, rep int, lv loadgen.Level, salt uint64, dir string, res *wire.StepResult) error {
 	inf := s.Inference
 	var before string
 	if inf.MetricsURL != "" {
@@ -440,6 +473,7 @@ func (r *runner) inferenceLevel(ctx context.Context, s acceptance.StepSpec, rep 
 			r.emitInterim(in, tel)
 		},
 		InterimEvery: r.interim,
+		PromptSalt:   salt,
 	})
 	telErr := tel.stop()
 	if err := records.flush(); err != nil && runErr == nil {

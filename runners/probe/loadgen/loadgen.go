@@ -67,7 +67,11 @@ import (
 type Level struct {
 	Concurrency int     // closed loop when > 0
 	Rate        float64 // open loop (requests per second) when > 0
-	Label       string  // "c=16" or "r=8", used as the Measurement level
+	Label       string  // "c=16", "r=8" or "reuse=0.5", used as the Measurement level
+	// Reuse is, in a prefix-reuse sweep, the level's share of each prompt
+	// that is one of Step.Prefix.Distinct shared prefixes (nil: the step's
+	// own prefix settings).
+	Reuse *float64
 }
 
 // Config is one level of one inference step.
@@ -89,6 +93,12 @@ type Config struct {
 	// Header is sent with every request, e.g. Authorization for a protected
 	// endpoint, or the emulator's X-Emulate-Fault in tests.
 	Header http.Header
+	// PromptSalt, when not 0, is mixed into each synthetic prompt's own
+	// words (never into the shared prefixes): the levels and repetitions of
+	// a prefix-reuse sweep each pass it a salt of their own, so that none
+	// sends another's prompts again and the server's cache can hit only
+	// what the share makes shared.
+	PromptSalt uint64
 }
 
 // Error kinds of wire.RequestRecord.
@@ -155,6 +165,12 @@ type generator struct {
 
 func newGenerator(cfg Config) (*generator, error) {
 	step := cfg.Step
+	if share := cfg.Level.Reuse; share != nil {
+		if step.Prefix == nil {
+			return nil, errors.New("a reuse level needs the step's prefix (its distinct prefixes)")
+		}
+		step.Prefix = &acceptance.PrefixReuse{Share: *share, Distinct: step.Prefix.Distinct}
+	}
 	u, err := url.Parse(strings.TrimRight(step.Endpoint, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("endpoint %q is not an http(s) URL", step.Endpoint)
@@ -193,7 +209,7 @@ func newGenerator(cfg Config) (*generator, error) {
 	if cfg.InterimEvery <= 0 {
 		g.cfg.InterimEvery = defaultInterim
 	}
-	g.prompts, err = newPromptSource(step)
+	g.prompts, err = newPromptSource(step, cfg.PromptSalt)
 	if err != nil {
 		return nil, err
 	}

@@ -555,7 +555,7 @@ func TestPromptsAreDeterministicAndSharePrefixes(t *testing.T) {
 		Prefix:       &acceptance.PrefixReuse{Tokens: 16, Distinct: 3},
 		Seed:         42,
 	}
-	src, err := newPromptSource(step)
+	src, err := newPromptSource(step, 0)
 	require.NoError(t, err)
 	var a, b request
 	prefixes := map[string]bool{}
@@ -573,6 +573,55 @@ func TestPromptsAreDeterministicAndSharePrefixes(t *testing.T) {
 		require.Equal(t, first, string(b.prompt))
 	}
 	require.Len(t, prefixes, 3)
+}
+
+// With a share, a prompt keeps its length: its first round(share × n)
+// words are one of the shared prefixes (the same first words at every
+// share), the rest its own; a salt changes the own words only.
+func TestPromptsShareAShareOfEachPrompt(t *testing.T) {
+	t.Parallel()
+	step := func(share float64) acceptance.InferenceStep {
+		return acceptance.InferenceStep{
+			PromptTokens: acceptance.TokenDist{Dist: "fixed", Mean: 40},
+			OutputTokens: acceptance.TokenDist{Dist: "fixed", Mean: 4},
+			Prefix:       &acceptance.PrefixReuse{Share: share, Distinct: 2},
+			Seed:         5,
+		}
+	}
+	words := func(share float64, salt uint64, id int64) []string {
+		src, err := newPromptSource(step(share), salt)
+		require.NoError(t, err)
+		var r request
+		require.NoError(t, src.next(id, &r))
+		w := strings.Fields(string(r.prompt))
+		require.Len(t, w, 40, "share %g: the prompt keeps its length", share)
+		require.Equal(t, 40, r.promptTokens)
+		return w
+	}
+	quarter := map[string]bool{}
+	for id := int64(0); id < 50; id++ {
+		w := words(0.25, 1, id)
+		quarter[strings.Join(w[:10], " ")] = true
+		half := words(0.5, 1, id)
+		require.Equal(t, w[:10], half[:10], "a longer share begins with the same prefix")
+		require.NotEqual(t, w[10:20], half[10:20], "past the quarter, half the prompt is still shared, the quarter's is its own")
+		salted := words(0.25, 2, id)
+		require.Equal(t, w[:10], salted[:10], "the salt leaves the prefix alone")
+		require.NotEqual(t, w[10:], salted[10:], "and changes the request's own words")
+	}
+	require.Len(t, quarter, 2, "two distinct prefixes")
+	none := map[string]bool{}
+	for id := int64(0); id < 50; id++ {
+		none[strings.Join(words(0, 1, id)[:10], " ")] = true
+	}
+	require.Len(t, none, 50, "share 0: nothing is shared")
+
+	_, err := newPromptSource(acceptance.InferenceStep{PromptTokens: acceptance.TokenDist{Mean: 4}, OutputTokens: acceptance.TokenDist{Mean: 4},
+		Prefix: &acceptance.PrefixReuse{Share: 0.5}}, 0)
+	require.ErrorContains(t, err, "distinct must be positive")
+	_, err = newPromptSource(acceptance.InferenceStep{PromptTokens: acceptance.TokenDist{Mean: 4}, OutputTokens: acceptance.TokenDist{Mean: 4},
+		Prefix: &acceptance.PrefixReuse{Share: 1.5, Distinct: 2}}, 0)
+	require.ErrorContains(t, err, "not between 0 and 1")
 }
 
 func TestAppendRecordMatchesEncodingJSON(t *testing.T) {
@@ -600,7 +649,7 @@ func TestSampleTokensStaysInBounds(t *testing.T) {
 	src, err := newPromptSource(acceptance.InferenceStep{
 		PromptTokens: acceptance.TokenDist{Dist: "normal", Mean: 10, StdDev: 50},
 		OutputTokens: acceptance.TokenDist{Dist: "uniform", Mean: 7},
-	})
+	}, 0)
 	require.NoError(t, err)
 	var r request
 	var sum float64

@@ -21,6 +21,7 @@ const (
 	streamPrompt  = 0x70726f6d7074 // "prompt"
 	streamPrefix  = 0x707265666978 // "prefix"
 	streamArrival = 0x617272697665 // "arrive"
+	streamSalted  = 0x73616c746564 // "salted"
 )
 
 // vocabulary holds common English words that are one token each (with
@@ -60,7 +61,9 @@ type promptSource interface {
 	close() error
 }
 
-func newPromptSource(step acceptance.InferenceStep) (promptSource, error) {
+// newPromptSource makes a step's prompts; salt (0: none) is mixed into
+// every request's own words (Config.PromptSalt).
+func newPromptSource(step acceptance.InferenceStep, salt uint64) (promptSource, error) {
 	if step.Dataset != "" {
 		return openDataset(step.Dataset, step.OutputTokens, step.Seed)
 	}
@@ -70,18 +73,32 @@ func newPromptSource(step acceptance.InferenceStep) (promptSource, error) {
 	if err := validateDist("output_tokens", step.OutputTokens); err != nil {
 		return nil, err
 	}
-	if p := step.Prefix; p != nil && (p.Tokens < 0 || p.Distinct < 0 || (p.Tokens > 0) != (p.Distinct > 0)) {
-		return nil, fmt.Errorf("prefix: tokens and distinct must both be positive (got %d and %d)", p.Tokens, p.Distinct)
+	if p := step.Prefix; p != nil {
+		switch {
+		case p.Tokens < 0 || p.Distinct < 0:
+			return nil, fmt.Errorf("prefix: tokens and distinct must not be negative (got %d and %d)", p.Tokens, p.Distinct)
+		case !(p.Share >= 0 && p.Share <= 1):
+			return nil, fmt.Errorf("prefix: share %v is not between 0 and 1", p.Share)
+		case p.Tokens > 0 && p.Share > 0:
+			return nil, errors.New("prefix: set tokens or share, not both")
+		case (p.Tokens > 0 || p.Share > 0) && p.Distinct == 0:
+			return nil, errors.New("prefix: distinct must be positive")
+		}
 	}
-	return &synthetic{step: step}, nil
+	return &synthetic{step: step, salt: salt}, nil
 }
 
-// synthetic builds prompts of random vocabulary words. With Prefix set, one
-// of Distinct shared prefixes of Prefix.Tokens words is put before the
+// synthetic builds prompts of random vocabulary words. With Prefix.Tokens,
+// one of Distinct shared prefixes of Prefix.Tokens words is put before the
 // PromptTokens words of the request's own, so the prompt has
-// Prefix.Tokens + PromptTokens words.
+// Prefix.Tokens + PromptTokens words. With Prefix.Share, the prompt has
+// PromptTokens words, the first round(Share × PromptTokens) of them one of
+// Distinct shared prefixes (the first words of the same prefix at every
+// share). A salt other than 0 changes the request's own words, never the
+// prefixes.
 type synthetic struct {
 	step acceptance.InferenceStep
+	salt uint64
 }
 
 func (s *synthetic) next(id int64, r *request) error {
@@ -90,13 +107,23 @@ func (s *synthetic) next(id int64, r *request) error {
 	r.maxTokens = sampleTokens(s.step.OutputTokens, rng)
 	r.prompt = r.prompt[:0]
 	r.promptTokens = n
-	if p := s.step.Prefix; p != nil && p.Tokens > 0 && p.Distinct > 0 {
+	own := n
+	if p := s.step.Prefix; p != nil && p.Distinct > 0 && (p.Tokens > 0 || p.Share > 0) {
 		k := rng.IntN(p.Distinct)
 		prng := rand.New(rand.NewPCG(uint64(s.step.Seed)^streamPrefix, uint64(k)))
-		r.prompt = appendWords(r.prompt, prng, p.Tokens)
-		r.promptTokens += p.Tokens
+		if p.Share > 0 {
+			shared := min(int(math.Round(p.Share*float64(n))), n)
+			r.prompt = appendWords(r.prompt, prng, shared)
+			own = n - shared
+		} else {
+			r.prompt = appendWords(r.prompt, prng, p.Tokens)
+			r.promptTokens += p.Tokens
+		}
 	}
-	r.prompt = appendWords(r.prompt, rng, n)
+	if s.salt != 0 {
+		rng = rand.New(rand.NewPCG(uint64(s.step.Seed)^streamSalted, uint64(id)^s.salt))
+	}
+	r.prompt = appendWords(r.prompt, rng, own)
 	return nil
 }
 
