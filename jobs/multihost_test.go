@@ -232,6 +232,9 @@ func TestMultiHostRunPasses(t *testing.T) {
 	require.False(t, mustRunByID(t, b, runID).ProbeMayRun)
 	require.Eventually(t, func() bool { return leaseCount(t, b) == 0 }, 10*time.Second, 50*time.Millisecond)
 	noRunProcesses(t, b.hostDir(runID, b.hostID), b.hostDir(runID, reader2), b.hostDir(runID, writer))
+
+	// Its signed report covers every host.
+	requireMultiHostBundle(t, b, runID)
 }
 
 func sampleCount(m acceptance.Measurement) int64 {

@@ -26,6 +26,12 @@ func RenderReport(ctx context.Context, w io.Writer, c report.Contents) error {
 		}
 	}
 	d.FactRows = factRows(d.Facts, d.BaselineFacts)
+	if len(c.Hosts) > 0 {
+		// Every host's facts are in the hosts' section: no one host's stands
+		// beside the baseline's.
+		d.FactRows = nil
+		d.Hosts, d.HostFactRows = reportHosts(c.Hosts)
+	}
 	if c.Evaluation != nil {
 		d.CriterionFigures = criterionFigures(*c.Evaluation, c.Baseline)
 	}

@@ -54,6 +54,9 @@ type Contents struct {
 	Baseline *BaselineContents
 	// Limits are the gate set's absolute criteria, drawn on the charts.
 	Limits []Limit
+	// Hosts are a multi-host run's hosts, each with its facts and its own
+	// figures (HostFacts is then nil: no one host stands for the run).
+	Hosts []HostContents
 }
 
 // BaselineContents are the baseline run's figures the report shows beside
@@ -335,11 +338,25 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 			}
 		}
 	}
-	switch hf, err := st.RunFacts(ctx, run.ID); {
-	case err == nil:
-		in.data.HostFacts = &hf
-	case !errors.Is(err, store.ErrNotFound):
-		return in, err
+	if run.MultiHost() {
+		// Every host's facts and own figures; facts.json holds them all.
+		if in.data.Hosts, err = hostsOfRun(ctx, st, run, in.artifacts); err != nil {
+			return in, err
+		}
+		if facts, err = hostFactsJSON(in.data.Hosts); err != nil {
+			return in, err
+		}
+		in.title = fmt.Sprintf("%s v%d on %d hosts (%s)", run.ProfileName, run.ProfileVersion, len(in.data.Hosts), hostNames(in.data.Hosts))
+		if run.Label != "" {
+			in.title += " (" + run.Label + ")"
+		}
+	} else {
+		switch hf, err := st.RunFacts(ctx, run.ID); {
+		case err == nil:
+			in.data.HostFacts = &hf
+		case !errors.Is(err, store.ErrNotFound):
+			return in, err
+		}
 	}
 	rows, err := st.MeasurementSummaries(ctx, run.ID)
 	if err != nil {
@@ -356,8 +373,14 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 		}
 	}
 	for _, m := range rows {
-		metrics = append(metrics, map[string]any{"metric": m.Metric, "step": m.Step, "level": m.Level, "repetition": m.Repetition,
-			"summary": m.Summary, "tool_summary": m.ToolSummary, "source": m.Source})
+		metrics = append(metrics, metricRow(m))
+	}
+	// A multi-host run's hosts' own figures follow the combined ones, each
+	// with its host.
+	for _, h := range in.data.Hosts {
+		for _, m := range h.Measurements {
+			metrics = append(metrics, metricRow(m))
+		}
 	}
 	metricsJSON, err := json.Marshal(metrics)
 	if err != nil {
@@ -374,8 +397,12 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 		}
 		in.data.StopLoss = b.Explanation
 	}
+	host := run.HostName
+	if len(in.data.Hosts) > 0 {
+		host = hostNames(in.data.Hosts)
+	}
 	in.evidence = attest.RunEvidence{
-		RunID: strconv.FormatInt(run.ID, 10), Host: run.HostName, HostFacts: facts, Metrics: metricsJSON, Verdict: run.Verdict,
+		RunID: strconv.FormatInt(run.ID, 10), Host: host, HostFacts: facts, Metrics: metricsJSON, Verdict: run.Verdict,
 		EngineVersion: acceptance.EngineVersion,
 	}
 	if run.StartedAt != nil {
@@ -444,8 +471,15 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 	summary := map[string]any{
 		"run_id": run.ID, "label": run.Label, "state": run.State, "reason": run.Reason, "verdict": run.Verdict, "emulated": run.Emulated,
 		"program": program.Name, "vendor": program.VendorName, "customer": program.CustomerName,
-		"profile": in.evidence.Profile, "gate_set": in.evidence.GateSet, "host": run.HostName, "baseline_run_id": run.BaselineRunID,
+		"profile": in.evidence.Profile, "gate_set": in.evidence.GateSet, "host": host, "baseline_run_id": run.BaselineRunID,
 		"started_at": run.StartedAt, "finished_at": run.FinishedAt, "metrics": json.RawMessage(metricsJSON),
+	}
+	if len(in.data.Hosts) > 0 {
+		hosts := make([]map[string]any, len(in.data.Hosts))
+		for i, h := range in.data.Hosts {
+			hosts[i] = map[string]any{"ordinal": h.Ordinal, "role": h.Role, "host": h.Name, "facts_artifact": h.FactsArtifact}
+		}
+		summary["hosts"] = hosts
 	}
 	if in.summary, err = json.MarshalIndent(summary, "", "  "); err != nil {
 		return in, err
@@ -460,11 +494,18 @@ func baselineContents(ctx context.Context, st *store.Store, runID int64) (*Basel
 	if b.Measurements, err = st.MeasurementSummaries(ctx, runID); err != nil {
 		return nil, err
 	}
-	switch hf, err := st.RunFacts(ctx, runID); {
-	case err == nil:
-		b.HostFacts = &hf
-	case !errors.Is(err, store.ErrNotFound):
+	run, err := st.RunByID(ctx, runID)
+	if err != nil {
 		return nil, err
+	}
+	// A multi-host baseline has no one host's facts to lay beside the run's.
+	if !run.MultiHost() {
+		switch hf, err := st.RunFacts(ctx, runID); {
+		case err == nil:
+			b.HostFacts = &hf
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
 	}
 	if b.Charts, err = runCharts(ctx, st, runID); err != nil {
 		return nil, err
