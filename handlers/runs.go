@@ -549,7 +549,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.runPageData(r, run)
 	if err != nil {
-		s.serverError(w, r, err)
+		s.notFoundOr(w, r, err) // ?host= naming no host of the run
 		return
 	}
 	d.CanRun = pr.can(capEngineer)
@@ -585,9 +585,9 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	}
 	pv := progressView(run)
 	d.Progress = web.RunProgress{Fraction: pv.Fraction, Label: pv.Label}
+	var hosts []store.RunHost
 	if run.MultiHost() {
-		hosts, err := s.store.RunHosts(ctx, run.ID)
-		if err != nil {
+		if hosts, err = s.store.RunHosts(ctx, run.ID); err != nil {
 			return d, err
 		}
 		d.Hosts = hostViews(hosts)
@@ -634,6 +634,11 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	}
 	if d.Charts, err = s.runCharts(r, run); err != nil {
 		return d, err
+	}
+	if len(hosts) > 0 {
+		if err := s.runHostResults(r, run, hosts, &d); err != nil {
+			return d, err
+		}
 	}
 	d.HasReport = s.hasReport(ctx, run)
 	return d, nil
