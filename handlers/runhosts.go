@@ -65,8 +65,7 @@ func (s *Server) runHostResults(r *http.Request, run store.Run, hosts []store.Ru
 		return err
 	}
 	if !ok {
-		d.HostResults = h // a run that has not ended: the choices only
-		return nil
+		return nil // no results yet: nothing to choose between
 	}
 	perHost := map[int]chartdata.Aggregates{}
 	for _, host := range hosts {
