@@ -252,6 +252,9 @@ func mean(v []float64) float64 {
 type HostFacts struct {
 	Role  string
 	Facts map[string]string
+	// Name names the host in messages (HostFactPlaces); it is never
+	// compared: another run of the profile may use other hosts.
+	Name string
 }
 
 // CombineHostFacts makes the comparable facts of a multi-host run, so that
@@ -260,21 +263,49 @@ type HostFacts struct {
 // order the hosts were named in does not matter), and "ROLE.hosts" the
 // number of hosts of each role.
 func CombineHostFacts(hosts []HostFacts) map[string]string {
-	byRole := map[string][]map[string]string{}
-	for _, h := range hosts {
-		byRole[h.Role] = append(byRole[h.Role], h.Facts)
-	}
 	out := map[string]string{}
-	for role, list := range byRole {
-		slices.SortStableFunc(list, func(a, b map[string]string) int { return cmp.Compare(FactsDigest(a), FactsDigest(b)) })
+	for role, list := range hostsByRole(hosts) {
 		out[role+".hosts"] = fmt.Sprint(len(list))
-		for i, f := range list {
-			for k, v := range f {
+		for i, h := range list {
+			for k, v := range h.Facts {
 				out[fmt.Sprintf("%s[%d].%s", role, i, k)] = v
 			}
 		}
 	}
 	return out
+}
+
+// HostFactPlaces names the host at each place of CombineHostFacts's keys:
+// "ROLE[i]" → the host's Name.
+func HostFactPlaces(hosts []HostFacts) map[string]string {
+	out := map[string]string{}
+	for role, list := range hostsByRole(hosts) {
+		for i, h := range list {
+			out[fmt.Sprintf("%s[%d]", role, i)] = h.Name
+		}
+	}
+	return out
+}
+
+// hostsByRole groups hosts by role, each role's ordered by their facts.
+func hostsByRole(hosts []HostFacts) map[string][]HostFacts {
+	byRole := map[string][]HostFacts{}
+	for _, h := range hosts {
+		byRole[h.Role] = append(byRole[h.Role], h)
+	}
+	for _, list := range byRole {
+		slices.SortStableFunc(list, func(a, b HostFacts) int { return cmp.Compare(FactsDigest(a.Facts), FactsDigest(b.Facts)) })
+	}
+	return byRole
+}
+
+// factPlace is the "ROLE[i]" a combined fact key begins with ("" for a
+// one-host run's key).
+func factPlace(key string) string {
+	if i := strings.Index(key, "]."); i > 0 && strings.Contains(key[:i], "[") {
+		return key[:i+1]
+	}
+	return ""
 }
 
 // mergeBySecond merges raw samples that all record their send times

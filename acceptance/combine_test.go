@@ -79,12 +79,12 @@ func TestCombineHostFacts(t *testing.T) {
 	t.Parallel()
 	x := map[string]string{"cpu": "EPYC", "nic": "CX7"}
 	y := map[string]string{"cpu": "Xeon", "nic": "CX7"}
-	a := CombineHostFacts([]HostFacts{{"clients", x}, {"clients", y}, {"aggressor", x}})
-	b := CombineHostFacts([]HostFacts{{"aggressor", x}, {"clients", y}, {"clients", x}})
+	a := CombineHostFacts([]HostFacts{{Role: "clients", Facts: x}, {Role: "clients", Facts: y}, {Role: "aggressor", Facts: x}})
+	b := CombineHostFacts([]HostFacts{{Role: "aggressor", Facts: x}, {Role: "clients", Facts: y}, {Role: "clients", Facts: x}})
 	require.Equal(t, a, b)
 	require.Equal(t, "2", a["clients.hosts"])
 	require.Len(t, CompareFacts(a, b), 0)
-	c := CombineHostFacts([]HostFacts{{"clients", x}, {"clients", x}, {"aggressor", x}})
+	c := CombineHostFacts([]HostFacts{{Role: "clients", Facts: x}, {Role: "clients", Facts: x}, {Role: "aggressor", Facts: x}})
 	require.NotEmpty(t, CompareFacts(a, c), "one client differs")
 }
 
@@ -105,4 +105,35 @@ func TestCombineHostsKeepsSendSeconds(t *testing.T) {
 	out, _ = CombineHosts([]Measurement{a, b})
 	require.Nil(t, out[0].SentIndex)
 	require.Len(t, out[0].Values, 6)
+}
+
+// A relative criterion judged between multi-host runs whose one host
+// differs in a fact that matters is INCOMPARABLE, naming that host on
+// each side (the hosts of a role are placed by their facts, not by name).
+func TestIncomparableNamesTheHost(t *testing.T) {
+	t.Parallel()
+	same := map[string]string{"kernel": "6.1.0"}
+	newer := map[string]string{"kernel": "6.8.0"}
+	cand := []HostFacts{{Role: "readers", Facts: same, Name: "lab-1"}, {Role: "readers", Facts: newer, Name: "lab-2"}, {Role: "writer", Facts: same, Name: "lab-3"}}
+	base := []HostFacts{{Role: "readers", Facts: same, Name: "old-1"}, {Role: "readers", Facts: same, Name: "old-2"}, {Role: "writer", Facts: same, Name: "old-3"}}
+	places := HostFactPlaces(cand)
+	require.Equal(t, map[string]string{"readers[0]": "lab-1", "readers[1]": "lab-2", "writer[0]": "lab-3"}, places)
+	ttft := func(scale float64) []Measurement {
+		v := make([]float64, 400)
+		for i := range v {
+			v[i] = scale * float64(100+i%50)
+		}
+		return []Measurement{{Metric: MetricTTFT, Step: "read", Repetition: 1, Values: v}}
+	}
+	ev, err := Evaluate(EvaluationInput{
+		Gates: GateSetSpec{Name: "g", Criteria: []Criterion{{Name: "ttft-p50", Metric: MetricTTFT, Statistic: StatP50, Mode: Relative,
+			Comparator: LessOrEqual, Threshold: 10, Unit: "%", Severity: Blocking}}}.Normalized(),
+		Candidate: ttft(1), Baseline: ttft(1),
+		CandidateFacts: CombineHostFacts(cand), BaselineFacts: CombineHostFacts(base),
+		CandidateHosts: places, BaselineHosts: HostFactPlaces(base),
+	})
+	require.NoError(t, err)
+	require.Equal(t, Incomparable, ev.Verdict)
+	require.Equal(t, []FactDiff{{Fact: "readers[1].kernel", Candidate: "6.8.0", Baseline: "6.1.0", CandidateHost: "lab-2", BaselineHost: "old-2"}}, ev.Comparability.Differences)
+	require.Contains(t, ev.Criteria[0].Series[0].Explanation, "readers[1].kernel (6.8.0 on host lab-2 vs 6.1.0 on the baseline's host old-2)")
 }

@@ -20,6 +20,21 @@ type FactDiff struct {
 	// CandidateAbsent / BaselineAbsent say the fact was not known on that side.
 	CandidateAbsent bool `json:"candidate_absent,omitempty"`
 	BaselineAbsent  bool `json:"baseline_absent,omitempty"`
+	// CandidateHost and BaselineHost name, in a multi-host run, the host
+	// whose fact it is ("ROLE[i].KEY": the i-th host of the role on each
+	// side); empty for a one-host run, or where the side has no such host.
+	CandidateHost string `json:"candidate_host,omitempty"`
+	BaselineHost  string `json:"baseline_host,omitempty"`
+}
+
+// NameHosts names, in each difference of a multi-host run's facts, the
+// host each side's fact is of, from each side's HostFactPlaces.
+func NameHosts(diffs []FactDiff, candidate, baseline map[string]string) {
+	for i := range diffs {
+		if place := factPlace(diffs[i].Fact); place != "" {
+			diffs[i].CandidateHost, diffs[i].BaselineHost = candidate[place], baseline[place]
+		}
+	}
 }
 
 // Comparability records whether relative criteria could be judged.

@@ -44,6 +44,11 @@ type EvaluationInput struct {
 	// comparability (see ComparabilityFacts); every key given is compared.
 	CandidateFacts map[string]string
 	BaselineFacts  map[string]string
+	// CandidateHosts and BaselineHosts name a multi-host run's hosts by
+	// their place in its facts' keys (HostFactPlaces), so that a difference
+	// says whose it is; labels only, never compared.
+	CandidateHosts map[string]string
+	BaselineHosts  map[string]string
 	// ProfileDigest and GateDigest identify the specs (GateSetDigest,
 	// ProfileDigest); they are recorded and feed the bootstrap seeds.
 	ProfileDigest string
@@ -297,6 +302,7 @@ func Evaluate(in EvaluationInput) (Evaluation, error) {
 		ev.Inputs.BaselineDigest = MeasurementsDigest(in.Baseline)
 		ev.Inputs.BaselineFactsDigest = FactsDigest(in.BaselineFacts)
 		diffs := CompareFacts(in.CandidateFacts, in.BaselineFacts)
+		NameHosts(diffs, in.CandidateHosts, in.BaselineHosts)
 		ev.Comparability = Comparability{Checked: true, Comparable: len(diffs) == 0, Differences: diffs,
 			NoFacts: len(in.CandidateFacts) == 0 && len(in.BaselineFacts) == 0}
 	}

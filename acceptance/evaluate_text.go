@@ -201,9 +201,21 @@ func factList(diffs []FactDiff) string {
 		if d.BaselineAbsent {
 			b = "unknown"
 		}
+		if d.CandidateHost != "" || d.BaselineHost != "" {
+			// A multi-host run's fact: whose it is on each side.
+			parts[i] = fmt.Sprintf("%s (%s on host %s vs %s on the baseline's host %s)", d.Fact, c, orDash(d.CandidateHost), b, orDash(d.BaselineHost))
+			continue
+		}
 		parts[i] = fmt.Sprintf("%s (%s vs %s)", d.Fact, c, b)
 	}
 	return joinList(parts)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
 }
 
 func repetitionsPhrase(r int) string {

@@ -28,8 +28,14 @@ import (
 // stands for a host that cannot be reached).
 func (b *testBundle) addHost(t testing.TB, name string, port int) int64 {
 	t.Helper()
+	return b.registerHost(t, name, sshtest.StartSSHD(t, sshtest.Options{}), port)
+}
+
+// registerHost registers a running sshd as a lab host of the bundle's
+// program (port 0: the sshd's own).
+func (b *testBundle) registerHost(t testing.TB, name string, sshd *sshtest.SSHD, port int) int64 {
+	t.Helper()
 	ctx := context.Background()
-	sshd := sshtest.StartSSHD(t, sshtest.Options{})
 	if port == 0 {
 		port = sshd.Port
 	}

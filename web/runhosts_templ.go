@@ -55,6 +55,15 @@ type HostFigureRow struct {
 	HasPercentiles bool
 }
 
+// hostOf names a multi-host run's host a fact is of (", host lab-2"; ""
+// for a one-host run's fact).
+func hostOf(name string) string {
+	if name == "" {
+		return ""
+	}
+	return ", host " + name
+}
+
 // SelectedText says what the page's charts show.
 func (h RunHostResults) SelectedText() string {
 	for _, v := range h.Views {
@@ -99,7 +108,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 					var templ_7745c5c3_Var2 string
 					templ_7745c5c3_Var2, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(v.Href)).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 69, Col: 52}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 78, Col: 52}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var2)
 					if templ_7745c5c3_Err != nil {
@@ -112,7 +121,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 					var templ_7745c5c3_Var3 string
 					templ_7745c5c3_Var3, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fmt.Sprint(v.Ordinal)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 69, Col: 113}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 78, Col: 113}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var3)
 					if templ_7745c5c3_Err != nil {
@@ -125,7 +134,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 					var templ_7745c5c3_Var4 string
 					templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(v.Label)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 69, Col: 125}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 78, Col: 125}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 					if templ_7745c5c3_Err != nil {
@@ -143,7 +152,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 					var templ_7745c5c3_Var5 string
 					templ_7745c5c3_Var5, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL(v.Href)).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 71, Col: 62}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 80, Col: 62}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var5)
 					if templ_7745c5c3_Err != nil {
@@ -156,7 +165,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 					var templ_7745c5c3_Var6 string
 					templ_7745c5c3_Var6, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fmt.Sprint(v.Ordinal)).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 71, Col: 103}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 80, Col: 103}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var6)
 					if templ_7745c5c3_Err != nil {
@@ -169,7 +178,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 					var templ_7745c5c3_Var7 string
 					templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(v.Label)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 71, Col: 115}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 80, Col: 115}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 					if templ_7745c5c3_Err != nil {
@@ -188,7 +197,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 			var templ_7745c5c3_Var8 string
 			templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(h.SelectedText())
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 75, Col: 64}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 84, Col: 64}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 			if templ_7745c5c3_Err != nil {
@@ -211,7 +220,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 					var templ_7745c5c3_Var9 string
 					templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(m)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 79, Col: 13}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 88, Col: 13}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 					if templ_7745c5c3_Err != nil {
@@ -262,7 +271,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var12 string
 						templ_7745c5c3_Var12, templ_7745c5c3_Err = templruntime.NewAttributeExpression(r.Host).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 89, Col: 73}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 98, Col: 73}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var12)
 						if templ_7745c5c3_Err != nil {
@@ -290,7 +299,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var13 string
 						templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(r.Series)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 92, Col: 21}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 101, Col: 21}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 						if templ_7745c5c3_Err != nil {
@@ -303,7 +312,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var14 string
 						templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(r.Unit)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 92, Col: 58}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 101, Col: 58}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 						if templ_7745c5c3_Err != nil {
@@ -327,7 +336,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var15 string
 						templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(r.Host)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 99, Col: 19}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 108, Col: 19}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 						if templ_7745c5c3_Err != nil {
@@ -340,7 +349,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var16 string
 						templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(r.Role)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 99, Col: 56}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 108, Col: 56}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 						if templ_7745c5c3_Err != nil {
@@ -358,7 +367,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 					var templ_7745c5c3_Var17 string
 					templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprint(r.Reps))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 102, Col: 45}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 111, Col: 45}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 					if templ_7745c5c3_Err != nil {
@@ -376,7 +385,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var18 string
 						templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(Num(r.Mean))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 106, Col: 39}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 115, Col: 39}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 						if templ_7745c5c3_Err != nil {
@@ -394,7 +403,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var19 string
 						templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprint(r.N))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 108, Col: 43}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 117, Col: 43}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 						if templ_7745c5c3_Err != nil {
@@ -407,7 +416,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var20 string
 						templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(Num(r.Mean))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 110, Col: 39}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 119, Col: 39}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
 						if templ_7745c5c3_Err != nil {
@@ -425,7 +434,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var21 string
 						templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprint(r.N))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 112, Col: 43}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 121, Col: 43}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 						if templ_7745c5c3_Err != nil {
@@ -438,7 +447,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var22 string
 						templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(Num(r.P50))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 113, Col: 38}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 122, Col: 38}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 						if templ_7745c5c3_Err != nil {
@@ -451,7 +460,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var23 string
 						templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinStringErrs(Num(r.P99))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 114, Col: 38}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 123, Col: 38}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var23))
 						if templ_7745c5c3_Err != nil {
@@ -464,7 +473,7 @@ func RunHostResultsPanel(h *RunHostResults) templ.Component {
 						var templ_7745c5c3_Var24 string
 						templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(Num(r.Mean))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 115, Col: 39}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/runhosts.templ`, Line: 124, Col: 39}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var24))
 						if templ_7745c5c3_Err != nil {

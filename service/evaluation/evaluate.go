@@ -70,7 +70,7 @@ func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64
 	// Unreadable facts fail the run as bad inputs do (below); a database
 	// error is retried.
 	var factsErr error
-	if in.CandidateFacts, err = StoredFacts(ctx, st, run.ID); errors.Is(err, errUnreadableFacts) {
+	if in.CandidateFacts, in.CandidateHosts, err = storedFacts(ctx, st, run.ID); errors.Is(err, errUnreadableFacts) {
 		factsErr = err
 	} else if err != nil {
 		return acceptance.Evaluation{}, 0, err
@@ -79,7 +79,7 @@ func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64
 		if in.Baseline, err = st.LoadMeasurements(ctx, *run.BaselineRunID); err != nil {
 			return acceptance.Evaluation{}, 0, err
 		}
-		if in.BaselineFacts, err = StoredFacts(ctx, st, *run.BaselineRunID); errors.Is(err, errUnreadableFacts) {
+		if in.BaselineFacts, in.BaselineHosts, err = storedFacts(ctx, st, *run.BaselineRunID); errors.Is(err, errUnreadableFacts) {
 			factsErr = cmp.Or(factsErr, err)
 		} else if err != nil {
 			return acceptance.Evaluation{}, 0, err
@@ -147,29 +147,40 @@ func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64
 // artifacts: an empty map when the run has neither. Facts that do not
 // decode are an error, not "no facts".
 func StoredFacts(ctx context.Context, st *store.Store, runID int64) (map[string]string, error) {
+	f, _, err := storedFacts(ctx, st, runID)
+	return f, err
+}
+
+// storedFacts is StoredFacts with, for a multi-host run, its hosts'
+// names by their place in the facts' keys (acceptance.HostFactPlaces).
+func storedFacts(ctx context.Context, st *store.Store, runID int64) (map[string]string, map[string]string, error) {
 	hosts, err := st.RunHosts(ctx, runID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(hosts) > 0 {
-		return multiHostFacts(ctx, st, runID, hosts)
+		list, err := multiHostFacts(ctx, st, runID, hosts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return acceptance.CombineHostFacts(list), acceptance.HostFactPlaces(list), nil
 	}
 	raw, err := storedFactsJSON(ctx, st, runID)
 	if err != nil || raw == nil {
-		return map[string]string{}, err
+		return map[string]string{}, nil, err
 	}
 	f, err := facts.ComparableJSON(raw)
 	if err != nil {
-		return nil, fmt.Errorf("run %d: %w: %w", runID, errUnreadableFacts, err)
+		return nil, nil, fmt.Errorf("run %d: %w: %w", runID, errUnreadableFacts, err)
 	}
-	return f, nil
+	return f, nil, nil
 }
 
 // multiHostFacts are the comparable facts of every host of a multi-host
-// run (acceptance.CombineHostFacts), so that comparability covers every
-// host; a host without facts has none of its own keys, which a baseline
-// with them reports as a difference.
-func multiHostFacts(ctx context.Context, st *store.Store, runID int64, hosts []store.RunHost) (map[string]string, error) {
+// run, to combine (acceptance.CombineHostFacts) so that comparability
+// covers every host; a host without facts has none of its own keys, which
+// a baseline with them reports as a difference.
+func multiHostFacts(ctx context.Context, st *store.Store, runID int64, hosts []store.RunHost) ([]acceptance.HostFacts, error) {
 	byHost, err := st.RunHostFacts(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -182,9 +193,9 @@ func multiHostFacts(ctx context.Context, st *store.Store, runID int64, hosts []s
 				return nil, fmt.Errorf("run %d host %s: %w: %w", runID, h.HostName, errUnreadableFacts, err)
 			}
 		}
-		list = append(list, acceptance.HostFacts{Role: h.Role, Facts: f})
+		list = append(list, acceptance.HostFacts{Role: h.Role, Facts: f, Name: h.HostName})
 	}
-	return acceptance.CombineHostFacts(list), nil
+	return list, nil
 }
 
 // storedFactsJSON returns the host facts taken for a run, or, for an
