@@ -73,7 +73,8 @@ func compareHitRatio(runs []compareRun, ref int, step string, d *web.ComparePage
 	}
 	var series []charts.HitRatioSeries
 	help := hitRatioHelp
-	for _, cr := range runs {
+	roles := compareRoles(runs, ref)
+	for i, cr := range runs {
 		c, ok := chartdata.HitRatioCurveOf(cr.agg, step)
 		if !ok || len(c.Points) == 0 {
 			continue
@@ -82,7 +83,10 @@ func compareHitRatio(runs []compareRun, ref int, step string, d *web.ComparePage
 		if cr.run.Label != "" {
 			name += " " + cr.run.Label
 		}
-		series = append(series, hitRatioSeries(c, name, charts.RoleNone))
+		if i == ref {
+			name += " (reference)"
+		}
+		series = append(series, hitRatioSeries(c, name, roles[i]))
 		help += leftNote(name, c)
 	}
 	if len(series) == 0 {
@@ -93,6 +97,6 @@ func compareHitRatio(runs []compareRun, ref int, step string, d *web.ComparePage
 		return fmt.Errorf("compare hit ratio of step %s: %w", step, err)
 	}
 	d.Charts = append(d.Charts, web.ChartBlock{ID: "chart-compare-hitratio", Option: opt, Table: chartTable(table),
-		Title: "TTFT against the prefix cache hit ratio of each run, step " + step, Help: help})
+		Title: "TTFT against the prefix cache hit ratio of each run, step " + step, Help: help + " Grey is the reference, blue the first run measured against it."})
 	return nil
 }

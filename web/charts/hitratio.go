@@ -57,8 +57,9 @@ func HitRatio(in HitRatioInput) (json.RawMessage, Table, error) {
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "TTFT (ms)"}),
 	)
 	t := Table{Head: []string{"Series", "Level", "Hit ratio (%)", "TTFT p50 (ms)", "TTFT p99 (ms)", "Requests"}}
+	var col colourer
 	for i, s := range in.Series {
-		color := colorFor(s.Role, i)
+		color := col.next(s.Role, i)
 		for _, line := range []struct {
 			stat   string
 			dashed bool
