@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/accordlab/accord/service/ingest"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
+	"github.com/accordlab/accord/web/browsertest"
 	"github.com/accordlab/accord/web/htmltest"
 )
 
@@ -154,6 +156,13 @@ func TestMultiHostRunResultsByHost(t *testing.T) {
 		require.NotContains(t, r[1], "lab-1")
 		require.NotContains(t, r[1], "lab-2")
 	}
+	// In a browser (its checks: no console error, nothing the CSP refused),
+	// the host's charts draw.
+	br := browsertest.New(t)
+	signInBrowser(br, lab.ts.URL, "view@customer.example")
+	br.Do(chromedp.Navigate(lab.ts.URL+runPath+"?host=2#run-host-results"), chromedp.WaitVisible(chromedp.ID("host-figures")))
+	br.WaitUntil(`document.querySelectorAll("[data-chart] canvas").length > 0 ? "" : "no chart drawn"`, 20*time.Second, "the host's charts to draw")
+	br.Screenshot("run-page-host-view")
 	for _, bad := range []string{"?host=3", "?host=-1", "?host=x"} {
 		res, _ = lab.get(t, lab.viewer, runPath+bad)
 		require.Equal(t, http.StatusNotFound, res.StatusCode, bad)
