@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/store"
 )
 
 // A profile's fio `rw: write` step whose target was an existing file on
@@ -40,33 +42,9 @@ func TestAttackFioWriteOverwritesAFileOnTheLabHost(t *testing.T) {
 
 	var hostID int64
 	require.NoError(t, b.store.Pool.QueryRow(ctx, `SELECT id FROM hosts WHERE name = 'lab-1'`).Scan(&hostID))
-	fioProfile := func(name, target, rw string) int64 {
-		p := acceptance.ProfileSpec{
-			Name: name, Purpose: acceptance.PurposeStorageMicrobench, Storage: acceptance.Storage{Transport: acceptance.TransportLocalNVMe}, Repetitions: 1,
-			Steps: []acceptance.StepSpec{{Name: "step", Kind: acceptance.StepFio, Fio: &acceptance.FioStep{RW: rw, BlockSize: 4 << 10, IODepth: 1, NumJobs: 1,
-				Size: 16 << 20, Runtime: acceptance.Duration(time.Second), IOEngine: "psync", Target: target}}},
-		}.Normalized()
-		b.saveProfile(t, p)
-		return b.versionID[name]
-	}
-	requestRun := func(versionID int64) (int, map[string]any) {
-		// The lab host has no NVMe controller: its readiness is confirmed away.
-		body, err := json.Marshal(map[string]any{"profile_version_id": versionID, "host_id": hostID, "confirm_readiness": true})
-		require.NoError(t, err)
-		req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/v1/programs/%d/runs", b.base, b.programID), bytes.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+b.token)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		var out map[string]any
-		require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
-		return res.StatusCode, out
-	}
 
 	// Refused when the run is requested.
-	status, out := requestRun(fioProfile("overwrite", victim, "write"))
+	status, out := b.requestRun(t, b.fioProfile(t, "overwrite", victim, "write"), hostID)
 	require.Equal(t, http.StatusUnprocessableEntity, status, "%v", out)
 	fields, _ := out["fields"].(map[string]any)
 	require.Contains(t, fields["host"], "step step writes (rw write) to "+victim+", which is not a place where lab-1 lets tests write ("+b.work+")")
@@ -76,13 +54,9 @@ func TestAttackFioWriteOverwritesAFileOnTheLabHost(t *testing.T) {
 		{"lay out", victim, "randread", "refusing to extend (lay out) " + victim + ": it is outside the places this host lets tests write (" + b.work + ")"},
 		{"through a link", link, "randwrite", "refusing to write to " + link + ": it is outside the places"},
 	} {
-		status, out := requestRun(fioProfile(c.name, c.target, c.rw))
+		status, out := b.requestRun(t, b.fioProfile(t, c.name, c.target, c.rw), hostID)
 		require.Equal(t, http.StatusCreated, status, "%s: the server cannot tell: %v", c.name, out)
-		runID := strconv.FormatFloat(out["id"].(float64), 'f', -1, 64)
-		require.Eventually(t, func() bool { return b.runState(t, runID) == "failed" }, 90*time.Second, 200*time.Millisecond, "%s: run %s fails", c.name, runID)
-		var reason string
-		require.NoError(t, b.store.Pool.QueryRow(ctx, `SELECT reason FROM runs WHERE id = $1`, out["id"]).Scan(&reason))
-		require.Contains(t, reason, c.reason, c.name)
+		require.Contains(t, b.runFailure(t, c.name, out["id"]), c.reason, c.name)
 	}
 
 	got, err := os.ReadFile(victim)
@@ -92,4 +66,147 @@ func TestAttackFioWriteOverwritesAFileOnTheLabHost(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, mtime, fi.ModTime())
 	require.EqualValues(t, len(original), fi.Size())
+}
+
+// fioProfile saves a profile of one fio step and returns its version's id.
+func (b *submitBundle) fioProfile(t *testing.T, name, target, rw string) int64 {
+	t.Helper()
+	p := acceptance.ProfileSpec{
+		Name: name, Purpose: acceptance.PurposeStorageMicrobench, Storage: acceptance.Storage{Transport: acceptance.TransportLocalNVMe}, Repetitions: 1,
+		Steps: []acceptance.StepSpec{{Name: "step", Kind: acceptance.StepFio, Fio: &acceptance.FioStep{RW: rw, BlockSize: 4 << 10, IODepth: 1, NumJobs: 1,
+			Size: 16 << 20, Runtime: acceptance.Duration(time.Second), IOEngine: "psync", Target: target}}},
+	}.Normalized()
+	b.saveProfile(t, p)
+	return b.versionID[name]
+}
+
+// requestRun asks for a run of the profile version on the host through
+// the API, as the engineer, and returns the answer.
+func (b *submitBundle) requestRun(t *testing.T, versionID, hostID int64) (int, map[string]any) {
+	t.Helper()
+	// The lab host has no NVMe controller: its readiness is confirmed away.
+	body, err := json.Marshal(map[string]any{"profile_version_id": versionID, "host_id": hostID, "confirm_readiness": true})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/api/v1/programs/%d/runs", b.base, b.programID), bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var out map[string]any
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+	return res.StatusCode, out
+}
+
+// runFailure waits for the run to fail and returns its reason.
+func (b *submitBundle) runFailure(t *testing.T, what string, id any) string {
+	t.Helper()
+	runID := strconv.FormatFloat(id.(float64), 'f', -1, 64)
+	require.Eventually(t, func() bool { return b.runState(t, runID) == "failed" }, 90*time.Second, 200*time.Millisecond, "%s: run %s fails", what, runID)
+	var reason string
+	require.NoError(t, b.store.Pool.QueryRow(context.Background(), `SELECT reason FROM runs WHERE id = $1`, id).Scan(&reason))
+	return reason
+}
+
+// Any engineer of either side could declare /etc/passwd (or
+// /proc/1/root/etc/passwd) among the lab host's write places and then
+// overwrite it with a fio write step. Against the real server, sshd, the
+// probe and fio: the engineer's declaration is refused (403 on the host's
+// form, 422 when registering a host with places), their write step is
+// refused when the run is requested; an owner's declaration of a system
+// location is refused (422 naming it); and a scratch folder that is a link
+// into /etc, which the server cannot see, is refused by the probe on the
+// host once it resolved the link. The victim survives byte for byte and
+// nothing appears in /etc.
+func TestAttackEngineerWidensWritePlacesToOverwriteSystemFiles(t *testing.T) {
+	t.Parallel()
+	b := setupSubmit(t)
+	ctx := context.Background()
+	var hostID, vendorID, customerID int64
+	require.NoError(t, b.store.Pool.QueryRow(ctx, `SELECT id FROM hosts WHERE name = 'lab-1'`).Scan(&hostID))
+	require.NoError(t, b.store.Pool.QueryRow(ctx, `SELECT id FROM organizations WHERE kind = 'vendor'`).Scan(&vendorID))
+	require.NoError(t, b.store.Pool.QueryRow(ctx, `SELECT id FROM organizations WHERE kind = 'customer'`).Scan(&customerID))
+	member := func(email string, org int64, role store.Role) *http.Client {
+		id, password := userWithPassword(t, b.store, email, &org, false)
+		_, err := b.store.SetMember(ctx, b.programID, id, role)
+		require.NoError(t, err)
+		return signInAt(t, b.base, email, password)
+	}
+	engineers := map[string]*http.Client{
+		"vendor engineer":   member("attacker@vendor.example", vendorID, store.RoleEngineer),
+		"customer engineer": member("attacker@customer.example", customerID, store.RoleEngineer),
+	}
+	owner := member("owner@customer.example", customerID, store.RoleOwner)
+	victim := filepath.Join(t.TempDir(), "passwd")
+	original := []byte("root:x:0:0:root:/root:/bin/bash\n")
+	require.NoError(t, os.WriteFile(victim, original, 0o644))
+	places := func() []string {
+		var p []string
+		require.NoError(t, b.store.Pool.QueryRow(ctx, `SELECT write_places FROM hosts WHERE id = $1`, hostID).Scan(&p))
+		return p
+	}
+	hostURL := fmt.Sprintf("%s/programs/%d/hosts/%d", b.base, b.programID, hostID)
+	post := func(c *http.Client, target string, form url.Values) (int, string) {
+		resp, err := c.PostForm(target, form)
+		return answer(t, resp, err)
+	}
+
+	// The engineer's declaration, on the host's form and with a new host
+	// at the same address.
+	for who, c := range engineers {
+		status, _ := post(c, hostURL+"/write-places", url.Values{"write_places": {victim + "\n/proc/1/root/etc/passwd"}, "allow_destructive": {"1"}})
+		require.Equal(t, http.StatusForbidden, status, who)
+		status, page := post(c, fmt.Sprintf("%s/programs/%d/hosts", b.base, b.programID), url.Values{"name": {"lab-1-again"}, "address": {"127.0.0.1"},
+			"port": {"22"}, "username": {"root"}, "auth_method": {"key"}, "write_places": {victim}})
+		require.Equal(t, http.StatusUnprocessableEntity, status, who)
+		require.Contains(t, page, "Only the program&#39;s owners declare where tests may write", who)
+	}
+	require.Equal(t, []string{b.work}, places(), "the engineers' declarations changed nothing")
+
+	// Their write step is refused when the run is requested.
+	status, out := b.requestRun(t, b.fioProfile(t, "overwrite", victim, "write"), hostID)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%v", out)
+	fields, _ := out["fields"].(map[string]any)
+	require.Contains(t, fields["host"], "which is not a place where lab-1 lets tests write ("+b.work+")")
+	status, out = b.requestRun(t, b.fioProfile(t, "overwrite via proc", "/proc/1/root/etc/passwd", "write"), hostID)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%v", out)
+	fields, _ = out["fields"].(map[string]any)
+	require.Contains(t, fields["host"], "writes (rw write) to /proc/1/root/etc/passwd: /proc/1/root/etc/passwd is under /proc, a system location, where tests never write")
+
+	// An owner cannot declare a system location either.
+	for place, want := range map[string]string{
+		"/etc":                    "/etc is a system location",
+		"/etc/passwd":             "/etc/passwd is under /etc, a system location",
+		"/proc/1/root/etc/passwd": "/proc/1/root/etc/passwd is under /proc, a system location",
+		"/usr":                    "/usr is a system location",
+		"/bin":                    "/bin is a system location",
+		"/boot":                   "/boot is a system location",
+		"/sys/block":              "/sys/block is under /sys, a system location",
+		"/dev/shm":                "/dev/shm is a system location",
+		"/":                       "too broad",
+	} {
+		status, page := post(owner, hostURL+"/write-places", url.Values{"write_places": {b.work + "\n" + place}})
+		require.Equal(t, http.StatusUnprocessableEntity, status, place)
+		require.Contains(t, page, want, place)
+	}
+	require.Equal(t, []string{b.work}, places())
+
+	// A scratch folder (declared by the owner) holding a link into /etc:
+	// the server cannot see the link, the probe resolves it and refuses.
+	status, _ = post(owner, hostURL+"/write-places", url.Values{"write_places": {b.work}})
+	require.Equal(t, http.StatusSeeOther, status)
+	require.NoError(t, os.Symlink("/etc", filepath.Join(b.work, "etc-link")))
+	name := "accord-attack-" + filepath.Base(b.work) + ".dat"
+	t.Cleanup(func() { _ = os.Remove(filepath.Join("/etc", name)) })
+	target := filepath.Join(b.work, "etc-link", name)
+	status, out = b.requestRun(t, b.fioProfile(t, "write through a linked folder", target, "write"), hostID)
+	require.Equal(t, http.StatusCreated, status, "the server cannot tell: %v", out)
+	require.Contains(t, b.runFailure(t, "linked folder", out["id"]),
+		"refusing to write to "+target+" (/etc/"+name+" once its links are resolved): /etc/"+name+" is under /etc, a system location, where tests never write, whatever the host declares")
+	require.NoFileExists(t, filepath.Join("/etc", name))
+
+	got, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	require.Equal(t, original, got, "the file survives untouched")
 }

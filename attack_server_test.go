@@ -98,10 +98,17 @@ func startServerProcess(t *testing.T, extraEnv ...string) *serverProcess {
 // user creates an account with a password and returns its id.
 func (p *serverProcess) user(t *testing.T, email string, org *int64, admin bool) (int64, string) {
 	t.Helper()
+	return userWithPassword(t, p.store, email, org, admin)
+}
+
+// userWithPassword creates an account with a password in st and returns
+// its id and password.
+func userWithPassword(t *testing.T, st *store.Store, email string, org *int64, admin bool) (int64, string) {
+	t.Helper()
 	password := "attack-test-" + email
 	hash, err := auth.HashPassword(password)
 	require.NoError(t, err)
-	id, err := p.store.CreateUser(context.Background(), store.NewUser{Email: email, DisplayName: email, PasswordHash: hash, OrganizationID: org, IsAdmin: admin})
+	id, err := st.CreateUser(context.Background(), store.NewUser{Email: email, DisplayName: email, PasswordHash: hash, OrganizationID: org, IsAdmin: admin})
 	require.NoError(t, err)
 	return id, password
 }
@@ -109,10 +116,17 @@ func (p *serverProcess) user(t *testing.T, email string, org *int64, admin bool)
 // signIn returns a client holding the session of email.
 func (p *serverProcess) signIn(t *testing.T, email, password string) *http.Client {
 	t.Helper()
+	return signInAt(t, p.base, email, password)
+}
+
+// signInAt signs email in at the server at base and returns a client
+// holding the session (it does not follow redirects).
+func signInAt(t *testing.T, base, email, password string) *http.Client {
+	t.Helper()
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	c := &http.Client{Jar: jar, Timeout: 5 * time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.PostForm(p.base+"/signin", url.Values{"email": {email}, "password": {password}})
+	resp, err := c.PostForm(base+"/signin", url.Values{"email": {email}, "password": {password}})
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "sign-in of %s", email)

@@ -117,7 +117,7 @@ var baseRoutes = []routeCase{
 	rc("POST", "/programs/{programID}/hosts/{hostID}/scan", inProgramNeeds(capEngineer)),
 	rc("POST", "/programs/{programID}/hosts/{hostID}/pin", inProgramNeeds(capEngineer), http.StatusSeeOther),
 	rc("POST", "/programs/{programID}/hosts/{hostID}/check", inProgramNeeds(capEngineer), http.StatusSeeOther),
-	rc("POST", "/programs/{programID}/hosts/{hostID}/write-places", inProgramNeeds(capEngineer), http.StatusSeeOther),
+	rc("POST", "/programs/{programID}/hosts/{hostID}/write-places", inProgramNeeds(capOwner), http.StatusSeeOther),
 	rc("GET", "/programs/{programID}/hosts/{hostID}/check-status", inProgramNeeds(capView), http.StatusBadRequest),
 	rc("GET", "/programs/{programID}/runs", inProgramNeeds(capView)),
 	rc("GET", "/programs/{programID}/runs/new", inProgramNeeds(capEngineer)),

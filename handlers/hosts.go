@@ -44,7 +44,7 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request) {
 func (s *Server) showNewHost(w http.ResponseWriter, r *http.Request) {
 	pr := programFrom(r.Context())
 	p := s.page(r, "Register a host", "programs", s.hostCrumbs(pr, "Register")...)
-	s.render(w, r, http.StatusOK, web.HostNewPage(p, pr.ProgramAccess, web.HostForm{Port: "22", Username: "root", AuthMethod: "key"}))
+	s.render(w, r, http.StatusOK, web.HostNewPage(p, pr.ProgramAccess, web.HostForm{Port: "22", Username: "root", AuthMethod: "key", CanSetPlaces: pr.can(capOwner)}))
 }
 
 var (
@@ -82,7 +82,7 @@ func (s *Server) parseHostForm(r *http.Request) (web.HostForm, store.NewHost) {
 		Port: strings.TrimSpace(r.PostFormValue("port")), Username: strings.TrimSpace(r.PostFormValue("username")),
 		Labels: r.PostFormValue("labels"), Jumps: r.PostFormValue("jumps"), AuthMethod: r.PostFormValue("auth_method"),
 		AgentSocket: strings.TrimSpace(r.PostFormValue("agent_socket")), AllowDestructive: r.PostFormValue("allow_destructive") == "1",
-		WritePlaces: r.PostFormValue("write_places"), Errors: map[string]string{},
+		WritePlaces: r.PostFormValue("write_places"), CanSetPlaces: programFrom(r.Context()).can(capOwner), Errors: map[string]string{},
 	}
 	h := store.NewHost{Name: f.Name, Address: f.Address, Username: f.Username, AuthMethod: f.AuthMethod, AgentSocket: f.AgentSocket,
 		AllowDestructive: f.AllowDestructive, Labels: map[string]string{}}
@@ -90,6 +90,11 @@ func (s *Server) parseHostForm(r *http.Request) (web.HostForm, store.NewHost) {
 		f.Errors["write_places"] = problem
 	} else {
 		h.WritePlaces = places
+	}
+	// Where tests may write is the program owners' to say (a place lets
+	// any engineer's profile overwrite what is there).
+	if (len(h.WritePlaces) > 0 || h.AllowDestructive) && !f.CanSetPlaces {
+		f.Errors["write_places"] = "Only the program's owners declare where tests may write and allow destructive steps: register the host without them, and ask an owner to set them on its page."
 	}
 	if !hostNameRE.MatchString(f.Name) {
 		f.Errors["name"] = "Use letters, digits, dot, dash and underscore (at most 100)."
@@ -150,7 +155,7 @@ func (s *Server) parseHostForm(r *http.Request) (web.HostForm, store.NewHost) {
 func parseWritePlaces(text string, allowDestructive bool) ([]string, string) {
 	places, err := acceptance.ParseWritePlaces(text)
 	if err != nil {
-		return nil, "One absolute path a line: " + err.Error() + "."
+		return nil, "Give one absolute path a line. Refused: " + err.Error() + "."
 	}
 	for _, p := range places {
 		if acceptance.IsDevicePath(p) && !allowDestructive {
@@ -160,7 +165,8 @@ func parseWritePlaces(text string, allowDestructive bool) ([]string, string) {
 	return places, ""
 }
 
-// setHostWritePlaces changes where tests may write on the host.
+// setHostWritePlaces changes where tests may write on the host (owners
+// only: the route needs capOwner).
 func (s *Server) setHostWritePlaces(w http.ResponseWriter, r *http.Request) {
 	pr := programFrom(r.Context())
 	v := viewerFrom(r.Context())
@@ -297,7 +303,7 @@ func (s *Server) renderHost(w http.ResponseWriter, r *http.Request, status int, 
 // renderHostWith shows the host page with the write-places form's state.
 func (s *Server) renderHostWith(w http.ResponseWriter, r *http.Request, status int, h store.Host, scans []web.HostScan, places *web.HostForm) {
 	pr := programFrom(r.Context())
-	d := web.HostPageData{Host: h, Scans: scans, CanEdit: pr.can(capEngineer), PlacesForm: places}
+	d := web.HostPageData{Host: h, Scans: scans, CanEdit: pr.can(capEngineer), CanSetPlaces: pr.can(capOwner), PlacesForm: places}
 	if since, err := strconv.ParseInt(r.URL.Query().Get("checking"), 10, 64); err == nil && !checkDone(h, since) {
 		d.CheckSince = strconv.FormatInt(since, 10)
 	}

@@ -114,48 +114,89 @@ func TestAgentSocketsOnlyFromTheOperatorsList(t *testing.T) {
 	require.Zero(t, n)
 }
 
-// An engineer declares where tests may write when registering a host and
+// An owner declares where tests may write when registering a host and
 // later on its page; a device needs destructive steps allowed, and
-// relative or too broad places are refused with the reason.
+// relative, too broad or system places are refused with the reason. An
+// engineer registers hosts but declares no place: their form has no such
+// field, a declaration they send anyway is refused (422 on registering,
+// 403 on the host's form), and the host's page shows them the places
+// without the form.
 func TestHostWritePlacesAreDeclaredAndChecked(t *testing.T) {
 	t.Parallel()
 	pb := setupProgram(t)
 	ctx := context.Background()
-	form := func(places string, destructive bool) url.Values {
-		v := url.Values{"name": {"lab-9"}, "address": {"127.0.0.1"}, "port": {"22"}, "username": {"root"}, "auth_method": {"key"}, "write_places": {places}}
+	form := func(name, places string, destructive bool) url.Values {
+		v := url.Values{"name": {name}, "address": {"127.0.0.1"}, "port": {"22"}, "username": {"root"}, "auth_method": {"key"}, "write_places": {places}}
 		if destructive {
 			v.Set("allow_destructive", "1")
 		}
 		return v
 	}
 	for places, want := range map[string]string{
-		"mnt/scratch":       "must be an absolute path",
-		"/":                 "too broad",
-		"/mnt/scratch/../x": "must be a clean path",
-		"/dev/nvme1n1":      "is a device: only destructive steps write devices",
+		"mnt/scratch":             "must be an absolute path",
+		"/":                       "too broad",
+		"/mnt/scratch/../x":       "must be a clean path",
+		"/dev/nvme1n1":            "is a device: only destructive steps write devices",
+		"/etc":                    "/etc is a system location: tests never write there, whatever a host declares",
+		"/etc/passwd":             "/etc/passwd is under /etc, a system location",
+		"/proc/1/root/etc/passwd": "/proc/1/root/etc/passwd is under /proc, a system location",
+		"/usr/lib":                "is under /usr, a system location",
+		"/boot":                   "/boot is a system location",
+		"/root/.ssh":              "SSH configuration folder",
 	} {
-		res, page := pb.postPage(t, pb.engineer, pb.url("/hosts"), form(places, false))
+		res, page := pb.postPage(t, pb.owner, pb.url("/hosts"), form("lab-9", places, false))
 		require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode, places)
 		require.Contains(t, html.UnescapeString(page), want, places)
 	}
-	res := pb.postForm(t, pb.engineer, pb.url("/hosts"), form("/mnt/nvme/accord\n\n  /dev/nvme1n1  \n", true))
+
+	// An engineer's registration form has no places; sent anyway, they are
+	// refused, and so is allowing destructive steps.
+	_, page := pb.get(t, pb.engineer, pb.url("/hosts/new"))
+	require.NotContains(t, page, `name="write_places"`)
+	require.Contains(t, page, `id="write-places-owners"`)
+	for _, f := range []url.Values{form("lab-eng", "/mnt/nvme/accord", false), form("lab-eng", "", true)} {
+		res, page := pb.postPage(t, pb.engineer, pb.url("/hosts"), f)
+		require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+		require.Contains(t, page, "Only the program&#39;s owners declare where tests may write")
+	}
+	res := pb.postForm(t, pb.engineer, pb.url("/hosts"), form("lab-eng", "", false))
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, "an engineer registers a host without places")
+	engHostURL := res.Header.Get("Location")
+
+	_, page = pb.get(t, pb.owner, pb.url("/hosts/new"))
+	require.Contains(t, page, `name="write_places"`)
+	res = pb.postForm(t, pb.owner, pb.url("/hosts"), form("lab-9", "/mnt/nvme/accord\n\n  /dev/nvme1n1  \n", true))
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	hostURL := res.Header.Get("Location")
 	var places []string
 	require.NoError(t, pb.pool.QueryRow(ctx, `SELECT write_places FROM hosts WHERE name = 'lab-9'`).Scan(&places))
 	require.Equal(t, []string{"/mnt/nvme/accord", "/dev/nvme1n1"}, places)
-	_, page := pb.get(t, pb.engineer, hostURL)
+	_, page = pb.get(t, pb.engineer, hostURL)
 	require.Contains(t, page, "<code>/mnt/nvme/accord</code>")
+	require.NotContains(t, page, `id="write-places-panel"`, "an engineer sees the places, not the form")
+	require.Contains(t, page, "(set by the program's owners)")
+	_, page = pb.get(t, pb.owner, hostURL)
+	require.Contains(t, page, `id="write-places-panel"`)
 
-	res = pb.postForm(t, pb.engineer, hostURL+"/write-places", url.Values{"write_places": {"/srv/scratch"}})
+	// The host's form: owners only.
+	for _, c := range []*http.Client{pb.engineer, pb.viewer} {
+		for _, u := range []string{hostURL, engHostURL} {
+			res = pb.postForm(t, c, u+"/write-places", url.Values{"write_places": {"/srv/scratch"}, "allow_destructive": {"1"}})
+			require.Equal(t, http.StatusForbidden, res.StatusCode)
+		}
+	}
+	res = pb.postForm(t, pb.owner, hostURL+"/write-places", url.Values{"write_places": {"/srv/scratch"}})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	var destructive bool
 	require.NoError(t, pb.pool.QueryRow(ctx, `SELECT write_places, allow_destructive FROM hosts WHERE name = 'lab-9'`).Scan(&places, &destructive))
 	require.Equal(t, []string{"/srv/scratch"}, places)
 	require.False(t, destructive)
-	res2, page := pb.postPage(t, pb.engineer, hostURL+"/write-places", url.Values{"write_places": {"relative"}})
-	require.Equal(t, http.StatusUnprocessableEntity, res2.StatusCode)
-	require.Contains(t, page, "must be an absolute path")
-	res = pb.postForm(t, pb.viewer, hostURL+"/write-places", url.Values{"write_places": {"/"}})
-	require.Equal(t, http.StatusForbidden, res.StatusCode)
+	require.NoError(t, pb.pool.QueryRow(ctx, `SELECT write_places, allow_destructive FROM hosts WHERE name = 'lab-eng'`).Scan(&places, &destructive))
+	require.Empty(t, places, "the engineer's declaration changed nothing")
+	require.False(t, destructive)
+	for places, want := range map[string]string{"relative": "must be an absolute path", "/srv/scratch\n/etc": "/etc is a system location"} {
+		res2, page := pb.postPage(t, pb.owner, hostURL+"/write-places", url.Values{"write_places": {places}})
+		require.Equal(t, http.StatusUnprocessableEntity, res2.StatusCode)
+		require.Contains(t, page, want)
+	}
 }

@@ -91,7 +91,7 @@ func (s *Server) routes() http.Handler {
 					r.With(s.need(capEngineer)).Post("/hosts/{hostID}/scan", s.scanHost)
 					r.With(s.need(capEngineer)).Post("/hosts/{hostID}/pin", s.pinHost)
 					r.With(s.need(capEngineer)).Post("/hosts/{hostID}/check", s.checkHost)
-					r.With(s.need(capEngineer)).Post("/hosts/{hostID}/write-places", s.setHostWritePlaces)
+					r.With(s.need(capOwner)).Post("/hosts/{hostID}/write-places", s.setHostWritePlaces)
 					r.With(s.need(capView)).Get("/hosts/{hostID}/check-status", s.showHostCheckStatus)
 					r.With(s.need(capEngineer)).Post("/endpoint-test", s.testEndpoint)
 					r.With(s.need(capView)).Get("/readiness", s.showReadinessMatrix)

@@ -38,6 +38,22 @@ func (r *runner) prepareFioTarget(f *acceptance.FioStep) (fioTarget, error) {
 		return fioTarget{}, err
 	}
 	writes := fioWriteMode[f.RW]
+	// A system location is refused whatever the host declares, after the
+	// links are resolved: a scratch folder that is a link to /etc, or a
+	// target through /proc/1/root, ends up there.
+	if mayWrite := fi == nil || writes || (fi.Mode().IsRegular() && fi.Size() < int64(f.Size)); mayWrite {
+		if why := acceptance.SystemLocation(resolved); why != "" {
+			what := "write to"
+			if !writes {
+				what = "lay out"
+			}
+			target := f.Target
+			if resolved != filepath.Clean(f.Target) {
+				target += " (" + resolved + " once its links are resolved)"
+			}
+			return fioTarget{}, fmt.Errorf("refusing to %s %s: %s, where tests never write, whatever the host declares", what, target, why)
+		}
+	}
 	switch {
 	case fi == nil: // a new file: fio would create and lay it out
 		if !places.Covers(resolved) {
@@ -53,6 +69,9 @@ func (r *runner) prepareFioTarget(f *acceptance.FioStep) (fioTarget, error) {
 	case fi.Mode()&os.ModeDevice != 0:
 		if err := refuseDeviceWrite(f.Target, fi.Mode(), f.RW, f.Destructive, r.plan.AllowDestructive); err != nil {
 			return fioTarget{}, err
+		}
+		if writes && fi.Mode()&os.ModeCharDevice != 0 {
+			return fioTarget{}, fmt.Errorf("refusing to write to device %s: it is a character device, not a block device", f.Target)
 		}
 		if writes && !places.Declares(resolved) {
 			return fioTarget{}, fmt.Errorf("refusing to write to device %s: the host does not declare it among the places tests may write (%s)", f.Target, places)

@@ -111,3 +111,44 @@ func TestProbeWritesOnlyWhereTheHostLetsIt(t *testing.T) {
 	require.Contains(t, status(t, dir).Reason, "refusing to lay out 1048576.0 GiB of fio's file in "+scratch+": only")
 	require.NoFileExists(t, filepath.Join(scratch, "huge.dat"))
 }
+
+// System locations are refused on the host whatever the host declares,
+// once the probe resolved the links: a scratch folder that is a link to
+// /etc, a place declared before such places were refused (/etc itself),
+// a target through /proc/self/root; and a character device is never written.
+// (Each target is a new file's name, so that a failure of this test would
+// leave a stray file, removed at cleanup, not a changed one.)
+func TestProbeNeverWritesSystemLocations(t *testing.T) {
+	t.Parallel()
+	needBinary(t)
+	scratch := t.TempDir()
+	ledger := filepath.Join(t.TempDir(), "created-files.jsonl")
+	etcLink := filepath.Join(scratch, "etc-link")
+	require.NoError(t, os.Symlink("/etc", etcLink))
+	name := "accord-probe-test-" + filepath.Base(scratch) + ".dat"
+	t.Cleanup(func() { _ = os.Remove(filepath.Join("/etc", name)) })
+
+	for _, c := range []struct {
+		name, target, rw string
+		places           []string
+		reason           string
+	}{
+		{"through-a-linked-scratch-folder", filepath.Join(etcLink, name), "randread", []string{scratch},
+			"refusing to lay out " + filepath.Join(etcLink, name) + " (/etc/" + name + " once its links are resolved): /etc/" + name + " is under /etc, a system location, where tests never write"},
+		{"declared-etc", filepath.Join("/etc", name), "write", []string{"/etc"},
+			"refusing to write to /etc/" + name + ": /etc/" + name + " is under /etc, a system location"},
+		// /proc/self/root: /proc/1/root is the same for a probe allowed to
+		// read PID 1's links, which this test's container may not be.
+		{"through-proc-self-root", filepath.Join("/proc/self/root/etc", name), "write", []string{"/proc/self/root/etc"},
+			"(/etc/" + name + " once its links are resolved): /etc/" + name + " is under /etc, a system location"},
+		{"char-device", "/dev/null", "write", []string{"/dev/null"}, "refusing to write to /dev/null: /dev/null is a system device"},
+	} {
+		step := fioStep(c.name, c.target, c.rw)
+		step.Fio.Destructive = c.target == "/dev/null"
+		dir, code := runConfined(t, step, c.places, ledger)
+		require.Equal(t, ExitFailed, code, c.name)
+		require.Contains(t, status(t, dir).Reason, c.reason, c.name)
+		require.NoFileExists(t, filepath.Join(dir, "out", "01-"+c.name, "rep-1", wire.FioOutputFile), "%s: fio never ran", c.name)
+	}
+	require.NoFileExists(t, filepath.Join("/etc", name))
+}
