@@ -25,8 +25,10 @@ import (
 // it. Against the real server, sshd, the probe and fio: the run request is
 // refused with 422 naming the host's places; steps the server cannot judge
 // (a read that would lay the file out, a write through a symbolic link
-// inside the scratch folder) reach the host, where the probe refuses them;
-// the file survives byte for byte.
+// inside the scratch folder, a write to a file inside the scratch folder
+// that the probe did not create, a file larger than the free space) reach
+// the host, where the probe refuses them; the files survive byte for byte
+// and nothing is laid out.
 func TestAttackFioWriteOverwritesAFileOnTheLabHost(t *testing.T) {
 	t.Parallel()
 	b := setupSubmit(t)
@@ -49,12 +51,26 @@ func TestAttackFioWriteOverwritesAFileOnTheLabHost(t *testing.T) {
 	fields, _ := out["fields"].(map[string]any)
 	require.Contains(t, fields["host"], "step step writes (rw write) to "+victim+", which is not a place where lab-1 lets tests write ("+b.work+")")
 
+	// Inside the scratch folder, a file the probe did not create (someone's
+	// dataset), 16 MiB so that reading it would lay nothing out.
+	dataset := filepath.Join(b.work, "dataset.bin")
+	datasetBytes := bytes.Repeat([]byte("the customer's dataset\n"), (16<<20)/23+1)
+	require.NoError(t, os.WriteFile(dataset, datasetBytes, 0o644))
+	// A new file larger than the scratch folder's file system has free.
+	huge := filepath.Join(b.work, "huge.dat")
+
 	// Refused again by the probe on the host.
-	for _, c := range []struct{ name, target, rw, reason string }{
-		{"lay out", victim, "randread", "refusing to extend (lay out) " + victim + ": it is outside the places this host lets tests write (" + b.work + ")"},
-		{"through a link", link, "randwrite", "refusing to write to " + link + ": it is outside the places"},
+	for _, c := range []struct {
+		name, target, rw string
+		size             acceptance.ByteSize
+		reason           string
+	}{
+		{"lay out", victim, "randread", 16 << 20, "refusing to extend (lay out) " + victim + ": it is outside the places this host lets tests write (" + b.work + ")"},
+		{"through a link", link, "randwrite", 16 << 20, "refusing to write to " + link + ": it is outside the places"},
+		{"not the probe's own", dataset, "randwrite", 16 << 20, "refusing to write to " + dataset + ": the file existed before and was not created by Accord's probe; declare the file itself among the host's places to let tests write it"},
+		{"no room", huge, "randread", acceptance.MaxFioSize, "refusing to lay out 1048576.0 GiB of fio's file in " + b.work + ": only "},
 	} {
-		status, out := b.requestRun(t, b.fioProfile(t, c.name, c.target, c.rw), hostID)
+		status, out := b.requestRun(t, b.fioProfileOfSize(t, c.name, c.target, c.rw, c.size), hostID)
 		require.Equal(t, http.StatusCreated, status, "%s: the server cannot tell: %v", c.name, out)
 		require.Contains(t, b.runFailure(t, c.name, out["id"]), c.reason, c.name)
 	}
@@ -66,15 +82,26 @@ func TestAttackFioWriteOverwritesAFileOnTheLabHost(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, mtime, fi.ModTime())
 	require.EqualValues(t, len(original), fi.Size())
+	got, err = os.ReadFile(dataset)
+	require.NoError(t, err)
+	require.Equal(t, sha256.Sum256(datasetBytes), sha256.Sum256(got), "the dataset in the scratch folder survives untouched")
+	require.NoFileExists(t, huge, "nothing was laid out")
 }
 
-// fioProfile saves a profile of one fio step and returns its version's id.
+// fioProfile saves a profile of one fio step on a 16 MiB file and returns
+// its version's id.
 func (b *submitBundle) fioProfile(t *testing.T, name, target, rw string) int64 {
+	t.Helper()
+	return b.fioProfileOfSize(t, name, target, rw, 16<<20)
+}
+
+// fioProfileOfSize is fioProfile on a file of the given size.
+func (b *submitBundle) fioProfileOfSize(t *testing.T, name, target, rw string, size acceptance.ByteSize) int64 {
 	t.Helper()
 	p := acceptance.ProfileSpec{
 		Name: name, Purpose: acceptance.PurposeStorageMicrobench, Storage: acceptance.Storage{Transport: acceptance.TransportLocalNVMe}, Repetitions: 1,
 		Steps: []acceptance.StepSpec{{Name: "step", Kind: acceptance.StepFio, Fio: &acceptance.FioStep{RW: rw, BlockSize: 4 << 10, IODepth: 1, NumJobs: 1,
-			Size: 16 << 20, Runtime: acceptance.Duration(time.Second), IOEngine: "psync", Target: target}}},
+			Size: size, Runtime: acceptance.Duration(time.Second), IOEngine: "psync", Target: target}}},
 	}.Normalized()
 	b.saveProfile(t, p)
 	return b.versionID[name]

@@ -165,6 +165,69 @@ func TestNewRunFormAsksForHostsByRole(t *testing.T) {
 	require.Contains(t, res.Header.Get("Location"), "/runs/")
 }
 
+// A run whose fio steps write outside a host's places is refused when it
+// is requested, naming the host's places: through the API for a role's
+// host (roles.NAME), and in the browser's form, for a role's host and for
+// a one-host run (host). No run starts.
+func TestRunRequestsWritingOutsideAHostsPlacesAreRefused(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	ctx := context.Background()
+	pv := pb.multiHostProfile(t)
+	a, b := pb.pinnedHost(t, "lab-a"), pb.pinnedHost(t, "lab-b")
+	other, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: "lab-other", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key",
+		WritePlaces: []string{"/srv/other", "/dev/nvme1n1"}, AllowDestructive: true})
+	require.NoError(t, err)
+	require.NoError(t, pb.store.PinHostKeys(ctx, pb.programID, other, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTestsOnly", "SHA256:fake", nil))
+	writer := "step write writes (rw randwrite) to /mnt/accord/write.dat, which is not a place where lab-other lets tests write (/srv/other, /dev/nvme1n1 (device, destructive steps only))"
+
+	// The API: the writer role's host.
+	raw, err := json.Marshal(map[string]any{"profile_version_id": pv, "roles": map[string]any{"readers": []int64{a, b}, "writer": []int64{other}}})
+	require.NoError(t, err)
+	r, err := http.NewRequest(http.MethodPost, pb.ts.URL+fmt.Sprintf("/api/v1/programs/%d/runs", pb.programID), bytes.NewReader(raw))
+	require.NoError(t, err)
+	r.Header.Set("Authorization", "Bearer "+pb.engToken)
+	r.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(r)
+	require.NoError(t, err)
+	var out struct {
+		Fields map[string]string `json:"fields"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+	res.Body.Close()
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+	require.Equal(t, "Refused: "+writer+". Declare the places on the host's page.", out.Fields["roles.writer"])
+	require.NotContains(t, out.Fields, "roles.readers", "reads are judged on the host, where the probe sees the files")
+
+	// The browser's form: the same, under the role's boxes.
+	status, body := postFormBody(t, pb, url.Values{"profile_version": {fmt.Sprint(pv)}, "role.readers": {fmt.Sprint(a), fmt.Sprint(b)}, "role.writer": {fmt.Sprint(other)}})
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	page := htmltest.Parse(t, body)
+	require.Contains(t, htmltest.Text(htmltest.ByID(page, "role-writer")), writer)
+
+	// A one-host run: under the host's choice.
+	write := acceptance.ProfileSpec{Name: "overwrite", Purpose: acceptance.PurposeStorageMicrobench, Storage: acceptance.Storage{Transport: acceptance.TransportLocalNVMe},
+		Steps: []acceptance.StepSpec{{Name: "w", Kind: acceptance.StepFio, Fio: &acceptance.FioStep{RW: "write", BlockSize: 4 << 10, IODepth: 1, NumJobs: 1,
+			Size: 8 << 20, Runtime: acceptance.Duration(time.Second), IOEngine: "psync", Target: "/home/lab/notes.txt"}}}}.Normalized()
+	_, nv, _, err := prepareSpec(profileOps, write)
+	require.NoError(t, err)
+	_, wv, err := pb.store.CreateSpec(ctx, store.KindProfile, pb.programID, nv)
+	require.NoError(t, err)
+	status, body = postFormBody(t, pb, url.Values{"profile_version": {fmt.Sprint(wv.ID)}, "host": {fmt.Sprint(other)}, "confirm_readiness": {"1"}, "confirm_warnings": {"1"}})
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	page = htmltest.Parse(t, body)
+	errText := htmltest.All(page, func(n *html.Node) bool { return htmltest.Attr(n, "class") == "error-text" })
+	var texts []string
+	for _, n := range errText {
+		texts = append(texts, htmltest.Text(n))
+	}
+	require.Contains(t, texts, "Refused: step w writes (rw write) to /home/lab/notes.txt, which is not a place where lab-other lets tests write (/srv/other, /dev/nvme1n1 (device, destructive steps only)). Declare the places on the host's page.")
+
+	var n int
+	require.NoError(t, pb.pool.QueryRow(ctx, `SELECT count(*) FROM runs`).Scan(&n))
+	require.Zero(t, n, "no refused request started a run")
+}
+
 func hasAttr(n *html.Node, key string) bool {
 	for _, a := range n.Attr {
 		if a.Key == key {
