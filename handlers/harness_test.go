@@ -69,6 +69,9 @@ type setupOpts struct {
 	// probe is the accord binary the server uploads to lab hosts (for
 	// tests that reach a host from a page); empty: none.
 	probe string
+	// logTo receives the server's log as well (for tests of what is
+	// logged rather than shown); it must be safe for concurrent use.
+	logTo io.Writer
 }
 
 func setup(t *testing.T, opts ...setupOpts) *testBundle {
@@ -85,6 +88,9 @@ func setup(t *testing.T, opts ...setupOpts) *testBundle {
 	logOut := io.Discard
 	if os.Getenv("ACCORD_TEST_LOG") != "" {
 		logOut = os.Stderr
+	}
+	if o.logTo != nil {
+		logOut = io.MultiWriter(logOut, o.logTo)
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	st := store.New(pool)

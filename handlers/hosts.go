@@ -356,6 +356,9 @@ func (s *Server) scanHost(w http.ResponseWriter, r *http.Request) {
 		scan := web.HostScan{Hop: label, Address: t.HostPort()}
 		res, err := sshrun.ScanVia(r.Context(), t, s.runner.Options)
 		if err != nil {
+			// The detail (refused, timed out, not SSH) would map what
+			// listens where on the server's networks: logged, not shown.
+			s.log.Info("host scan failed", "request_id", requestID(r.Context()), "host_id", h.ID, "hop", label, "err", err)
 			scan.Error = scanErrorText(err)
 			scans = append(scans, scan)
 			break
@@ -369,17 +372,21 @@ func (s *Server) scanHost(w http.ResponseWriter, r *http.Request) {
 	s.renderHost(w, r, http.StatusOK, h, scans)
 }
 
-// scanErrorText explains a failed scan without internal detail.
+// scanErrorText says why a scan failed without telling whether anything
+// listens at the address: every connection failure (refused, timed out,
+// reset, not SSH) is "could not connect", as a webhook's delivery says.
+// What happens past an SSH handshake with a jump host (its key, our key)
+// is said: the jump host showed itself as an SSH server already.
 func scanErrorText(err error) string {
 	switch {
-	case errors.Is(err, sshrun.ErrDialTimeout):
-		return "no answer: the host did not accept a connection in time"
-	case strings.Contains(err.Error(), "connection refused"):
-		return "connection refused: is sshd running on that port?"
-	case strings.Contains(err.Error(), "handshake"):
-		return "the host accepted the connection but did not complete an SSH handshake in time"
+	case errors.Is(err, sshrun.ErrHostKeyChanged):
+		return "a jump host presented another key than the one just scanned: scan again"
+	case errors.Is(err, sshrun.ErrAuthFailed):
+		return "a jump host refused Accord's key: add it to the jump host's authorized_keys"
+	case errors.Is(err, sshrun.ErrBadTarget):
+		return "Accord's key or ssh-agent for this host cannot be used"
 	}
-	return "the host key could not be read: " + err.Error()
+	return "could not connect"
 }
 
 // pinHost pins the keys the engineer confirmed.

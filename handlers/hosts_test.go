@@ -2,12 +2,16 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,12 +19,16 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
+	xhtml "golang.org/x/net/html"
 
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
+	"github.com/accordlab/accord/service/labhost"
+	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
+	"github.com/accordlab/accord/web/htmltest"
 )
 
 // An engineer registers a host, installs Accord's key on it, scans and
@@ -198,5 +206,137 @@ func TestHostWritePlacesAreDeclaredAndChecked(t *testing.T) {
 		res2, page := pb.postPage(t, pb.owner, hostURL+"/write-places", url.Values{"write_places": {places}})
 		require.Equal(t, http.StatusUnprocessableEntity, res2.StatusCode)
 		require.Contains(t, page, want)
+	}
+}
+
+// syncBuffer is a buffer safe for the server's logger and a test reading it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Scanning a host's key, and checking a host, told any engineer what
+// listens where on the server's networks: "connection refused: is sshd
+// running on that port?", "no answer", "did not complete an SSH
+// handshake", or the SSH library's error on an HTTP server. Against the
+// real server, PostgreSQL, River and sshd: a closed port, a port that
+// accepts and stays silent, an HTTP server, a server that sends a banner
+// and hangs up, and an address nobody answers at all read "could not
+// connect", word for word the same (the socket's error goes to the
+// server's log); a real sshd still shows its key.
+func TestAttackHostScanAndCheckAsAPortScanner(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	pb := setupProgram(t, setupOpts{logTo: logs})
+	ctx := context.Background()
+
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closedPort := closed.Addr().(*net.TCPAddr).Port
+	require.NoError(t, closed.Close())
+	listen := func(serve func(net.Conn)) int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go serve(c)
+			}
+		}()
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	silent := listen(func(c net.Conn) { time.Sleep(10 * time.Second); c.Close() })
+	banner := listen(func(c net.Conn) { _, _ = c.Write([]byte("220 mail.lab.example ESMTP ready\r\n")); c.Close() })
+	httpServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	t.Cleanup(httpServer.Close)
+	webPort := httpServer.Listener.Addr().(*net.TCPAddr).Port
+	sshd := sshtest.StartSSHD(t, sshtest.Options{})
+
+	// The hosts are pinned to some real key (the lab sshd's) to be checked.
+	someKey, someFingerprint := sshrun.AuthorizedKey(sshd.HostKey), sshrun.Fingerprint(sshd.HostKey)
+	host := func(name, address string, port int) (int64, string) {
+		key, err := sshrun.GenerateKey("accord@" + name)
+		require.NoError(t, err)
+		id, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: name, Address: address, Port: port, Username: "root", AuthMethod: "key", PublicKey: key.AuthorizedKey})
+		require.NoError(t, err)
+		sealed, err := pb.sealer.Seal(key.PrivatePEM, labhost.SealLabel(id))
+		require.NoError(t, err)
+		require.NoError(t, pb.store.SetHostSealedKey(ctx, id, sealed))
+		return id, pb.url(fmt.Sprintf("/hosts/%d", id))
+	}
+	scanText := func(hostURL string) string {
+		res, body := pb.postPage(t, pb.engineer, hostURL+"/scan", nil)
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		page := htmltest.Parse(t, body)
+		result := htmltest.ByID(page, "scan-result")
+		require.NotNil(t, result, body)
+		cells := htmltest.All(result, func(n *xhtml.Node) bool { return htmltest.Attr(n, "class") == "error-text" })
+		if len(cells) == 0 {
+			return "key: " + htmltest.Text(result)
+		}
+		return htmltest.Text(cells[0])
+	}
+	targets := []struct {
+		name    string
+		address string
+		port    int
+		logged  string
+	}{
+		{"closed port", "127.0.0.1", closedPort, "connection refused"},
+		{"silent listener", "127.0.0.1", silent, "handshake timed out"},
+		{"HTTP server", "127.0.0.1", webPort, "ssh:"},
+		{"SMTP-like banner", "127.0.0.1", banner, "ssh:"},
+		{"nobody there", "192.0.2.1", 22, "connect 192.0.2.1:22"},
+	}
+	var hostIDs []int64
+	for _, c := range targets {
+		id, hostURL := host(strings.ReplaceAll(c.name, " ", "-"), c.address, c.port)
+		hostIDs = append(hostIDs, id)
+		require.Equal(t, "could not connect", scanText(hostURL), c.name)
+		require.Contains(t, logs.String(), c.logged, "%s: the detail is in the server's log", c.name)
+		require.NoError(t, pb.store.PinHostKeys(ctx, pb.programID, id, someKey, someFingerprint, nil))
+	}
+	_, sshdURL := host("real-sshd", sshd.Addr, sshd.Port)
+	require.Contains(t, scanText(sshdURL), sshrun.Fingerprint(sshd.HostKey), "a real SSH server still shows its key")
+
+	// Checking the hosts (pinned to some key): the same two words.
+	deps := jobs.Deps{Log: pb.log, Store: pb.store, Sealer: pb.sealer, Keyring: pb.keyring, Report: web.RenderReport, Runner: runners.Config{
+		Options: sshrun.Options{DialTimeout: 2 * time.Second, HandshakeTimeout: 3 * time.Second, RemoteBase: t.TempDir()}, Probe: sshrun.ProbeSource{File: sshtest.BuildAccord(t)}}}
+	client, err := river.NewClient(riverpgxv5.New(pb.pool), &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 5}},
+		Workers: jobs.Register(deps), FetchPollInterval: 100 * time.Millisecond, TestOnly: true})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() { _ = client.Stop(context.Background()) })
+	for _, id := range hostIDs {
+		res := pb.postForm(t, pb.engineer, pb.url(fmt.Sprintf("/hosts/%d/check", id)), nil)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	}
+	for i, id := range hostIDs {
+		require.Eventually(t, func() bool {
+			h, err := pb.store.GetHost(ctx, pb.programID, id)
+			return err == nil && h.LastCheckAt != nil
+		}, 90*time.Second, 200*time.Millisecond, "%s: checked", targets[i].name)
+		h, err := pb.store.GetHost(ctx, pb.programID, id)
+		require.NoError(t, err)
+		require.False(t, *h.LastCheckOK)
+		require.Equal(t, "could not connect", h.LastCheckMessage, targets[i].name)
+		_, page := pb.get(t, pb.engineer, pb.url(fmt.Sprintf("/hosts/%d", id)))
+		require.Contains(t, page, "<span>could not connect</span>", targets[i].name)
 	}
 }

@@ -28,9 +28,9 @@ type programBundle struct {
 }
 
 // setupProgram is a program with an engineer, an owner and a viewer.
-func setupProgram(t *testing.T) *programBundle {
+func setupProgram(t *testing.T, opts ...setupOpts) *programBundle {
 	t.Helper()
-	b := setup(t)
+	b := setup(t, opts...)
 	ctx := context.Background()
 	vendor := b.createOrg(t, "Vendor", "vendor")
 	customer := b.createOrg(t, "Customer", "customer")

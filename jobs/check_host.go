@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/accordlab/accord/runners"
+	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/store"
 )
@@ -46,7 +47,13 @@ func (w *CheckHostWorker) Work(ctx context.Context, job *river.Job[CheckHostArgs
 	if err != nil {
 		msg := err.Error()
 		var perm *runners.PermanentError
-		if !errors.As(err, &perm) {
+		switch {
+		case sshrun.IsConnectFailure(err):
+			// The socket's own error (refused, timed out, not SSH) would
+			// tell what listens where: the page says only this.
+			w.deps.Log.Info("host check could not connect", "host_id", host.ID, "err", err)
+			msg = "could not connect"
+		case !errors.As(err, &perm):
 			msg = "could not reach the host: " + msg
 		}
 		return st.RecordHostCheck(context.WithoutCancel(ctx), host.ID, false, msg, nil)

@@ -152,11 +152,31 @@ func dialConn(ctx context.Context, prev *ssh.Client, addr string, timeout time.D
 			return nil, fmt.Errorf("connect %s: %w", addr, ctx.Err())
 		}
 		if dctx.Err() != nil {
-			return nil, fmt.Errorf("connect %s: %w after %s", addr, ErrDialTimeout, timeout)
+			return nil, &ConnectError{Addr: addr, Err: fmt.Errorf("%w after %s", ErrDialTimeout, timeout)}
 		}
-		return nil, fmt.Errorf("connect %s: %w", addr, err)
+		return nil, &ConnectError{Addr: addr, Err: err}
 	}
 	return conn, nil
+}
+
+// ConnectError: a hop's TCP connection or SSH handshake failed before the
+// hop proved to be an SSH server with the expected key (refused, timed
+// out, reset, closed, not speaking SSH). Its text names the address and
+// the socket's own error, which tells what listens where on the networks
+// Accord reaches: it is for the server's log, and pages say only "could
+// not connect" (IsConnectFailure).
+type ConnectError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ConnectError) Error() string { return "connect " + e.Addr + ": " + e.Err.Error() }
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+// IsConnectFailure reports whether err is a ConnectError.
+func IsConnectFailure(err error) bool {
+	var ce *ConnectError
+	return errors.As(err, &ce)
 }
 
 func dialHop(ctx context.Context, prev *ssh.Client, hop Target, opts Options) (*ssh.Client, error) {
@@ -211,7 +231,10 @@ func dialHop(ctx context.Context, prev *ssh.Client, hop Target, opts Options) (*
 		if isAuthFailure(err) {
 			return nil, fmt.Errorf("%s as %s: %w: %v", addr, hop.User, ErrAuthFailed, err)
 		}
-		return nil, fmt.Errorf("%s: %w", addr, err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", addr, err)
+		}
+		return nil, &ConnectError{Addr: addr, Err: err}
 	}
 	return ssh.NewClient(sc, chans, reqs), nil
 }
@@ -349,12 +372,15 @@ func scanVia(ctx context.Context, prev *ssh.Client, addr string, opts Options) (
 	sc, _, _, err := handshake(ctx, conn, addr, cfg, opts.HandshakeTimeout)
 	if err == nil {
 		_ = sc.Close()
-		return nil, errors.New("handshake finished without showing a host key")
+		return nil, &ConnectError{Addr: addr, Err: errors.New("handshake finished without showing a host key")}
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if got == nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, &ConnectError{Addr: addr, Err: err}
 	}
 	return got, nil
 }
