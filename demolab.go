@@ -420,14 +420,27 @@ func (l *demoLab) stop() {
 	}
 	l.procs = nil
 	_ = os.Remove(filepath.Join(l.dir, labStateFile))
-	l.removeKVFiles()
+	l.removeDataFiles()
 }
 
-// removeKVFiles deletes the emulators' KV files once they are stopped.
-func (l *demoLab) removeKVFiles() {
+// removeDataFiles deletes what the lab's tests laid out once its processes
+// are stopped: the emulators' KV files (256 MiB each) and everything in the
+// fio folder, the demo host's only write place (the demo's fio file,
+// kv-blocks.dat, is 64 MiB). The next start lays them out again.
+func (l *demoLab) removeDataFiles() {
 	for _, name := range demoKVFiles {
 		if err := os.Remove(filepath.Join(l.dir, "kv", name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			l.log.Warn("demo lab: emulator file not removed", "file", name, "err", err)
+		}
+	}
+	fioDir := filepath.Join(l.dir, "fio")
+	entries, err := os.ReadDir(fioDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.log.Warn("demo lab: fio folder not read", "err", err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(fioDir, e.Name())); err != nil {
+			l.log.Warn("demo lab: fio file not removed", "file", e.Name(), "err", err)
 		}
 	}
 }
