@@ -17,7 +17,12 @@ func (s *Server) apiImportResult(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxResultUpload+1<<20)
 	if err := r.ParseMultipartForm(1 << 20); err != nil {
-		fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body must be a multipart form of at most %d MiB with the result file", maxResultUpload>>20))
+		status := uploadRefusal(err)
+		msg := fmt.Sprintf("the body is larger than %d MiB, the most a result import takes", maxResultUpload>>20)
+		if status == http.StatusBadRequest {
+			msg = "the body must be a well-formed multipart form (multipart/form-data) with the result file"
+		}
+		fail(status, msg)
 		return
 	}
 	t, problem, err := s.importTargetFrom(r)

@@ -143,7 +143,7 @@ var baseRoutes = []routeCase{
 	rc("GET", "/api/v1/programs/{programID}/hosts", apiInProgramNeeds(capView)),
 	rc("GET", "/api/v1/programs/{programID}/runs", apiInProgramNeeds(capView)),
 	rc("POST", "/api/v1/programs/{programID}/runs", apiInProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
-	rc("POST", "/api/v1/programs/{programID}/runs/import", apiInProgramNeeds(capEngineer), http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity),
+	rc("POST", "/api/v1/programs/{programID}/runs/import", apiInProgramNeeds(capEngineer), http.StatusBadRequest, http.StatusUnprocessableEntity),
 	rc("GET", "/api/v1/programs/{programID}/runs/{runID}", apiInProgramNeeds(capView)),
 	rc("GET", "/api/v1/programs/{programID}/runs/{runID}/evaluation", apiInProgramNeeds(capView), http.StatusNotFound),
 	rc("GET", "/api/v1/programs/{programID}/runs/{runID}/measurements", apiInProgramNeeds(capView)),

@@ -22,7 +22,7 @@ var reportRouteCases = []routeCase{
 	rc("POST", "/ssh-keys", signedIn, http.StatusUnprocessableEntity),
 	rc("POST", "/ssh-keys/{keyID}/remove", signedIn, http.StatusNotFound),
 	rc("GET", "/verify", signedIn),
-	rc("POST", "/verify", signedIn, http.StatusUnprocessableEntity),
+	rc("POST", "/verify", signedIn, http.StatusBadRequest, http.StatusUnprocessableEntity),
 	rc("GET", "/admin/keys", adminOnly),
 	rc("POST", "/admin/keys/rotate", adminOnly, http.StatusSeeOther),
 	rc("POST", "/admin/keys/revoke", adminOnly, http.StatusSeeOther),
@@ -31,8 +31,8 @@ var reportRouteCases = []routeCase{
 	rc("POST", "/programs/{programID}/runs/{runID}/report/cosign", inProgramNeeds(capEngineer), http.StatusUnprocessableEntity),
 	rc("GET", "/api/v1/programs/{programID}/runs/{runID}/report.tar.gz", apiInProgramNeeds(capView)),
 	rc("GET", "/programs/{programID}/runs/import", inProgramNeeds(capEngineer)),
-	rc("POST", "/programs/{programID}/runs/import/result", inProgramNeeds(capEngineer), http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity),
-	rc("POST", "/programs/{programID}/runs/import/report", inProgramNeeds(capEngineer), http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity),
+	rc("POST", "/programs/{programID}/runs/import/result", inProgramNeeds(capEngineer), http.StatusBadRequest, http.StatusUnprocessableEntity),
+	rc("POST", "/programs/{programID}/runs/import/report", inProgramNeeds(capEngineer), http.StatusBadRequest, http.StatusUnprocessableEntity),
 }
 
 // addReportObjects gives the fixture runs a (stand-in) report bundle.

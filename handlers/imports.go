@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"path"
 	"slices"
@@ -107,7 +108,12 @@ func (s *Server) importTargetFrom(r *http.Request) (importTarget, string, error)
 func (s *Server) importResultFile(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxResultUpload+1<<20)
 	if err := r.ParseMultipartForm(1 << 20); err != nil {
-		s.renderImport(w, r, http.StatusRequestEntityTooLarge, "result", fmt.Sprintf("The file is too large (at most %d MiB).", maxResultUpload>>20))
+		status := uploadRefusal(err)
+		msg := fmt.Sprintf("The file is too large (at most %d MiB).", maxResultUpload>>20)
+		if status == http.StatusBadRequest {
+			msg = notMultipart
+		}
+		s.renderImport(w, r, status, "result", msg)
 		return
 	}
 	t, problem, err := s.importTargetFrom(r)
@@ -177,6 +183,21 @@ func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Rep
 	return runID, rep, "", err
 }
 
+// uploadRefusal is the status of an upload whose multipart form could not
+// be read: 413 when it was larger than the route takes (the body's limit,
+// or fields other than files past what multipart keeps in memory), 400
+// when it is not a well-formed multipart form.
+func uploadRefusal(err error) int {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) || errors.Is(err, multipart.ErrMessageTooLarge) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
+// notMultipart says what a malformed upload should have been.
+const notMultipart = "The upload is not a well-formed multipart form (multipart/form-data, as the page's form sends it)."
+
 // ImportReportArtifact is where an imported run keeps its import's report.
 const ImportReportArtifact = ingest.ImportedDir + parse.ReportFile
 
@@ -204,7 +225,12 @@ func (e *reportNameTaken) Error() string {
 func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBundleUpload)
 	if err := r.ParseMultipartForm(1 << 20); err != nil {
-		s.renderImport(w, r, http.StatusRequestEntityTooLarge, "report", "The bundle is too large.")
+		status := uploadRefusal(err)
+		msg := fmt.Sprintf("The upload is too large: at most %d MiB, of which the form's fields other than the bundle take at most 11 MiB.", maxBundleUpload>>20)
+		if status == http.StatusBadRequest {
+			msg = notMultipart
+		}
+		s.renderImport(w, r, status, "report", msg)
 		return
 	}
 	t, problem, err := s.importTargetFrom(r)

@@ -1,10 +1,15 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
+	"html"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -121,4 +126,85 @@ func TestImportSignedReport(t *testing.T) {
 	arts, err := pb.store.RunArtifacts(context.Background(), runID)
 	require.NoError(t, err)
 	require.NotEmpty(t, arts, "the verified raw outputs are kept")
+}
+
+// import/report answered every multipart error with 413 ("too large"):
+// a malformed upload is a 400 that says what was expected, and only a
+// body past the route's limit, or form fields past what multipart keeps
+// in memory, is a 413. The same for the result import (page and API) and
+// the Verify page. Nothing is kept.
+func TestUploadsAre400WhenMalformedAnd413OnlyWhenTooLarge(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	send := func(path, contentType string, body io.Reader, api bool) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, pb.ts.URL+path, body)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", contentType)
+		c := pb.engineer
+		if api {
+			req.Header.Set("Authorization", "Bearer "+pb.engToken)
+			c = http.DefaultClient
+		}
+		res, err := c.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(b)
+	}
+	const boundary = "accord-test-boundary"
+	truncated := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"b.tar.gz\"\r\n\r\nhalf a bundle, and no closing boundary"
+	// A field other than a file is kept in memory: past 1 MiB + 10 MiB,
+	// multipart refuses the message as too large.
+	var big bytes.Buffer
+	mw := multipart.NewWriter(&big)
+	require.NoError(t, mw.WriteField("key", strings.Repeat("k", 12<<20)))
+	require.NoError(t, mw.Close())
+
+	routes := []struct {
+		path string
+		api  bool
+		// malformed and tooLarge are what each answer says.
+		malformed, tooLarge string
+	}{
+		{pb.url("/runs/import/report"), false, "The upload is not a well-formed multipart form", "The upload is too large: at most 1024 MiB"},
+		{pb.url("/runs/import/result"), false, "The upload is not a well-formed multipart form", "The file is too large (at most 64 MiB)."},
+		{"/api/v1" + pb.url("/runs/import"), true, "the body must be a well-formed multipart form", "the body is larger than 64 MiB"},
+		{"/verify", false, "The upload is not a well-formed multipart form", "The bundle is larger than 1024 MiB"},
+	}
+	for _, r := range routes {
+		for _, c := range []struct {
+			what, contentType string
+			body              io.Reader
+		}{
+			{"not multipart", "application/x-www-form-urlencoded", strings.NewReader("bundle=x")},
+			{"no boundary", "multipart/form-data", strings.NewReader(truncated)},
+			{"truncated", "multipart/form-data; boundary=" + boundary, strings.NewReader(truncated)},
+		} {
+			status, page := send(r.path, c.contentType, c.body, r.api)
+			require.Equal(t, http.StatusBadRequest, status, "%s: %s", r.path, c.what)
+			require.Contains(t, html.UnescapeString(page), r.malformed, "%s: %s", r.path, c.what)
+		}
+		status, page := send(r.path, mw.FormDataContentType(), bytes.NewReader(big.Bytes()), r.api)
+		require.Equal(t, http.StatusRequestEntityTooLarge, status, "%s: a 12 MiB field", r.path)
+		require.Contains(t, html.UnescapeString(page), r.tooLarge, r.path)
+	}
+
+	// Past the body's limit (the result import's 64 MiB and 1 MiB of form),
+	// streamed: a 66 MiB file.
+	head := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"huge.json\"\r\nContent-Type: application/json\r\n\r\n"
+	body := io.MultiReader(strings.NewReader(head), io.LimitReader(zeros{}, 66<<20), strings.NewReader("\r\n--"+boundary+"--\r\n"))
+	status, page := send(pb.url("/runs/import/result"), "multipart/form-data; boundary="+boundary, body, false)
+	require.Equal(t, http.StatusRequestEntityTooLarge, status)
+	require.Contains(t, page, "The file is too large (at most 64 MiB).")
+	require.Zero(t, pb.countRuns(t))
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

@@ -235,9 +235,13 @@ func (s *Server) verifyBundle(w http.ResponseWriter, r *http.Request) {
 	p := s.page(r, "Verify a report", "verify")
 	// The upload waits on disk past 1 MiB (ParseMultipartForm's default
 	// keeps 32 MiB in memory).
-	var tooLarge *http.MaxBytesError
-	if err := r.ParseMultipartForm(1 << 20); errors.As(err, &tooLarge) {
-		s.render(w, r, http.StatusRequestEntityTooLarge, web.VerifyPage(p, web.VerifyResult{Error: fmt.Sprintf("The bundle is larger than %d MiB, the most this page checks.", maxBundleUpload>>20)}))
+	if err := r.ParseMultipartForm(1 << 20); err != nil {
+		status := uploadRefusal(err)
+		msg := fmt.Sprintf("The bundle is larger than %d MiB, the most this page checks.", maxBundleUpload>>20)
+		if status == http.StatusBadRequest {
+			msg = notMultipart
+		}
+		s.render(w, r, status, web.VerifyPage(p, web.VerifyResult{Error: msg}))
 		return
 	}
 	f, _, err := r.FormFile("bundle")
