@@ -34,6 +34,8 @@ type serverProcess struct {
 	cmd   *exec.Cmd
 	pool  *pgxpool.Pool
 	store *store.Store
+	// tmp is the server's TMPDIR: uploads and spill files go there.
+	tmp string
 }
 
 // startServerProcess runs the built accord binary's `serve` on a fresh
@@ -46,9 +48,10 @@ func startServerProcess(t *testing.T, extraEnv ...string) *serverProcess {
 	_, _ = rand.Read(raw)
 	require.NoError(t, os.WriteFile(filepath.Join(dataDir, "secret.key"), []byte(hex.EncodeToString(raw)+"\n"), 0o400))
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	tmp := t.TempDir()
 	cmd := exec.Command(sshtest.BuildAccord(t), "serve")
 	cmd.Env = append([]string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + t.TempDir(),
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + tmp,
 		"ACCORD_LISTEN=" + addr, "ACCORD_BASE_URL=http://" + addr, "DATABASE_URL=" + dbURL, "ACCORD_DATA_DIR=" + dataDir,
 		"ACCORD_WORKERS=false", "ACCORD_LOG_LEVEL=warn", "ACCORD_DB_MAX_CONNS=5", "ACCORD_SHUTDOWN_TIMEOUT=5s",
 	}, extraEnv...)
@@ -92,7 +95,7 @@ func startServerProcess(t *testing.T, extraEnv ...string) *serverProcess {
 	pool, err := store.Open(context.Background(), dbURL, 2)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return &serverProcess{base: "http://" + addr, cmd: cmd, pool: pool, store: store.New(pool)}
+	return &serverProcess{base: "http://" + addr, cmd: cmd, pool: pool, store: store.New(pool), tmp: tmp}
 }
 
 // user creates an account with a password and returns its id.

@@ -16,7 +16,9 @@ func (s *Server) apiImportResult(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, apiError{Error: msg, RequestID: requestID(r.Context())})
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxResultUpload+1<<20)
-	if err := r.ParseMultipartForm(1 << 20); err != nil {
+	cleanup, err := parseUpload(r, 1<<20)
+	defer cleanup()
+	if err != nil {
 		status := uploadRefusal(err)
 		msg := fmt.Sprintf("the body is larger than %d MiB, the most a result import takes", maxResultUpload>>20)
 		if status == http.StatusBadRequest {

@@ -107,7 +107,9 @@ func (s *Server) importTargetFrom(r *http.Request) (importTarget, string, error)
 // when the file cannot be read.
 func (s *Server) importResultFile(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxResultUpload+1<<20)
-	if err := r.ParseMultipartForm(1 << 20); err != nil {
+	cleanup, err := parseUpload(r, 1<<20)
+	defer cleanup()
+	if err != nil {
 		status := uploadRefusal(err)
 		msg := fmt.Sprintf("The file is too large (at most %d MiB).", maxResultUpload>>20)
 		if status == http.StatusBadRequest {
@@ -183,6 +185,18 @@ func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Rep
 	return runID, rep, "", err
 }
 
+// parseUpload reads the request's multipart form, files past memory bytes
+// waiting in temporary files; the caller defers the returned cleanup.
+// (net/http removes those files only for the request it made itself, and
+// the middleware's request timeout works on a copy, so they would stay.)
+func parseUpload(r *http.Request, memory int64) (cleanup func(), err error) {
+	if err := r.ParseMultipartForm(memory); err != nil {
+		return func() {}, err
+	}
+	form := r.MultipartForm
+	return func() { _ = form.RemoveAll() }, nil
+}
+
 // uploadRefusal is the status of an upload whose multipart form could not
 // be read: 413 when it was larger than the route takes (the body's limit,
 // or fields other than files past what multipart keeps in memory), 400
@@ -223,8 +237,15 @@ func (e *reportNameTaken) Error() string {
 // measurements are read again from the raw outputs, so that it can be
 // compared with a reproduction here.
 func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
+	release, ok := s.enterBundleRead(w, r, func(status int, msg string) { s.renderImport(w, r, status, "report", msg) })
+	if !ok {
+		return
+	}
+	defer release()
 	r.Body = http.MaxBytesReader(w, r.Body, maxBundleUpload)
-	if err := r.ParseMultipartForm(1 << 20); err != nil {
+	cleanup, err := parseUpload(r, 1<<20)
+	defer cleanup()
+	if err != nil {
 		status := uploadRefusal(err)
 		msg := fmt.Sprintf("The upload is too large: at most %d MiB, of which the form's fields other than the bundle take at most 11 MiB.", maxBundleUpload>>20)
 		if status == http.StatusBadRequest {

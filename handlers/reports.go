@@ -125,7 +125,9 @@ func (s *Server) cosignReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseMultipartForm(64 << 10); err != nil {
+	cleanup, err := parseUpload(r, 64<<10)
+	defer cleanup()
+	if err != nil {
 		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "Upload your signature file (at most 64 KiB).")
 		return
 	}
@@ -231,11 +233,20 @@ func (s *Server) showVerify(w http.ResponseWriter, r *http.Request) {
 // verifyBundle checks an uploaded bundle against this installation's keys,
 // offline, exactly as `accord verify` does.
 func (s *Server) verifyBundle(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxBundleUpload)
 	p := s.page(r, "Verify a report", "verify")
+	release, ok := s.enterBundleRead(w, r, func(status int, msg string) {
+		s.render(w, r, status, web.VerifyPage(p, web.VerifyResult{Error: msg}))
+	})
+	if !ok {
+		return
+	}
+	defer release()
+	r.Body = http.MaxBytesReader(w, r.Body, maxBundleUpload)
 	// The upload waits on disk past 1 MiB (ParseMultipartForm's default
 	// keeps 32 MiB in memory).
-	if err := r.ParseMultipartForm(1 << 20); err != nil {
+	cleanup, err := parseUpload(r, 1<<20)
+	defer cleanup()
+	if err != nil {
 		status := uploadRefusal(err)
 		msg := fmt.Sprintf("The bundle is larger than %d MiB, the most this page checks.", maxBundleUpload>>20)
 		if status == http.StatusBadRequest {

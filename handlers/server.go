@@ -78,6 +78,8 @@ type Server struct {
 	// metricsElsewhere: /metrics is not a web route (Options.MetricsElsewhere).
 	metricsElsewhere bool
 	demo             *web.DemoSignIn
+	// bundles bounds the report bundles read at once (bundlegate.go).
+	bundles *bundleGate
 
 	handler http.Handler
 }
@@ -101,6 +103,7 @@ func New(opts Options) *Server {
 		egress:  opts.Egress,
 
 		metricsElsewhere: opts.MetricsElsewhere,
+		bundles:          newBundleGate(maxBundleReads),
 	}
 	if opts.Dev {
 		s.demo = opts.Demo
