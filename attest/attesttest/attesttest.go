@@ -161,8 +161,9 @@ func Files(t testing.TB, dir string) []string {
 // Tampers lists the tampers of a genuine extracted bundle: every file
 // changed, every file removed, and files added in every directory: plain
 // ones, ones named like the manifest and its signatures (which only the
-// top directory may hold unlisted), a lone co-signature file, and a
-// symbolic link.
+// top directory may hold unlisted), a lone co-signature file, ones whose
+// names hold a newline or another control character (and a folder whose
+// name does), and a symbolic link.
 func Tampers(t testing.TB, dir string) []Tamper {
 	t.Helper()
 	files := Files(t, dir)
@@ -211,6 +212,24 @@ func Tampers(t testing.TB, dir string) []Tamper {
 		add(join(d, attest.FileManifest+".mallory.sig"), []byte("-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----\n"))
 		add(join(d, attest.FileManifest+".mallory.allowed_signers"), []byte("mallory ssh-ed25519 AAAA\n"))
 	}
+	// Names with control characters: a newline makes find print one file
+	// as two lines, each of which may pass (at the top, both halves are
+	// names the manifest does not list), so that VERIFY.md's line-based
+	// comparison would see neither. In every directory, and as a folder.
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		for _, name := range []string{
+			attest.FileManifest + "\n" + attest.FileManifestSig,
+			attest.FileManifestSig + "\n" + attest.FileManifest + ".mallory.sig",
+			"added\n.txt",
+			"added\r.txt",
+			"added\t.txt",
+			"added\x1b[2K.txt",
+			"added\x7f.txt",
+		} {
+			add(join(d, name), []byte("added\n"))
+		}
+	}
+	add(attest.FileManifestSig+"\n"+attest.FileManifest+"/"+attest.FileManifestSig, []byte("in a folder whose name holds a newline\n"))
 	add("artifacts/new/deep/added.json", []byte("{}\n"))
 	add("attestations/extra"+".dsse.json", []byte("{}\n"))
 	out = append(out, Tamper{Kind: "add", File: "artifacts/link (symbolic link to ../facts.json)", Apply: func(d string) error {
