@@ -10,11 +10,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/attest/attesttest"
+	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
@@ -138,4 +142,127 @@ func TestKeyRevocationCarriesTheDecisionLogOn(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "Decision log current")
 	require.True(t, strings.HasSuffix(out, "verified\n"), out)
+}
+
+// A revocation whose carry-over fails (here the database refuses the new
+// checkpoint) left every log's head signed by the revoked key, with no
+// retry. Now the key is revoked regardless, the page says the logs will
+// be carried over, and they are: before the next report of the program is
+// signed (no bundle is signed with the revoked head while it cannot be),
+// and by the periodic job, which runs at every start.
+func TestKeyRevocationWhoseCarryOverFailsIsRetried(t *testing.T) {
+	t.Parallel()
+	rb := setupRollout(t)
+	ctx := context.Background()
+	rb.addStages(t, "lab-acceptance")
+	rb.judgedRun(t, "PASS")
+	for _, c := range []*http.Client{rb.vendorApprover, rb.custApprover} {
+		code, page := rb.decide(t, c, "lab-acceptance", "approve", "")
+		require.Equal(t, http.StatusSeeOther, code, page)
+	}
+	rb.createUser(t, "root@vendor.example", nil, true)
+	admin := rb.signIn(t, "root@vendor.example")
+	failCarryOver := func(on bool) {
+		sql := `DROP TRIGGER decision_checkpoints_test_failure ON decision_checkpoints`
+		if on {
+			_, err := rb.pool.Exec(ctx, `CREATE FUNCTION test_refuse_carry_over() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN RAISE EXCEPTION 'could not extend file: No space left on device (test)'; END $$`)
+			if err != nil && !strings.Contains(err.Error(), "already exists") {
+				require.NoError(t, err)
+			}
+			sql = `CREATE TRIGGER decision_checkpoints_test_failure BEFORE INSERT ON decision_checkpoints
+				FOR EACH ROW WHEN (NEW.reason = 'key_revoked') EXECUTE FUNCTION test_refuse_carry_over()`
+		}
+		_, err := rb.pool.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	headKey := func() string {
+		c, err := rb.store.GetDecisionChain(ctx, rb.programID)
+		require.NoError(t, err)
+		return c.Checkpoint.Signatures[0].KeyID
+	}
+	revoke := func() (revoked, active string) {
+		k, err := rb.keyring.Active()
+		require.NoError(t, err)
+		require.Equal(t, k.KeyID(), headKey())
+		res, page := rb.post(t, admin, "/admin/keys/revoke", url.Values{"key_id": {k.KeyID()}, "reason": {"laptop stolen"}})
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, page)
+		_, page = rb.get(t, admin, "/admin/keys")
+		require.Contains(t, page, "decision logs were signed again with the active key; the others could not be yet (see the server&#39;s log): retried every 60 s and before a report is signed.")
+		keys, err := rb.keyring.PublicKeys()
+		require.NoError(t, err)
+		for _, pk := range keys {
+			if pk.ID == k.KeyID() {
+				require.Equal(t, attest.KeyRevoked, pk.Status, "the key is revoked whatever the carry-over did")
+			}
+		}
+		now, err := rb.keyring.Active()
+		require.NoError(t, err)
+		require.Equal(t, k.KeyID(), headKey(), "the head is still the revoked key's")
+		var failed bool
+		require.NoError(t, rb.pool.QueryRow(ctx, `SELECT (details->>'decision_logs_carry_over_failed')::bool FROM audit_log
+			WHERE action = 'signing_key_revoked' AND target = $1`, k.KeyID()).Scan(&failed))
+		require.True(t, failed, "the audit says so")
+		return k.KeyID(), now.KeyID()
+	}
+	trusted := func() *attest.KeySet {
+		ks, err := attest.ParseTrustedKeys(rb.download(t, "/.well-known/accord/keys.json"))
+		require.NoError(t, err)
+		return ks
+	}
+
+	// The first revocation's carry-over fails.
+	failCarryOver(true)
+	first, active := revoke()
+	// While it still cannot be carried, no report is signed with it.
+	run := rb.judgedRun(t, "PASS")
+	addRunFile(t, rb.store, run, "facts.json", `{"schema_version":1}`)
+	_, err := report.Signer{Store: rb.store, Keyring: rb.keyring, Render: web.RenderReport}.Sign(ctx, run)
+	require.ErrorContains(t, err, "No space left on device (test)")
+	require.Equal(t, first, headKey())
+	// The failure passes: the next signing carries the log over first.
+	failCarryOver(false)
+	bundle := rb.signJudgedRun(t)
+	require.Equal(t, active, headKey(), "carried over before the signing")
+	path := filepath.Join(t.TempDir(), "after.tar.gz")
+	require.NoError(t, os.WriteFile(path, bundle, 0o600))
+	var out bytes.Buffer
+	require.NoError(t, attest.VerifyFileWithHead(ctx, path, trusted(), nil, &out))
+	require.Contains(t, out.String(), "signed by "+active)
+	log, err := attest.ParseDecisionLog(fileOf(t, bundle, "/"+attest.FileDecisions))
+	require.NoError(t, err)
+	keyID, _ := attesttest.VerifyEnvelope(t, mustJSON(t, log.Checkpoint), trusted(), attest.CheckpointPayloadType)
+	require.Equal(t, active, keyID, "the bundle's log head is the active key's")
+
+	// The second revocation's carry-over fails too; the periodic job, at
+	// the start of a worker, carries it over once the failure passed.
+	failCarryOver(true)
+	second, active := revoke()
+	require.NotEqual(t, first, second)
+	failCarryOver(false)
+	deps := jobs.Deps{Log: rb.log, Store: rb.store, Keyring: rb.keyring, Sealer: rb.sealer, Report: web.RenderReport}
+	client, err := river.NewClient(riverpgxv5.New(rb.pool), &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
+		Workers: jobs.Register(deps), PeriodicJobs: []*river.PeriodicJob{jobs.CarryLogsOverPeriodic()}, FetchPollInterval: 100 * time.Millisecond, TestOnly: true})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() { _ = client.Stop(context.Background()) })
+	require.Eventually(t, func() bool { return headKey() == active }, 90*time.Second, 200*time.Millisecond, "the periodic job carries the log over")
+	_, page := rb.get(t, rb.viewer, rb.url("/decisions"))
+	require.Contains(t, page, `id="chain-verdict">verified<`)
+	require.Contains(t, page, `id="checkpoint-key">`+active+`<`)
+	checkpoints, err := rb.store.ListCheckpoints(ctx, rb.programID)
+	require.NoError(t, err)
+	var reasons []string
+	for _, c := range checkpoints {
+		reasons = append(reasons, c.Reason+":"+c.KeyID)
+	}
+	require.Equal(t, []string{store.CheckpointForRevocation + ":" + active}, reasons[len(reasons)-1:])
+	require.Len(t, reasons, 4, "two decisions, then one carry-over per revocation: %v", reasons)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }

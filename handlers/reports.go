@@ -16,6 +16,7 @@ import (
 
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/service/report"
+	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
@@ -333,18 +334,27 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, "/admin/keys")
 		return
 	}
-	// Every program's decision log carries on under the active key.
-	carried, err := rollout.CarryLogsOver(r.Context(), s.store, s.keyring, now)
-	if err != nil {
-		s.serverError(w, r, err)
-		return
+	// Every program's decision log carries on under the active key. The
+	// key is revoked whatever happens here: a log not carried over now is
+	// carried over by the periodic job (jobs.CarryLogsOverArgs) and before
+	// a report of its program is signed.
+	carried, carryErr := rollout.CarryLogsOver(r.Context(), s.store, s.keyring, now)
+	details := map[string]any{"reason": reason, "decision_logs_signed_again": carried}
+	if carryErr != nil {
+		s.log.Error("decision logs not carried over after a key revocation: retried by the periodic job and before signing", "request_id", requestID(r.Context()), "key_id", id, "err", carryErr)
+		details["decision_logs_carry_over_failed"] = true
 	}
 	if err := s.store.Audit(r.Context(), store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "signing_key_revoked", Target: id, ClientAddr: clientAddr(r),
-		Details: map[string]any{"reason": reason, "decision_logs_signed_again": carried}}); err != nil {
+		Details: details}); err != nil {
 		s.serverError(w, r, err)
 		return
 	}
-	s.setFlash(w, "ok", fmt.Sprintf("Key revoked at %s: signatures it made from then on are refused; what it signed before still verifies, with a warning. %d decision logs were signed again with the active key.",
-		now.UTC().Format(time.RFC3339), carried))
+	if carryErr != nil {
+		s.setFlash(w, "warn", fmt.Sprintf("Key revoked at %s. %d decision logs were signed again with the active key; the others could not be yet (see the server's log): retried every %d s and before a report is signed.",
+			now.UTC().Format(time.RFC3339), carried, int(jobs.CarryLogsOverInterval.Seconds())))
+	} else {
+		s.setFlash(w, "ok", fmt.Sprintf("Key revoked at %s: signatures it made from then on are refused; what it signed before still verifies, with a warning. %d decision logs were signed again with the active key.",
+			now.UTC().Format(time.RFC3339), carried))
+	}
 	redirect(w, r, "/admin/keys")
 }

@@ -86,6 +86,7 @@ func Register(d Deps) *river.Workers {
 	river.AddWorker(workers, &CheckHostWorker{deps: d})
 	river.AddWorker(workers, &EvaluateRunWorker{deps: d})
 	river.AddWorker(workers, &SignRunWorker{deps: d})
+	river.AddWorker(workers, &CarryLogsOverWorker{deps: d})
 	registerRollouts(workers, d)
 	return workers
 }
@@ -103,5 +104,6 @@ func Periodic(d Deps) []*river.PeriodicJob {
 		river.NewPeriodicJob(river.PeriodicInterval(ReconcileInterval), func() (river.JobArgs, *river.InsertOpts) {
 			return ReconcileRunsArgs{}, nil
 		}, &river.PeriodicJobOpts{RunOnStart: true}),
+		CarryLogsOverPeriodic(),
 	}, rolloutPeriodic()...)
 }

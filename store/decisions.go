@@ -218,6 +218,24 @@ func (s *Store) ListDecisionChains(ctx context.Context) ([]DecisionChain, error)
 	return list, nil
 }
 
+// ListDecisionChainsSignedBy returns the chain heads whose latest
+// checkpoint is signed (first signature) by one of keyIDs.
+func (s *Store) ListDecisionChainsSignedBy(ctx context.Context, keyIDs []string) ([]DecisionChain, error) {
+	if len(keyIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+chainColumns+` FROM decision_chains
+		WHERE checkpoint->'signatures'->0->>'keyid' = ANY($1) ORDER BY program_id`, keyIDs)
+	if err != nil {
+		return nil, fmt.Errorf("store: decision chains signed by %v: %w", keyIDs, err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (DecisionChain, error) { return scanChain(row) })
+	if err != nil {
+		return nil, fmt.Errorf("store: decision chains signed by %v: %w", keyIDs, err)
+	}
+	return list, nil
+}
+
 // ListDecisions returns a program's decision log in order.
 func (s *Store) ListDecisions(ctx context.Context, programID int64) ([]StoredDecision, error) {
 	rows, err := s.db.Query(ctx, `SELECT d.program_id, d.seq, d.chain, d.kind, d.actor, d.organisation, d.at, d.stage, d.evidence, d.reason,

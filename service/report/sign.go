@@ -514,11 +514,18 @@ func baselineContents(ctx context.Context, st *store.Store, runID int64) (*Basel
 }
 
 // DecisionLog is the program's decision log as `accord verify` checks it,
-// for the bundle's decisions.json: every bundle carries it (a program
+// for the bundle's decisions.json (its head carried over to the active key
+// first if a revoked key signed it): every bundle carries it (a program
 // without decisions gets a checkpoint over the empty chain, signed by signer
 // at now). A stored log that does not verify is not signed into a bundle:
 // the error wraps ErrLogDoesNotVerify and names the bad record.
 func (d Signer) DecisionLog(ctx context.Context, signer *attest.Signer, programID int64, now time.Time) (json.RawMessage, error) {
+	// A head a revoked key signed (its carry-over after the revocation
+	// failed, or has not come yet) is carried over first: a bundle never
+	// carries a log whose head only a revoked key vouches for.
+	if _, err := rollout.CarryLogOver(ctx, d.Store, d.Keyring, programID, now); err != nil {
+		return nil, err
+	}
 	log, _, err := rollout.ProgramLog(ctx, d.Store, programID, signer, now)
 	if err != nil {
 		return nil, err

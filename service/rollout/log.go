@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/accordlab/accord/attest"
@@ -83,34 +84,102 @@ func LogHead(ctx context.Context, st *store.Store, kr *attest.Keyring, programID
 	return attest.NewLogHead(checkpoint)
 }
 
-// CarryLogsOver signs every program's log head again with the keyring's
-// active key, after a key was revoked: the revoked key's checkpoints stay
-// in the history, and the log carries on under a key that is trusted.
-// It returns how many logs it carried over.
+// CarryLogsOver signs again, with the keyring's active key, every
+// program's log head whose latest checkpoint a revoked key signed: the
+// revoked key's checkpoints stay in the history, and the log carries on
+// under a key that is trusted. A revocation cannot happen in the same
+// transaction (the keyring is files), so it is carried over right after
+// the revocation, and again by a periodic job and before a report is
+// signed, for as long as a head is left (a carry-over that failed, or one
+// another process missed). It carries each log in a transaction of its
+// own, goes on past one that fails, and returns how many it carried and
+// the failures joined.
 func CarryLogsOver(ctx context.Context, st *store.Store, kr *attest.Keyring, now time.Time) (int, error) {
-	chains, err := st.ListDecisionChains(ctx)
+	revoked, err := revokedKeyIDs(kr)
+	if err != nil || len(revoked) == 0 {
+		return 0, err
+	}
+	chains, err := st.ListDecisionChainsSignedBy(ctx, revoked)
 	if err != nil {
 		return 0, err
+	}
+	carried := 0
+	var errs []error
+	for _, c := range chains {
+		done, err := carryOver(ctx, st, kr, c.ProgramID, revoked, now)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if done {
+			carried++
+		}
+	}
+	return carried, errors.Join(errs...)
+}
+
+// CarryLogOver is CarryLogsOver for one program's log (before a report
+// of it is signed); it says whether it signed the head again.
+func CarryLogOver(ctx context.Context, st *store.Store, kr *attest.Keyring, programID int64, now time.Time) (bool, error) {
+	revoked, err := revokedKeyIDs(kr)
+	if err != nil || len(revoked) == 0 {
+		return false, err
+	}
+	return carryOver(ctx, st, kr, programID, revoked, now)
+}
+
+func revokedKeyIDs(kr *attest.Keyring) ([]string, error) {
+	keys, err := kr.PublicKeys()
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, k := range keys {
+		if k.Status == attest.KeyRevoked {
+			ids = append(ids, k.ID)
+		}
+	}
+	return ids, nil
+}
+
+// carryOver signs the program's head again when, under its lock, its
+// latest checkpoint is still one of a revoked key's.
+func carryOver(ctx context.Context, st *store.Store, kr *attest.Keyring, programID int64, revoked []string, now time.Time) (bool, error) {
+	signedByRevoked := func(c store.DecisionChain) bool {
+		return c.Checkpoint != nil && len(c.Checkpoint.Signatures) > 0 && slices.Contains(revoked, c.Checkpoint.Signatures[0].KeyID)
+	}
+	switch c, err := st.GetDecisionChain(ctx, programID); {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil // no decisions: nothing to carry
+	case err != nil:
+		return false, err
+	case !signedByRevoked(c):
+		return false, nil
 	}
 	signer, err := kr.Active()
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	for _, c := range chains {
-		err := st.InTx(ctx, func(tx *store.Store) error {
-			locked, err := tx.LockDecisionChain(ctx, c.ProgramID)
-			if err != nil {
-				return err
-			}
-			checkpoint, err := attest.SignCheckpoint(signer, locked.Chain, locked.Head(), now)
-			if err != nil {
-				return err
-			}
-			return tx.ReplaceCheckpoint(ctx, locked, checkpoint)
-		})
+	carried := false
+	err = st.InTx(ctx, func(tx *store.Store) error {
+		locked, err := tx.LockDecisionChain(ctx, programID)
 		if err != nil {
-			return 0, fmt.Errorf("carry the decision log of program %d over to key %s: %w", c.ProgramID, signer.KeyID(), err)
+			return err
 		}
+		if !signedByRevoked(locked) {
+			return nil // carried over meanwhile, or a new decision signed it
+		}
+		checkpoint, err := attest.SignCheckpoint(signer, locked.Chain, locked.Head(), now)
+		if err != nil {
+			return err
+		}
+		if err := tx.ReplaceCheckpoint(ctx, locked, checkpoint); err != nil {
+			return err
+		}
+		carried = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("carry the decision log of program %d over to key %s: %w", programID, signer.KeyID(), err)
 	}
-	return len(chains), nil
+	return carried, nil
 }
