@@ -15,8 +15,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/accordlab/accord/attest"
-	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/jobs"
+	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/service/rollout"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
