@@ -66,8 +66,8 @@ type BundleInput struct {
 	// log head, for VERIFY.md (optional).
 	LogHeadURL string
 	// Profile and GateSet are the run's profile and gate set documents as
-	// canonical JSON, whose SHA-256 the benchmark statement names (both or
-	// neither).
+	// canonical JSON, whose SHA-256 the benchmark statement names: each
+	// when the run has it (a run without a gate set has only the profile).
 	Profile   json.RawMessage
 	GateSet   json.RawMessage
 	Artifacts []Artifact
@@ -214,8 +214,8 @@ func WriteBundle(ctx context.Context, w io.Writer, s *Signer, in BundleInput) (*
 	if err != nil {
 		return nil, fmt.Errorf("attest: bundle: %w", err)
 	}
-	if (in.Profile == nil) != (in.GateSet == nil) {
-		return nil, errors.New("attest: bundle: the profile and the gate set documents go together")
+	if in.GateSet != nil && in.Profile == nil {
+		return nil, errors.New("attest: bundle: a gate set document without the profile's")
 	}
 
 	bw := newBundleWriter(w, BundleDir(in.RunID), created)
@@ -224,7 +224,7 @@ func WriteBundle(ctx context.Context, w io.Writer, s *Signer, in BundleInput) (*
 		data []byte
 	}
 	doc := verifyDoc{RunID: in.RunID, Title: in.Title, SignerID: s.KeyID(), Created: created, Attestations: info.Attestations,
-		Log: logSummary, LogHeadURL: in.LogHeadURL, Documents: in.Profile != nil}
+		Log: logSummary, LogHeadURL: in.LogHeadURL, Profile: in.Profile != nil, GateSet: in.GateSet != nil}
 	small := []file{
 		{FileVerifyMD, verifyMarkdown(doc)},
 		{FileReportHTML, in.ReportHTML},
@@ -234,7 +234,10 @@ func WriteBundle(ctx context.Context, w io.Writer, s *Signer, in BundleInput) (*
 		{FileDecisions, in.Decisions},
 	}
 	if in.Profile != nil {
-		small = append(small, file{FileProfile, in.Profile}, file{FileGateSet, in.GateSet})
+		small = append(small, file{FileProfile, in.Profile})
+	}
+	if in.GateSet != nil {
+		small = append(small, file{FileGateSet, in.GateSet})
 	}
 	for _, f := range small {
 		if err := bw.add(f.name, f.data, true); err != nil {
@@ -350,6 +353,9 @@ func checkAttestationsAgainstFacts(in BundleInput) error {
 		}
 		if _, err := bm.checkDocuments(in.Profile, in.GateSet); err != nil {
 			return fmt.Errorf("attest: bundle: attestation %s: %w", a.Name, err)
+		}
+		if in.Profile != nil && in.GateSet == nil && bm.GateSet != (Ref{}) {
+			return fmt.Errorf("attest: bundle: attestation %s names gate set %s v%d: its document goes with the profile's", a.Name, bm.GateSet.Name, bm.GateSet.Version)
 		}
 	}
 	return nil

@@ -63,7 +63,7 @@ func TestBundleVerifies(t *testing.T) {
 		require.Contains(t, names, want)
 	}
 	require.Len(t, report.Files, 20, "every file the manifest lists, the attestations too")
-	require.True(t, report.Documents, "the profile and gate set hash to the statement's digests")
+	require.Equal(t, []string{FileProfile, FileGateSet}, report.Documents, "the profile and gate set hash to the statement's digests")
 
 	require.Len(t, report.Attestations, 2)
 	types := []string{report.Attestations[0].PredicateType, report.Attestations[1].PredicateType}
@@ -107,6 +107,17 @@ func TestWriteBundleRefusesInconsistentInput(t *testing.T) {
 	in.Artifacts = append(in.Artifacts, Artifact{Name: "../escape", Data: []byte("x")})
 	_, err = WriteBundle(context.Background(), &bytes.Buffer{}, tb.signer, in)
 	require.ErrorContains(t, err, "contains . or ..")
+
+	// A gated run's gate set document goes with its profile's; a gate set
+	// never goes alone.
+	in = testInput(t, tb.signer, pub, "42", nil)
+	in.GateSet = nil
+	_, err = WriteBundle(context.Background(), &bytes.Buffer{}, tb.signer, in)
+	require.ErrorContains(t, err, "its document goes with the profile's")
+	in = testInput(t, tb.signer, pub, "42", nil)
+	in.Profile = nil
+	_, err = WriteBundle(context.Background(), &bytes.Buffer{}, tb.signer, in)
+	require.ErrorContains(t, err, "a gate set document without the profile's")
 }
 
 // The commands of VERIFY.md, run verbatim with the real tools, pass on a

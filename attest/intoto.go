@@ -117,12 +117,14 @@ type Verdict struct {
 type Benchmark struct {
 	RunID         string    `json:"runId"`
 	Profile       Ref       `json:"profile"`
-	GateSet       Ref       `json:"gateSet"`
+	// GateSet is absent for a run without a gate set.
+	GateSet       Ref       `json:"gateSet,omitzero"`
 	BaselineRunID string    `json:"baselineRunId,omitempty"`
 	Host          string    `json:"host,omitempty"`
 	HostFacts     string    `json:"hostFactsSha256"`
 	Metrics       any       `json:"metrics"`
-	Verdict       string    `json:"verdict"`
+	// Verdict is absent for a run without a gate set: nothing judged it.
+	Verdict       string    `json:"verdict,omitempty"`
 	Verdicts      []Verdict `json:"verdicts"`
 	EngineVersion string    `json:"engineVersion"`
 	StartedOn     time.Time `json:"startedOn"`
@@ -137,8 +139,10 @@ type RunEvidence struct {
 	// Artifacts are the run's stored artifacts; their names are paths under
 	// the bundle's artifacts/ directory and SHA256 their hex digests.
 	Artifacts []ArtifactDigest
-	Profile   Ref
-	GateSet   Ref
+	Profile Ref
+	// GateSet is the zero Ref for a run without a gate set: it gets the
+	// benchmark statement alone (no test-result: nothing judged it).
+	GateSet Ref
 	// BaselineRunID is the baseline run of relative criteria, if any.
 	BaselineRunID string
 	Host          string
@@ -175,7 +179,12 @@ const (
 	AttestationBenchmark  = "benchmark"
 )
 
-// RunStatements builds the test-result and the benchmark statements of a run.
+// Gated reports whether the run had a gate set.
+func (ev RunEvidence) Gated() bool { return ev.GateSet != Ref{} }
+
+// RunStatements builds the test-result and the benchmark statements of a
+// run; a run without a gate set has no test-result statement (testResult
+// is the zero Statement) and no verdict.
 func RunStatements(ev RunEvidence) (testResult, benchmark Statement, err error) {
 	if ev.RunID == "" {
 		return Statement{}, Statement{}, errors.New("attest: run statements: empty run id")
@@ -184,51 +193,16 @@ func RunStatements(ev RunEvidence) (testResult, benchmark Statement, err error) 
 	if err != nil {
 		return Statement{}, Statement{}, err
 	}
-	overall, err := TestResultOf(ev.Verdict)
-	if err != nil {
-		return Statement{}, Statement{}, err
-	}
-	if !isHexDigest(ev.Profile.SHA256) || !isHexDigest(ev.GateSet.SHA256) {
+	if !isHexDigest(ev.Profile.SHA256) || (ev.Gated() && !isHexDigest(ev.GateSet.SHA256)) {
 		return Statement{}, Statement{}, errors.New("attest: run statements: profile and gate set need sha256 digests")
+	}
+	if !ev.Gated() && (ev.Verdict != "" || len(ev.Verdicts) > 0) {
+		return Statement{}, Statement{}, errors.New("attest: run statements: a verdict without a gate set")
 	}
 	if len(ev.HostFacts) == 0 || !json.Valid(ev.HostFacts) {
 		return Statement{}, Statement{}, errors.New("attest: run statements: host facts must be JSON")
 	}
 	factsDigest := sha256Hex(ev.HostFacts)
-
-	tr := TestResult{
-		Result: overall,
-		Configuration: []ResourceDescriptor{
-			{Name: "profile/" + ev.Profile.Name, Digest: map[string]string{"sha256": ev.Profile.SHA256},
-				Annotations: map[string]any{"version": ev.Profile.Version}},
-			{Name: "gate-set/" + ev.GateSet.Name, Digest: map[string]string{"sha256": ev.GateSet.SHA256},
-				Annotations: map[string]any{"version": ev.GateSet.Version}},
-			{Name: "facts.json", Digest: map[string]string{"sha256": factsDigest}, MediaType: "application/json"},
-		},
-		URL:         ev.URL,
-		PassedTests: []string{},
-		WarnedTests: []string{},
-		FailedTests: []string{},
-	}
-	for _, v := range ev.Verdicts {
-		res, err := TestResultOf(v.Verdict)
-		if err != nil {
-			return Statement{}, Statement{}, fmt.Errorf("attest: criterion %q: %w", v.Criterion, err)
-		}
-		name := v.Criterion
-		if v.Step != "" {
-			name += " @ " + v.Step
-		}
-		switch res {
-		case ResultPassed:
-			tr.PassedTests = append(tr.PassedTests, name)
-		case ResultWarned:
-			tr.WarnedTests = append(tr.WarnedTests, name)
-		default:
-			tr.FailedTests = append(tr.FailedTests, name)
-		}
-	}
-
 	var metrics any = json.RawMessage("null")
 	if len(ev.Metrics) > 0 {
 		if !json.Valid(ev.Metrics) {
@@ -254,12 +228,57 @@ func RunStatements(ev RunEvidence) (testResult, benchmark Statement, err error) 
 		StartedOn:     ev.Started.UTC(),
 		FinishedOn:    ev.Finished.UTC(),
 	}
-	testResult, err = newStatement(subjects, TestResultPredicate, tr)
+	if benchmark, err = newStatement(subjects, BenchmarkPredicateType, bm); err != nil || !ev.Gated() {
+		return Statement{}, benchmark, err
+	}
+	tr, err := testResultOf(ev, factsDigest)
 	if err != nil {
 		return Statement{}, Statement{}, err
 	}
-	benchmark, err = newStatement(subjects, BenchmarkPredicateType, bm)
+	testResult, err = newStatement(subjects, TestResultPredicate, tr)
 	return testResult, benchmark, err
+}
+
+// testResultOf is a gated run's test-result predicate: its verdict, and
+// each criterion passed, warned or failed.
+func testResultOf(ev RunEvidence, factsDigest string) (TestResult, error) {
+	overall, err := TestResultOf(ev.Verdict)
+	if err != nil {
+		return TestResult{}, err
+	}
+	tr := TestResult{
+		Result: overall,
+		Configuration: []ResourceDescriptor{
+			{Name: "profile/" + ev.Profile.Name, Digest: map[string]string{"sha256": ev.Profile.SHA256},
+				Annotations: map[string]any{"version": ev.Profile.Version}},
+			{Name: "gate-set/" + ev.GateSet.Name, Digest: map[string]string{"sha256": ev.GateSet.SHA256},
+				Annotations: map[string]any{"version": ev.GateSet.Version}},
+			{Name: "facts.json", Digest: map[string]string{"sha256": factsDigest}, MediaType: "application/json"},
+		},
+		URL:         ev.URL,
+		PassedTests: []string{},
+		WarnedTests: []string{},
+		FailedTests: []string{},
+	}
+	for _, v := range ev.Verdicts {
+		res, err := TestResultOf(v.Verdict)
+		if err != nil {
+			return TestResult{}, fmt.Errorf("attest: criterion %q: %w", v.Criterion, err)
+		}
+		name := v.Criterion
+		if v.Step != "" {
+			name += " @ " + v.Step
+		}
+		switch res {
+		case ResultPassed:
+			tr.PassedTests = append(tr.PassedTests, name)
+		case ResultWarned:
+			tr.WarnedTests = append(tr.WarnedTests, name)
+		default:
+			tr.FailedTests = append(tr.FailedTests, name)
+		}
+	}
+	return tr, nil
 }
 
 // SignRun builds and signs the two statements of a run.
@@ -273,6 +292,9 @@ func SignRun(s *Signer, ev RunEvidence) ([]Attestation, error) {
 		name string
 		st   Statement
 	}{{AttestationTestResult, tr}, {AttestationBenchmark, bm}} {
+		if st.st.Type == "" {
+			continue // a run without a gate set: no test-result
+		}
 		env, err := SignStatement(s, st.st)
 		if err != nil {
 			return nil, fmt.Errorf("attest: sign %s statement: %w", st.name, err)

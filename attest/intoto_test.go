@@ -99,3 +99,34 @@ func TestRunStatementsRejectsBadInput(t *testing.T) {
 	_, _, err = RunStatements(ev)
 	require.ErrorContains(t, err, "host facts")
 }
+
+// A run without a gate set has the benchmark statement alone: no gateSet,
+// no verdict, and no test-result statement (nothing judged it); a verdict
+// without a gate set is refused.
+func TestUngatedRunStatements(t *testing.T) {
+	t.Parallel()
+	ev := testEvidence("42")
+	ev.GateSet, ev.Verdict, ev.Verdicts = Ref{}, "", nil
+	tr, bm, err := RunStatements(ev)
+	require.NoError(t, err)
+	require.Zero(t, tr)
+	require.Equal(t, BenchmarkPredicateType, bm.PredicateType)
+	var predicate map[string]any
+	require.NoError(t, json.Unmarshal(bm.Predicate, &predicate))
+	require.NotContains(t, predicate, "gateSet")
+	require.NotContains(t, predicate, "verdict")
+	require.Contains(t, predicate, "profile")
+
+	kr, err := OpenKeyring(t.TempDir(), KeyringOptions{})
+	require.NoError(t, err)
+	s, err := kr.Active()
+	require.NoError(t, err)
+	atts, err := SignRun(s, ev)
+	require.NoError(t, err)
+	require.Len(t, atts, 1)
+	require.Equal(t, AttestationBenchmark, atts[0].Name)
+
+	ev.Verdict = VerdictPass
+	_, _, err = RunStatements(ev)
+	require.ErrorContains(t, err, "a verdict without a gate set")
+}

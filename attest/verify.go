@@ -44,9 +44,10 @@ type Report struct {
 	// Warnings are what verified but needs a reader's attention: a key
 	// revoked after it signed, what offline checks cannot tell.
 	Warnings []string
-	// Documents says the profile and gate set documents were in the bundle
-	// and hash to the digests the benchmark statement names.
-	Documents bool
+	// Documents are the profile and gate set documents the bundle holds
+	// (profile.json, and gate-set.json when the run had a gate set), each
+	// hashing to the digest the benchmark statement names.
+	Documents []string
 }
 
 // SignatureCheck is one verified SSH signature over MANIFEST.sha256.
@@ -382,10 +383,21 @@ func (br *bundleReader) verify(trusted *KeySet) (*Imported, error) {
 			if file, err := bm.checkDocuments(profile, gateSet); err != nil {
 				return nil, tamper(file, "is not the document "+n+" attests", err)
 			}
-			if hasProfile != hasGateSet {
-				return nil, tamper(FileGateSet, "the bundle has one of "+FileProfile+" and "+FileGateSet+" without the other", nil)
+			// Each document is shipped when the run has it: the profile
+			// with any, the gate set when the statement names one.
+			switch {
+			case hasGateSet && !hasProfile:
+				return nil, tamper(FileProfile, "missing: the bundle has "+FileGateSet+" without it", nil)
+			case hasProfile && !hasGateSet && bm.GateSet != (Ref{}):
+				return nil, tamper(FileGateSet, fmt.Sprintf("missing: %s names gate set %s v%d and the bundle has %s", n, bm.GateSet.Name, bm.GateSet.Version, FileProfile), nil)
 			}
-			report.Documents = hasProfile
+			report.Documents = nil
+			if hasProfile {
+				report.Documents = append(report.Documents, FileProfile)
+			}
+			if hasGateSet {
+				report.Documents = append(report.Documents, FileGateSet)
+			}
 		}
 		report.Attestations = append(report.Attestations, AttestationCheck{File: n, PredicateType: st.PredicateType, KeyIDs: ids, Subjects: len(st.Subject)})
 		imp.Statements = append(imp.Statements, st)
@@ -564,8 +576,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(&b, "%d files match the manifest\n", len(r.Files))
-	if r.Documents {
-		fmt.Fprintf(&b, "%s and %s hash to the digests the benchmark statement names\n", FileProfile, FileGateSet)
+	switch len(r.Documents) {
+	case 1:
+		fmt.Fprintf(&b, "%s hashes to the digest the benchmark statement names (the run had no gate set)\n", r.Documents[0])
+	case 2:
+		fmt.Fprintf(&b, "%s and %s hash to the digests the benchmark statement names\n", r.Documents[0], r.Documents[1])
 	}
 	for _, a := range r.Attestations {
 		fmt.Fprintf(&b, "Attestation %s: %s, %d subjects, signed by %s\n", a.File, a.PredicateType, a.Subjects, strings.Join(a.KeyIDs, ", "))

@@ -20,8 +20,9 @@ type verifyDoc struct {
 	// LogHeadURL is where the installation publishes the program's signed
 	// log head (empty: not known when signed).
 	LogHeadURL string
-	// Documents says whether profile.json and gate-set.json are in the bundle.
-	Documents bool
+	// Profile and GateSet say whether profile.json and gate-set.json are in
+	// the bundle (a run without a gate set has the profile alone).
+	Profile, GateSet bool
 }
 
 // LogSummary is what a decision log holds, read from its checkpoint.
@@ -173,17 +174,29 @@ func verifyMarkdown(d verifyDoc) []byte {
 	w("the key was valid when it signed, nor anything about the other files or the manifest.\n\n")
 
 	section := 4
-	if d.Documents {
+	switch {
+	case d.Profile && d.GateSet:
 		w("## %d. The profile and the gate set\n\n", section)
 		section++
 		w("`%s` and `%s` are the workload profile and the gate set the run was judged\n", FileProfile, FileGateSet)
 		w("by, as canonical JSON (keys sorted, no insignificant white space). Their SHA-256 are\n")
 		w("the digests the benchmark statement names; this compares them:\n\n")
+	case d.Profile:
+		w("## %d. The profile\n\n", section)
+		section++
+		w("`%s` is the workload profile the run ran, as canonical JSON (keys sorted, no\n", FileProfile)
+		w("insignificant white space); the run had no gate set, so nothing judged it and the\n")
+		w("bundle has no `%s` and no test-result statement. Its SHA-256 is the digest the\n", FileGateSet)
+		w("benchmark statement names; this compares them:\n\n")
+	}
+	if d.Profile {
 		w("```sh\n")
 		w("statement=$(grep -o '\"payload\": *\"[^\"]*\"' attestations/benchmark.dsse.json | cut -d '\"' -f 4 | base64 -d)\n")
 		w("%s\n", refDigestFunc)
 		w("echo \"$(digest profile)  %s\" | sha256sum --strict -c\n", FileProfile)
-		w("echo \"$(digest gateSet)  %s\" | sha256sum --strict -c\n", FileGateSet)
+		if d.GateSet {
+			w("echo \"$(digest gateSet)  %s\" | sha256sum --strict -c\n", FileGateSet)
+		}
 		w("```\n\n")
 	}
 

@@ -243,3 +243,36 @@ func TestVerifyResultNamesTheRunOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, r.ProfileName+" v1 on lab", checked.Title)
 }
+
+// A run without a gate set is signed as it is, with web's report: the
+// report says nothing judged it, the bundle downloads from the report
+// page's link and verifies, with the profile and without a gate set.
+func TestUngatedRunReportDownloadsAndVerifies(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	ctx := context.Background()
+	pv := pb.profileVersionID(t)
+	host, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: "lab", Address: "127.0.0.1", Port: 22, Username: "root", AuthMethod: "key"})
+	require.NoError(t, err)
+	requester, err := pb.store.UserByEmail(ctx, "eng@vendor.example")
+	require.NoError(t, err)
+	run, err := pb.store.CreateRun(ctx, store.NewRun{ProgramID: pb.programID, ProfileVersionID: pv, HostID: host, CreatedBy: requester.ID})
+	require.NoError(t, err)
+	for path, body := range map[string]string{"events.jsonl": `{"seq":1}` + "\n", "facts.json": `{"schema_version":1}`} {
+		addRunFile(t, pb.store, run, path, body)
+	}
+	require.NoError(t, pb.store.SetRunState(ctx, run, store.RunDone, "no gate set: results stored without a verdict"))
+	_, err = report.Signer{Store: pb.store, Keyring: pb.keyring, Render: web.RenderReport}.Sign(ctx, run)
+	require.NoError(t, err)
+
+	bundle := pb.download(t, pb.viewer, pb.url("/runs/")+itoa64(run)+"/report.tar.gz")
+	keys, err := pb.keyring.KeySet()
+	require.NoError(t, err)
+	checked, err := attest.VerifyBundle(ctx, bytes.NewReader(bundle), keys)
+	require.NoError(t, err)
+	require.Equal(t, []string{attest.FileProfile}, checked.Documents)
+	html := string(fileOf(t, bundle, "/report.html"))
+	require.Contains(t, html, `id="report-no-gate-set">None: the run had no gate set, so nothing judged it.`)
+	_, page := pb.get(t, pb.viewer, pb.url("/runs/")+itoa64(run)+"/report")
+	require.Contains(t, page, "report.tar.gz")
+}

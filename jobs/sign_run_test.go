@@ -85,7 +85,7 @@ func TestJudgedRunIsSignedAndItsReportVerifies(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(verifyMD), "was signed: it held no decisions yet")
 	// The profile and gate set are in it; their digests are the stored versions'.
-	require.True(t, report.Documents)
+	require.Equal(t, []string{attest.FileProfile, attest.FileGateSet}, report.Documents)
 	run, err := b.store.RunByID(ctx, runID)
 	require.NoError(t, err)
 	for _, c := range []struct {

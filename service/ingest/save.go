@@ -49,7 +49,8 @@ type Outcome struct {
 // facts, the measurements with their chart data, the warnings, the
 // stop-loss crossing (which halts the rollout stage the run is evidence
 // for), the state; a run with a gate set and measurements is then judged
-// (env's queue: evaluate_run), and a run still evaluating without is done.
+// (env's queue: evaluate_run), a run still evaluating without is done, and
+// a run done without a gate set is signed (sign_run).
 func Save(ctx context.Context, tx *store.Store, env rollout.Env, run store.Run, res Results, out Outcome) error {
 	if err := storeFiles(ctx, tx, run.ID, res.Files); err != nil {
 		return err
@@ -93,8 +94,22 @@ func Save(ctx context.Context, tx *store.Store, env rollout.Env, run store.Run, 
 	if run.GateSetVersionID != nil && len(res.Measurements) > 0 {
 		return env.Queue.EvaluateRun(ctx, tx, run.ID)
 	}
-	if out.State == store.RunEvaluating {
-		return tx.SetRunState(ctx, run.ID, store.RunDone, "no gate set: results stored without a verdict")
+	state := out.State
+	if state == store.RunEvaluating {
+		reason := "no gate set: results stored without a verdict"
+		if run.GateSetVersionID != nil {
+			reason = "no measurements: nothing for the gate set to judge"
+		}
+		if err := tx.SetRunState(ctx, run.ID, store.RunDone, reason); err != nil {
+			return err
+		}
+		state = store.RunDone
+	}
+	// A run without a gate set is signed as it is, unjudged: its bundle
+	// carries its files and its profile (a gated run is signed once its
+	// evaluation is stored).
+	if state == store.RunDone && run.GateSetVersionID == nil && env.Queue != nil {
+		return env.Queue.SignRun(ctx, tx, run.ID)
 	}
 	return nil
 }

@@ -3,8 +3,12 @@ package report_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,8 +18,11 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/attest/attesttest"
 	"github.com/accordlab/accord/runners/probe/wire"
+	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/service/evaluation"
+	"github.com/accordlab/accord/service/ingest"
 	"github.com/accordlab/accord/service/report"
 	"github.com/accordlab/accord/service/servicetest"
 	"github.com/accordlab/accord/store"
@@ -122,7 +129,7 @@ func TestSignStoresABundleThatVerifies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, strconv.FormatInt(run.ID, 10), checked.RunID)
 	require.False(t, checked.SelfTrusted, "checked against the installation's keys")
-	require.True(t, checked.Documents, "the profile and gate set documents are in the bundle")
+	require.Equal(t, []string{attest.FileProfile, attest.FileGateSet}, checked.Documents, "the profile and gate set documents are in the bundle")
 	var names []string
 	for _, f := range checked.Files {
 		names = append(names, f.Name)
@@ -211,4 +218,77 @@ func TestBundleTitleDoesNotRepeatTheRun(t *testing.T) {
 	first, _, _ := strings.Cut(text.String(), "\n")
 	require.True(t, strings.HasPrefix(first, "Run "+strconv.FormatInt(run.ID, 10)+": chat v1 on lab (candidate: NVMe-oF) (bundle created "), first)
 	require.NotContains(t, text.String(), "Run #")
+}
+
+// A run without a gate set shipped without profile.json (the two
+// documents went together), and was not signed at all: its results are
+// stored done, unjudged, and it is signed as it is. Its bundle holds the
+// profile, no gate set and no test-result statement; it verifies with
+// accord verify and with VERIFY.md's standard-tool procedure (every
+// tamper caught by both), and sha256sum of profile.json is the profile
+// version's digest, which the benchmark statement names.
+func TestAnUngatedRunIsSignedWithItsProfile(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	env := servicetest.Env(t)
+	run := b.program.Run(t, b.st, store.NewRun{ProfileVersionID: b.profile.ID, HostID: b.host, CreatedBy: b.vendor.ID})
+	files := &sshrun.Collection{}
+	for _, f := range []struct{ name, body string }{{wire.EventsFile, `{"seq":1,"type":"log"}` + "\n"}, {wire.FactsFile, `{"kernel": {"release": {"value": "6.8.0"}}}`}} {
+		sum := sha256.Sum256([]byte(f.body))
+		files.Files = append(files.Files, sshrun.File{Name: f.name, Size: int64(len(f.body)), SHA256: hex.EncodeToString(sum[:]), Data: []byte(f.body)})
+	}
+	ms := []acceptance.Measurement{{Metric: acceptance.MetricTTFT, Step: "serve", Level: "c=4", Repetition: 1, Values: []float64{50, 60, 70},
+		Source: acceptance.Source{Tool: "accord-probe", ToolVersion: "test"}}}
+	require.NoError(t, b.st.SetRunState(ctx, run.ID, store.RunRunning, "measuring"))
+	require.NoError(t, ingest.Save(ctx, b.st, env, run, ingest.Results{Files: files, Measurements: ms}, ingest.Outcome{State: store.RunEvaluating, Reason: "collected"}))
+	run, err := b.st.RunByID(ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunDone, run.State)
+	require.Equal(t, []int64{run.ID}, servicetest.Enqueued(t, b.st, "sign_run"), "the unjudged run is signed")
+	require.Empty(t, servicetest.Enqueued(t, b.st, "evaluate_run"))
+
+	rep, err := report.Signer{Store: b.st, Keyring: env.Keyring, Render: func(_ context.Context, w io.Writer, c report.Contents) error {
+		_, err := fmt.Fprintf(w, "<!doctype html><title>Run %d</title><p>%s: no gate set</p>", c.Run.ID, c.Run.ProfileName)
+		return err
+	}}.Sign(ctx, run.ID)
+	require.NoError(t, err)
+	body, err := b.st.Artifacts().Open(ctx, rep.BundleSHA256)
+	require.NoError(t, err)
+	bundle, err := io.ReadAll(body)
+	body.Close()
+	require.NoError(t, err)
+	keys, err := env.Keyring.KeySet()
+	require.NoError(t, err)
+	checked, err := attest.VerifyBundle(ctx, bytes.NewReader(bundle), keys)
+	require.NoError(t, err)
+	require.Equal(t, []string{attest.FileProfile}, checked.Documents)
+	require.Len(t, checked.Attestations, 1)
+	require.Equal(t, attest.BenchmarkPredicateType, checked.Attestations[0].PredicateType, "no test-result: nothing judged it")
+	var text bytes.Buffer
+	require.NoError(t, checked.WriteText(&text))
+	require.Contains(t, text.String(), "profile.json hashes to the digest the benchmark statement names (the run had no gate set)")
+
+	// With the standard tools, in the unpacked bundle.
+	dir := attesttest.Extract(t, bundle)
+	require.NoFileExists(t, filepath.Join(dir, attest.FileGateSet))
+	out, err := attesttest.Run(dir, "sha256sum "+attest.FileProfile)
+	require.NoError(t, err)
+	require.Equal(t, strings.TrimPrefix(b.profile.Digest, "sha256:")+"  "+attest.FileProfile+"\n", out, "sha256sum recomputes the profile version's digest")
+	md, err := os.ReadFile(filepath.Join(dir, attest.FileVerifyMD))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "## 4. The profile\n")
+	require.Contains(t, string(md), "the run had no gate set, so nothing judged it")
+	var profileBlock string
+	for _, block := range attesttest.Blocks(t, dir, "sh") {
+		if strings.Contains(block, "digest profile") {
+			profileBlock = block
+		}
+	}
+	require.NotContains(t, profileBlock, "gateSet")
+	out, err = attesttest.Run(dir, profileBlock)
+	require.NoError(t, err)
+	require.Equal(t, attest.FileProfile+": OK\n", out, "VERIFY.md compares it with the statement's digest")
+	m := attesttest.CheckTampers(t, bundle, keys)
+	attesttest.RequireAllCaught(t, m)
 }

@@ -213,9 +213,8 @@ func (d Signer) Sign(ctx context.Context, runID int64) (store.RunReport, error) 
 	if d.BaseURL != nil {
 		bundle.LogHeadURL = d.BaseURL.JoinPath("programs", strconv.FormatInt(in.data.Run.ProgramID, 10), "decisions", "head.json").String()
 	}
-	if in.profileDoc != nil && in.gateSetDoc != nil {
-		bundle.Profile, bundle.GateSet = in.profileDoc, in.gateSetDoc
-	}
+	// Each document the run has: a run without a gate set has the profile.
+	bundle.Profile, bundle.GateSet = in.profileDoc, in.gateSetDoc
 	for _, a := range in.artifacts {
 		a := a
 		bundle.Artifacts = append(bundle.Artifacts, attest.Artifact{Name: a.Path, Size: a.Size, SHA256: a.SHA256, Open: func(ctx context.Context) (io.ReadCloser, error) {
