@@ -115,14 +115,14 @@ type Verdict struct {
 
 // Benchmark is Accord's benchmark predicate (BenchmarkPredicateType).
 type Benchmark struct {
-	RunID         string    `json:"runId"`
-	Profile       Ref       `json:"profile"`
+	RunID   string `json:"runId"`
+	Profile Ref    `json:"profile"`
 	// GateSet is absent for a run without a gate set.
-	GateSet       Ref       `json:"gateSet,omitzero"`
-	BaselineRunID string    `json:"baselineRunId,omitempty"`
-	Host          string    `json:"host,omitempty"`
-	HostFacts     string    `json:"hostFactsSha256"`
-	Metrics       any       `json:"metrics"`
+	GateSet       Ref    `json:"gateSet,omitzero"`
+	BaselineRunID string `json:"baselineRunId,omitempty"`
+	Host          string `json:"host,omitempty"`
+	HostFacts     string `json:"hostFactsSha256"`
+	Metrics       any    `json:"metrics"`
 	// Verdict is absent for a run without a gate set: nothing judged it.
 	Verdict       string    `json:"verdict,omitempty"`
 	Verdicts      []Verdict `json:"verdicts"`
@@ -139,7 +139,7 @@ type RunEvidence struct {
 	// Artifacts are the run's stored artifacts; their names are paths under
 	// the bundle's artifacts/ directory and SHA256 their hex digests.
 	Artifacts []ArtifactDigest
-	Profile Ref
+	Profile   Ref
 	// GateSet is the zero Ref for a run without a gate set: it gets the
 	// benchmark statement alone (no test-result: nothing judged it).
 	GateSet Ref
