@@ -113,17 +113,16 @@ type Verdict struct {
 	Details     json.RawMessage `json:"details,omitempty"`
 }
 
-// Benchmark is Accord's benchmark predicate (BenchmarkPredicateType).
+// Benchmark is Accord's benchmark predicate (BenchmarkPredicateType). A
+// run without a gate set has no GateSet and no Verdict (both left out).
 type Benchmark struct {
-	RunID   string `json:"runId"`
-	Profile Ref    `json:"profile"`
-	// GateSet is absent for a run without a gate set.
-	GateSet       Ref    `json:"gateSet,omitzero"`
-	BaselineRunID string `json:"baselineRunId,omitempty"`
-	Host          string `json:"host,omitempty"`
-	HostFacts     string `json:"hostFactsSha256"`
-	Metrics       any    `json:"metrics"`
-	// Verdict is absent for a run without a gate set: nothing judged it.
+	RunID         string    `json:"runId"`
+	Profile       Ref       `json:"profile"`
+	GateSet       Ref       `json:"gateSet,omitzero"`
+	BaselineRunID string    `json:"baselineRunId,omitempty"`
+	Host          string    `json:"host,omitempty"`
+	HostFacts     string    `json:"hostFactsSha256"`
+	Metrics       any       `json:"metrics"`
 	Verdict       string    `json:"verdict,omitempty"`
 	Verdicts      []Verdict `json:"verdicts"`
 	EngineVersion string    `json:"engineVersion"`
