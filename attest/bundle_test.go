@@ -435,13 +435,24 @@ func TestKeyLifeAcrossVerifiers(t *testing.T) {
 		_, err := runBlock(dir, block)
 		return err
 	}
-	accordVerify := func(bundle []byte) (string, error) {
+	// accord verify with each published form of the keys: keys.json,
+	// allowed_signers (its windows, and the comment above each line that
+	// says whether a rotation or a revocation ended it) and keys.pem (the
+	// active key alone).
+	trustedAs := map[string]*KeySet{"keys.json": trusted}
+	for _, f := range []string{"allowed_signers", "keys.pem"} {
+		ks, err := ParseTrustedKeys(mustRead(t, filepath.Join(keysDir, f)))
+		require.NoError(t, err)
+		trustedAs[f] = ks
+	}
+	accordVerifyWith := func(bundle []byte, keysFile string) (string, error) {
 		path := filepath.Join(t.TempDir(), "bundle.tar.gz")
 		require.NoError(t, os.WriteFile(path, bundle, 0o644))
 		var out bytes.Buffer
-		err := VerifyFile(context.Background(), path, trusted, &out)
+		err := VerifyFile(context.Background(), path, trustedAs[keysFile], &out)
 		return out.String(), err
 	}
+	accordVerify := func(bundle []byte) (string, error) { return accordVerifyWith(bundle, "keys.json") }
 	ownPEM := func(s *Signer) string { return filepath.Join(keysDir, s.PublicKey().PEMFile()) }
 	activePEM := filepath.Join(keysDir, "keys.pem")
 
@@ -468,14 +479,25 @@ func TestKeyLifeAcrossVerifiers(t *testing.T) {
 		err = openssl(c.bundle, activePEM)
 		require.Equal(t, c.signer == keyC, err == nil, "%s: openssl with keys.pem: %v", c.name, err)
 
-		out, err := accordVerify(c.bundle)
-		if valid {
-			require.NoError(t, err, c.name)
-		} else {
-			require.ErrorIs(t, err, c.accordErr, c.name)
-			out += err.Error()
+		for _, keysFile := range []string{"keys.json", "allowed_signers"} {
+			out, err := accordVerifyWith(c.bundle, keysFile)
+			if valid {
+				require.NoError(t, err, "%s with %s", c.name, keysFile)
+			} else {
+				require.ErrorIs(t, err, c.accordErr, "%s with %s", c.name, keysFile)
+				out += err.Error()
+			}
+			require.Contains(t, out, c.accordSays, "%s with %s", c.name, keysFile)
 		}
-		require.Contains(t, out, c.accordSays, c.name)
+		// keys.pem holds the active key alone: every other key's bundle is
+		// refused, the revoked key's above all.
+		out, err := accordVerifyWith(c.bundle, "keys.pem")
+		if c.signer == keyC {
+			require.NoError(t, err, c.name)
+			require.Contains(t, out, "trusted, active")
+		} else {
+			require.ErrorContains(t, err, "is not a trusted key", "%s with keys.pem", c.name)
+		}
 	}
 	out, err := accordVerify(byB)
 	require.NoError(t, err)

@@ -423,14 +423,26 @@ func keyDates(k PublicKey) string {
 // ParseAllowedSigners reads an OpenSSH allowed_signers file. Lines whose
 // namespaces option excludes Namespace are skipped (ssh-keygen would not
 // accept them for our signatures either); cert-authority lines are refused.
-// Each key's Principal is the line's first principal.
+// Each key's Principal is the line's first principal. A key's window is the
+// line's valid-after and valid-before; the comment Accord writes above the
+// line (MarshalAllowedSigners: "# ID revoked, made T, rotated out T,
+// revoked T: reason") names what ended it, a rotation or a revocation,
+// when it agrees with that window (it is read for the words only: the
+// window stays the line's).
 func ParseAllowedSigners(data []byte) ([]PublicKey, error) {
 	var keys []PublicKey
+	var comment string // the comment line just above
 	for n, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
+		if line == "" {
 			continue
 		}
+		if c, ok := strings.CutPrefix(line, "#"); ok {
+			comment = strings.TrimSpace(c)
+			continue
+		}
+		above := comment
+		comment = ""
 		principals, rest, ok := cutPrincipals(line)
 		if !ok {
 			return nil, fmt.Errorf("attest: allowed_signers line %d: no key", n+1)
@@ -471,15 +483,52 @@ func ParseAllowedSigners(data []byte) ([]PublicKey, error) {
 			return nil, fmt.Errorf("attest: allowed_signers line %d: %w", n+1, err)
 		}
 		// The window as the line states it: made at valid-after, rotated
-		// out (no longer signing) at valid-before.
+		// out (no longer signing) at valid-before, or revoked then as the
+		// comment above says.
 		k.Created = validAfter
 		if !validBefore.IsZero() {
 			k.Status, k.RetiredAt = KeyRetired, validBefore
+			if c, ok := parseKeyComment(above, k.ID); ok && c.Status == KeyRevoked && c.ValidBefore().Equal(validBefore) {
+				k.Status, k.RetiredAt, k.RevokedAt, k.RevokedReason = KeyRevoked, c.RetiredAt, c.RevokedAt, c.RevokedReason
+			}
 		}
 		k.Principal, _, _ = strings.Cut(principals, ",")
 		keys = append(keys, k)
 	}
 	return keys, nil
+}
+
+// parseKeyComment reads the comment MarshalAllowedSigners writes above a
+// key's line ("ID STATUS[, made T][, rotated out T][, revoked T: reason]")
+// for the key id; ok is false for any other comment.
+func parseKeyComment(comment, id string) (k PublicKey, ok bool) {
+	rest, found := strings.CutPrefix(comment, id+" ")
+	if !found {
+		return k, false
+	}
+	status, rest, _ := strings.Cut(rest, ",")
+	k.ID, k.Status = id, KeyStatus(status)
+	// The revocation comes last: its reason may hold commas.
+	rest, revoked, hasRevoked := strings.Cut(rest, ", revoked ")
+	if hasRevoked {
+		at, reason, _ := strings.Cut(revoked, ": ")
+		t, err := time.Parse(time.RFC3339, at)
+		if err != nil {
+			return k, false
+		}
+		k.RevokedAt, k.RevokedReason = t, reason
+	}
+	for _, part := range strings.Split(rest, ",") {
+		part = strings.TrimSpace(part)
+		if at, found := strings.CutPrefix(part, "rotated out "); found {
+			t, err := time.Parse(time.RFC3339, at)
+			if err != nil {
+				return k, false
+			}
+			k.RetiredAt = t
+		}
+	}
+	return k, k.Status != KeyRevoked || hasRevoked
 }
 
 // parseSSHTime reads ssh-keygen's YYYYMMDD[HHMM[SS]] times. Accord writes

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -265,4 +267,115 @@ func mustJSON(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// What the installation publishes once a key was rotated out and another
+// revoked: keys.pem holds the active key alone (openssl reads it), each
+// key's own PEM under /.well-known/accord/keys/ is that key and nothing
+// else (openssl reads it; ssh-keygen converts it to the key whose
+// fingerprint is its id), and with the published keys.pem, accord verify
+// refuses what the revoked key signs after its revocation.
+func TestPublishedKeysAfterARevocation(t *testing.T) {
+	t.Parallel()
+	attesttest.RequireTools(t, "openssl", "ssh-keygen")
+	rb := setupRollout(t)
+	ctx := context.Background()
+	rb.createUser(t, "root@vendor.example", nil, true)
+	admin := rb.signIn(t, "root@vendor.example")
+	retired, err := rb.keyring.Active()
+	require.NoError(t, err)
+	res, page := rb.post(t, admin, "/admin/keys/rotate", nil)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, page)
+	stolen, err := rb.keyring.Active()
+	require.NoError(t, err)
+	res, page = rb.post(t, admin, "/admin/keys/revoke", url.Values{"key_id": {stolen.KeyID()}, "reason": {"laptop stolen"}})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, page)
+	active, err := rb.keyring.Active()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	save := func(path string) string {
+		file := filepath.Join(dir, filepath.Base(path))
+		require.NoError(t, os.WriteFile(file, rb.download(t, path), 0o600))
+		return file
+	}
+	run := func(name string, args ...string) string {
+		out, err := exec.Command(name, args...).CombinedOutput()
+		require.NoError(t, err, "%s %v: %s", name, args, out)
+		return string(out)
+	}
+	// fingerprint is the SHA256 fingerprint of a PEM public key, as
+	// ssh-keygen computes it after converting it.
+	fingerprint := func(pemFile string) string {
+		sshKey := filepath.Join(dir, "converted.pub")
+		require.NoError(t, os.WriteFile(sshKey, []byte(run("ssh-keygen", "-i", "-m", "PKCS8", "-f", pemFile)), 0o600))
+		fields := strings.Fields(run("ssh-keygen", "-l", "-E", "sha256", "-f", sshKey))
+		require.GreaterOrEqual(t, len(fields), 2)
+		return fields[1]
+	}
+
+	// keys.pem: the active key alone.
+	keysPEM := save("/.well-known/accord/keys.pem")
+	body, err := os.ReadFile(keysPEM)
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(body), "-----BEGIN PUBLIC KEY-----"))
+	require.Contains(t, string(body), "# "+active.KeyID()+" active\n")
+	require.NotContains(t, string(body), stolen.KeyID())
+	require.NotContains(t, string(body), retired.KeyID())
+	run("openssl", "pkey", "-pubin", "-in", keysPEM, "-noout")
+	require.Equal(t, active.KeyID(), fingerprint(keysPEM))
+
+	// Each key's own PEM, as keys.json names it.
+	keysJSON := rb.download(t, "/.well-known/accord/keys.json")
+	var doc struct {
+		Keys []struct {
+			ID, Status string
+			PEMFile    string `json:"pem_file"`
+		} `json:"keys"`
+	}
+	require.NoError(t, json.Unmarshal(keysJSON, &doc))
+	statuses := map[string]string{}
+	for _, k := range doc.Keys {
+		statuses[k.ID] = k.Status
+		resp, err := http.Get(rb.ts.URL + "/.well-known/accord/" + k.PEMFile)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, "application/x-pem-file", resp.Header.Get("Content-Type"))
+		file := save("/.well-known/accord/" + k.PEMFile)
+		own, err := os.ReadFile(file)
+		require.NoError(t, err)
+		require.Equal(t, 1, strings.Count(string(own), "-----BEGIN PUBLIC KEY-----"), k.ID)
+		run("openssl", "pkey", "-pubin", "-in", file, "-noout")
+		require.Equal(t, k.ID, fingerprint(file), "%s's own PEM is that key", k.ID)
+	}
+	require.Equal(t, map[string]string{retired.KeyID(): "retired", stolen.KeyID(): "revoked", active.KeyID(): "active"}, statuses)
+
+	// Whoever kept the revoked key signs a bundle after the revocation:
+	// refused with each published form of the keys.
+	keys, err := rb.keyring.PublicKeys()
+	require.NoError(t, err)
+	var revokedAt time.Time
+	for _, k := range keys {
+		if k.ID == stolen.KeyID() {
+			revokedAt = k.RevokedAt
+		}
+	}
+	// The thief ships the key's own public key, not the published ones.
+	in := attesttest.SampleInput(t, stolen, []attest.PublicKey{stolen.PublicKey()}, "9", revokedAt.Add(time.Hour))
+	var forged bytes.Buffer
+	_, err = attest.WriteBundle(ctx, &forged, stolen, in)
+	require.NoError(t, err)
+	bundle := filepath.Join(dir, "forged.tar.gz")
+	require.NoError(t, os.WriteFile(bundle, forged.Bytes(), 0o600))
+	for file, says := range map[string]string{
+		keysPEM:                               "signed by key " + stolen.KeyID() + ", which is not a trusted key",
+		save("/.well-known/accord/keys.json"): "key " + stolen.KeyID() + " was revoked at " + revokedAt.UTC().Format(time.RFC3339) + " (laptop stolen)",
+		save("/.well-known/accord/allowed_signers"): "key " + stolen.KeyID() + " was revoked at " + revokedAt.UTC().Format(time.RFC3339) + " (laptop stolen)",
+	} {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		trusted, err := attest.ParseTrustedKeys(data)
+		require.NoError(t, err)
+		err = attest.VerifyFileWithHead(ctx, bundle, trusted, nil, io.Discard)
+		require.ErrorContains(t, err, says, filepath.Base(file))
+	}
 }
