@@ -25,6 +25,9 @@ func FuzzParseTrustedKeys(f *testing.F) {
 	f.Add([]byte(`accord-signer namespaces="accord-report@accordlab" ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBJJNUDf2dY/N8mIjpRk0kG+oNfPPeFibyhbUAQt3LHNPeTIrA0JgQXVJC4Y9jJ7eYJBKy6nZUoSgWB3Tv/WNZO0=`))
 	f.Add([]byte("-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEkk1QN/Z1j83yYiOlGTSQb6g18894\nWJvKFtQBC3csc095MisDQmBBdUkLhj2Mnt5gkErLqdlShKBYHdO/9Y1k7Q==\n-----END PUBLIC KEY-----\n"))
 	f.Add([]byte(`{"format":"accord-keys/v1","keys":[]}`))
+	// The comment Accord writes above a revoked key's line.
+	f.Add([]byte("# SHA256:HGeEP1hmVv6VZCq8FRjm4oL/y6T5Lop1nAx2Z/bY5W0 revoked, made 2026-02-12T09:26:53Z, rotated out 2026-03-14T09:26:53Z, revoked 2026-03-14T09:26:53Z: laptop stolen, then found\n" +
+		`accord-signer namespaces="accord-report@accordlab",valid-after="20260212092653Z",valid-before="20260314092653Z" ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBJJNUDf2dY/N8mIjpRk0kG+oNfPPeFibyhbUAQt3LHNPeTIrA0JgQXVJC4Y9jJ7eYJBKy6nZUoSgWB3Tv/WNZO0=`))
 	f.Add([]byte(`"a b" namespaces="accord-report@accordlab",valid-after="20260212092653Z",valid-before="20260314" ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBJJNUDf2dY/N8mIjpRk0kG+oNfPPeFibyhbUAQt3LHNPeTIrA0JgQXVJC4Y9jJ7eYJBKy6nZUoSgWB3Tv/WNZO0=`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ks, err := ParseTrustedKeys(data)
