@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -25,6 +26,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/attest"
+	"github.com/accordlab/accord/attest/attesttest"
 	"github.com/accordlab/accord/handlers/auth"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
@@ -451,13 +454,53 @@ func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 		require.Equal(t, 1, n, "one run, not two")
 	})
 
-	t.Run("no gate set, no signed report", func(t *testing.T) {
-		report := filepath.Join(dir, "none.tar.gz")
-		// Runs without a gate set are not judged, so never signed: the
-		// report's 404 is said plainly and does not change the exit code...
-		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--report", report, "--report-wait", "1s", "--progress", "off")...)
+	t.Run("no gate set, signed as it is", func(t *testing.T) {
+		// A run without a gate set is not judged, and is signed as it is:
+		// its bundle verifies against the installation's published keys,
+		// holds profile.json and no gate set, and sha256sum of profile.json
+		// is the profile version's digest.
+		report := filepath.Join(dir, "ungated.tar.gz")
+		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--report", report, "--require-report", "--progress", "off")...)
 		require.Equal(t, submit.ExitPass, r.code, r)
 		require.Contains(t, r.stderr, "no --gate-set: the run will get no verdict")
+		require.Regexp(t, `(?m)^DONE  run \d+ · quick read v1 × lab-1: finished, no gate set, no verdict$`, r.stdout)
+		resp, err := http.Get(b.base + "/.well-known/accord/keys.json")
+		require.NoError(t, err)
+		keysJSON, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		keysFile := filepath.Join(dir, "keys.json")
+		require.NoError(t, os.WriteFile(keysFile, keysJSON, 0o600))
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, cmdVerify(ctx, []string{report, "--keys", keysFile}, &stdout, &stderr), stderr.String())
+		require.Contains(t, stdout.String(), "profile.json hashes to the digest the benchmark statement names (the run had no gate set)")
+		bundle, err := os.ReadFile(report)
+		require.NoError(t, err)
+		unpacked := attesttest.Extract(t, bundle)
+		require.NoFileExists(t, filepath.Join(unpacked, attest.FileGateSet))
+		sum, err := attesttest.Run(unpacked, "sha256sum "+attest.FileProfile)
+		require.NoError(t, err)
+		var digest string
+		require.NoError(t, b.store.Pool.QueryRow(ctx, `SELECT digest FROM profile_versions WHERE id = $1`, b.versionID["quick read"]).Scan(&digest))
+		require.Equal(t, strings.TrimPrefix(digest, "sha256:")+"  "+attest.FileProfile+"\n", sum)
+		out, err := attesttest.Run(unpacked, attest.RunAllCommand)
+		require.NoError(t, err)
+		require.True(t, strings.HasSuffix(out, "All checks passed.\n"), out)
+	})
+
+	t.Run("no signed report yet", func(t *testing.T) {
+		// While no report can be stored (a test transaction holds
+		// run_reports in SHARE mode: reads go on, the signing's insert
+		// waits), the report's 404 is said plainly and does not change the
+		// exit code...
+		hold, err := b.store.Pool.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = hold.Rollback(ctx) }()
+		_, err = hold.Exec(ctx, `LOCK TABLE run_reports IN SHARE MODE`)
+		require.NoError(t, err)
+		report := filepath.Join(dir, "none.tar.gz")
+		r := b.submit(t, ctx, b.token, append(common, "--profile", "quick read", "--report", report, "--report-wait", "1s", "--progress", "off")...)
+		require.Equal(t, submit.ExitPass, r.code, r)
 		require.Regexp(t, `(?m)^DONE  run \d+ · quick read v1 × lab-1: finished, no gate set, no verdict$`, r.stdout)
 		require.Contains(t, r.stdout, "report: no signed report yet (the server answered 404 for /api/v1/programs/")
 		require.NoFileExists(t, report)

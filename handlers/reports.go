@@ -42,7 +42,7 @@ func (s *Server) downloadReport(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.store.LatestRunReport(r.Context(), run.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		if isAPI(r) {
-			writeJSON(w, http.StatusNotFound, apiError{Error: "this run has no signed report yet (it is signed once it is judged)", RequestID: requestID(r.Context())})
+			writeJSON(w, http.StatusNotFound, apiError{Error: "this run has no signed report yet (it is signed once it is judged, or once it is done when it has no gate set)", RequestID: requestID(r.Context())})
 			return
 		}
 		s.renderError(w, r, http.StatusNotFound)

@@ -141,7 +141,7 @@ func ReportPage(p Page, pr store.ProgramAccess, d ReportPageData) templ.Componen
 				return templ_7745c5c3_Err
 			}
 			if d.Report == nil {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<div class=\"panel empty\"><strong>Not signed yet.</strong> A run is signed once it is judged by its gate set.</div>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<div class=\"panel empty\"><strong>Not signed yet.</strong> A run is signed once it is judged by its gate set, or once it is done when it has none.</div>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
