@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/accordlab/accord/internal/demo"
 	"net/http"
 	"net/url"
 	"os"
@@ -35,23 +36,25 @@ func TestAttackDemoEmulatorFilesSharedAndLeftBehind(t *testing.T) {
 		"ACCORD_DEMO_SSH_PORT": strconv.Itoa(freePort(t)), "ACCORD_DEMO_EMULATOR_PORTS": fmt.Sprintf("%d,%d", freePort(t), freePort(t)),
 	}))
 	require.NoError(t, err)
-	lab, err := startDemoLab(context.Background(), cfg, quietLog())
+	lab, err := demo.StartLab(context.Background(), demoLabConfig(cfg), quietLog())
 	require.NoError(t, err)
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
-			lab.stop()
+			lab.Stop()
 		}
 	})
 
 	kvDir := filepath.Join(dataDir, "demo", "kv")
-	for _, name := range demoKVFiles {
+	for _, name := range demo.KVFiles {
 		require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(kvDir, name)); return err == nil }, 30*time.Second, 50*time.Millisecond,
 			"%s is laid out under the data directory", name)
 	}
 	// Every emulator names its file under the data directory, none in /dev/shm.
 	var emulators int
-	for _, p := range lab.procs {
+	started, err := demo.ReadLabState(filepath.Join(dataDir, "demo"))
+	require.NoError(t, err)
+	for _, p := range started {
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
 		require.NoError(t, err)
 		args := strings.Split(string(cmdline), "\x00")
@@ -64,9 +67,9 @@ func TestAttackDemoEmulatorFilesSharedAndLeftBehind(t *testing.T) {
 	}
 	require.Equal(t, 2, emulators)
 
-	lab.stop()
+	lab.Stop()
 	stopped = true
-	for _, name := range demoKVFiles {
+	for _, name := range demo.KVFiles {
 		require.NoFileExists(t, filepath.Join(kvDir, name), "removed at shutdown")
 	}
 }
@@ -94,11 +97,7 @@ func TestAttackDemoFioFileLeftBehindAtShutdown(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
-		if lab, err := readLabState(filepath.Join(dataDir, "demo")); err == nil {
-			for _, p := range lab {
-				stopProcess(p, nil) // what a failed test left running
-			}
-		}
+		_ = demo.StopRecorded(dataDir) // what a failed test left running
 	})
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Accord demo is up") }, 120*time.Second, 100*time.Millisecond,
 		"the demo starts:\n%s", out)
@@ -111,7 +110,7 @@ func TestAttackDemoFioFileLeftBehindAtShutdown(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT program_id, id FROM hosts`).Scan(&programID, &hostID))
 	require.NoError(t, pool.QueryRow(ctx, `SELECT v.id FROM profile_versions v JOIN profiles p ON p.id = v.profile_id
 		WHERE p.name = 'Demo KV-cache lookup I/O'`).Scan(&versionID))
-	engineer := signInAt(t, base, "vendor.engineer@accord.demo", demoPassword)
+	engineer := signInAt(t, base, "vendor.engineer@accord.demo", demo.Password)
 	resp, err := engineer.PostForm(fmt.Sprintf("%s/programs/%d/runs", base, programID), url.Values{"profile_version": {strconv.FormatInt(versionID, 10)},
 		"host": {strconv.FormatInt(hostID, 10)}, "confirm_readiness": {"1"}, "confirm_warnings": {"1"}})
 	status, page := answer(t, resp, err)
@@ -122,7 +121,7 @@ func TestAttackDemoFioFileLeftBehindAtShutdown(t *testing.T) {
 		fi, err := os.Stat(fioFile)
 		return err == nil && fi.Size() == 64<<20
 	}, 5*time.Minute, 200*time.Millisecond, "fio lays its 64 MiB file out:\n%s", out)
-	for _, name := range demoKVFiles {
+	for _, name := range demo.KVFiles {
 		require.FileExists(t, filepath.Join(kvDir, name))
 	}
 
@@ -134,7 +133,7 @@ func TestAttackDemoFioFileLeftBehindAtShutdown(t *testing.T) {
 		t.Fatalf("serve did not stop on SIGTERM:\n%s", out)
 	}
 	require.NoFileExists(t, fioFile, "the fio file is removed at shutdown")
-	for _, name := range demoKVFiles {
+	for _, name := range demo.KVFiles {
 		require.NoFileExists(t, filepath.Join(kvDir, name), "the KV files are removed at shutdown")
 	}
 	left, err := os.ReadDir(filepath.Join(dataDir, "demo", "fio"))

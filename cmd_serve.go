@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/accordlab/accord/internal/demo"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -110,12 +111,12 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 	defer stopRiver(riverClient, cfg.ShutdownTimeout, log)
 
 	if cfg.Demo && withWeb {
-		lab, err := startDemoLab(ctx, cfg, log)
+		lab, err := demo.StartLab(ctx, demoLabConfig(cfg), log)
 		if err != nil {
 			return fmt.Errorf("demo lab: %w (set ACCORD_DEMO=false to serve without it)", err)
 		}
-		defer lab.stop()
-		if err := seedDemo(ctx, st, sealer, riverClient, lab, os.Stdout, cfg.BaseURL.String(), log); err != nil {
+		defer lab.Stop()
+		if err := demo.Seed(ctx, st, sealer, riverClient, lab, os.Stdout, cfg.BaseURL.String(), log); err != nil {
 			return err
 		}
 	}
@@ -133,7 +134,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 		MetricsElsewhere: cfg.MetricsListen != "",
 	}
 	if cfg.Demo {
-		opts.Demo = demoSignIn()
+		opts.Demo = demo.SignIn()
 	}
 	ui, err := newRiverUI(ctx, riverClient, log)
 	if err != nil {

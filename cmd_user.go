@@ -72,7 +72,10 @@ func cmdUser(ctx context.Context, args []string, getenv func(string) string, std
 	err = st.InTx(ctx, func(tx *store.Store) error {
 		var orgID *int64
 		if *org != "" {
-			id, err := findOrCreateOrg(ctx, tx, *org, *orgKind)
+			id, err := tx.EnsureOrganization(ctx, *org, *orgKind)
+			if errors.Is(err, store.ErrNoSuchOrganization) {
+				err = fmt.Errorf("organisation %q does not exist: give --org-kind vendor or customer to create it", *org)
+			}
 			if err != nil {
 				return err
 			}
@@ -98,20 +101,6 @@ func cmdUser(ctx context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintf(stdout, "password: %s\n", password)
 	}
 	return 0
-}
-
-func findOrCreateOrg(ctx context.Context, tx *store.Store, name, kind string) (int64, error) {
-	o, err := tx.OrganizationByName(ctx, name)
-	if err == nil {
-		return o.ID, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return 0, err
-	}
-	if kind != "vendor" && kind != "customer" {
-		return 0, fmt.Errorf("organisation %q does not exist: give --org-kind vendor or customer to create it", name)
-	}
-	return tx.CreateOrganization(ctx, name, kind)
 }
 
 // generatePassword returns 20 characters from an unambiguous alphabet.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/accordlab/accord/internal/demo"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -335,4 +336,9 @@ func redactURL(s string) string {
 		return "(unparsable URL)"
 	}
 	return u.Redacted()
+}
+
+// demoLabConfig is the part of the configuration the demo lab takes.
+func demoLabConfig(cfg Config) demo.LabConfig {
+	return demo.LabConfig{DataDir: cfg.DataDir, SSHPort: cfg.DemoSSHPort, Ports: cfg.DemoPorts, ProbeDir: cfg.ProbeDir}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/accordlab/accord/internal/demo"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,7 +55,7 @@ func TestDemoLabOutlivesAServerCrash(t *testing.T) {
 
 	first, out := start()
 	waitOutput(out, "Accord demo is up")
-	lab, err := readLabState(labDir)
+	lab, err := demo.ReadLabState(labDir)
 	require.NoError(t, err)
 	require.Len(t, lab, 3, "sshd and two emulators")
 	var runID int64
@@ -66,13 +67,13 @@ func TestDemoLabOutlivesAServerCrash(t *testing.T) {
 	_, _ = first.Process.Wait()
 	time.Sleep(time.Second)
 	for _, p := range lab {
-		require.True(t, p.sameProcess(), "%s (pid %d) outlived the server", p.Name, p.PID)
-		require.True(t, answers(p.Addr), "%s still answers on %s", p.Name, p.Addr)
+		require.True(t, p.Running(), "%s (pid %d) outlived the server", p.Name, p.PID)
+		require.True(t, p.Answers(), "%s still answers on %s", p.Name, p.Addr)
 	}
 
 	second, out := start()
 	waitOutput(out, "The demo lab outlived the last server and is used again")
-	again, err := readLabState(labDir)
+	again, err := demo.ReadLabState(labDir)
 	require.NoError(t, err)
 	require.Len(t, again, 3)
 	for name, p := range again {
@@ -108,7 +109,7 @@ func TestDemoLabOutlivesAServerCrash(t *testing.T) {
 	require.NoError(t, second.Process.Signal(syscall.SIGTERM))
 	_, _ = second.Process.Wait()
 	for _, p := range again {
-		require.False(t, alive(p.PID), "%s (pid %d) stopped with a clean shutdown", p.Name, p.PID)
+		require.False(t, p.Running(), "%s (pid %d) stopped with a clean shutdown", p.Name, p.PID)
 	}
-	require.NoFileExists(t, filepath.Join(labDir, labStateFile))
+	require.NoFileExists(t, filepath.Join(labDir, demo.LabStateFile))
 }

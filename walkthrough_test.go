@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/accordlab/accord/internal/demo"
 	"io"
 	"net"
 	"net/http"
@@ -109,7 +110,7 @@ func (w *walkthrough) id(t *testing.T, query string, args ...any) int64 {
 
 func signIn(br *browsertest.Browser, base, email string) {
 	br.Do(chromedp.Navigate(base+"/signin"), chromedp.WaitVisible(chromedp.ID("email")),
-		chromedp.SendKeys(chromedp.ID("email"), email), chromedp.SendKeys(chromedp.ID("password"), demoPassword))
+		chromedp.SendKeys(chromedp.ID("email"), email), chromedp.SendKeys(chromedp.ID("password"), demo.Password))
 	br.ClickAndWait("#signin-submit")
 	br.Do(chromedp.WaitVisible(chromedp.CSS("form[action='/signout']")))
 }
@@ -130,13 +131,13 @@ func TestBrowserWalkthrough(t *testing.T) {
 	t.Parallel()
 	w := startWalkthrough(t)
 	ctx := context.Background()
-	baseline := w.id(t, `SELECT id FROM runs WHERE label = $1`, demoBaselineLabel)
+	baseline := w.id(t, `SELECT id FROM runs WHERE label = $1`, demo.BaselineLabel)
 	_, verdict := w.waitRun(t, baseline, "the demo's baseline run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
 	require.NotEmpty(t, verdict, "the first page has something to look at")
 	// The demo's candidate follows the judged baseline.
 	var candidate int64
 	require.Eventually(t, func() bool {
-		return w.pool.QueryRow(ctx, `SELECT id FROM runs WHERE label = $1`, demoCandidateLabel).Scan(&candidate) == nil
+		return w.pool.QueryRow(ctx, `SELECT id FROM runs WHERE label = $1`, demo.CandidateLabel).Scan(&candidate) == nil
 	}, time.Minute, 250*time.Millisecond, "the demo submits its candidate run once the baseline is judged")
 	state, candidateVerdict := w.waitRun(t, candidate, "the demo's candidate run to be judged", 4*time.Minute, func(s, v string) bool { return s == "done" && v != "" || s == "failed" })
 	require.Equal(t, "done", state)
@@ -164,8 +165,8 @@ func TestBrowserWalkthrough(t *testing.T) {
 	require.Equal(t, stageLabel(candidateVerdict), br.Text("#overview-stage-state"))
 	require.Contains(t, br.Text("#overview-evidence"), fmt.Sprintf("run #%d %s", candidate, candidateVerdict))
 	verdicts := br.Text("#latest-verdicts")
-	require.Contains(t, verdicts, fmt.Sprintf("#%d %s", candidate, demoCandidateLabel))
-	require.Contains(t, verdicts, fmt.Sprintf("#%d %s", baseline, demoBaselineLabel))
+	require.Contains(t, verdicts, fmt.Sprintf("#%d %s", candidate, demo.CandidateLabel))
+	require.Contains(t, verdicts, fmt.Sprintf("#%d %s", baseline, demo.BaselineLabel))
 	waiting := br.Text("#waits")
 	require.Contains(t, waiting, fmt.Sprintf("Run #%d's report awaits the customer's co-signature.", candidate))
 	require.Contains(t, waiting, "Stage 1, lab-acceptance, awaits the vendor approver")

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -115,6 +116,26 @@ func (s *Store) SetUserOrganization(ctx context.Context, userID int64, orgID *in
 		return fmt.Errorf("store: set organisation of user %d: %w", userID, ErrNotFound)
 	}
 	return nil
+}
+
+// ErrNoSuchOrganization: EnsureOrganization found no organisation of the
+// name and was given no kind (vendor or customer) to create it with.
+var ErrNoSuchOrganization = errors.New("store: no such organisation")
+
+// EnsureOrganization returns the organisation of the name, creating it of
+// the kind when there is none.
+func (s *Store) EnsureOrganization(ctx context.Context, name, kind string) (int64, error) {
+	o, err := s.OrganizationByName(ctx, name)
+	if err == nil {
+		return o.ID, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	if kind != "vendor" && kind != "customer" {
+		return 0, fmt.Errorf("organisation %q: %w", name, ErrNoSuchOrganization)
+	}
+	return s.CreateOrganization(ctx, name, kind)
 }
 
 // CreateOrganization inserts an organisation; a taken name is ErrConflict.

@@ -1,4 +1,9 @@
-package main
+// Package demo is the demo installation of development mode: the lab (a
+// local sshd and two inference emulators standing for two storage paths,
+// which outlive a crashed server and are used again) and the seed (two
+// organisations, a program, users of every role, profiles, gate sets, a
+// rollout plan, and a baseline and a candidate run through the lab).
+package demo
 
 import (
 	"context"
@@ -24,16 +29,16 @@ import (
 	"github.com/accordlab/accord/runners/sshrun"
 )
 
-// demoLab is the lab `make run` brings up in dev mode: a local sshd that
+// Lab is the lab `make run` brings up in dev mode: a local sshd that
 // stands for a lab host, and two inference emulators that stand for two
 // storage paths of the KV cache (a slower "local NVMe" one and a faster
 // "NVMe-oF array" one). Everything runs as the current user on 127.0.0.1.
 // Like a real lab, it does not die with the server: its processes run in
 // sessions of their own (a crashed server's runs keep measuring live
 // endpoints, and its successor takes them over), the next start finds them
-// through labStateFile and uses them again, and a clean shutdown stops
+// through LabStateFile and uses them again, and a clean shutdown stops
 // them.
-type demoLab struct {
+type Lab struct {
 	dir       string
 	sshPort   int
 	hostKey   ssh.PublicKey
@@ -49,19 +54,19 @@ type demoLab struct {
 
 	mu    sync.Mutex
 	log   *slog.Logger
-	prev  map[string]labProcess // from labStateFile, by name
-	procs []labProcess          // this start's, in start order
+	prev  map[string]Process    // from LabStateFile, by name
+	procs []Process             // this start's, in start order
 	exits map[int]chan struct{} // closed when a child started here exits
 }
 
-// labStateFile, in the lab's folder, lists its running processes.
-const labStateFile = "lab.json"
+// LabStateFile, in the lab's folder, lists its running processes.
+const LabStateFile = "lab.json"
 
-// labProcess is one process of the demo lab, as recorded in labStateFile:
+// Process is one process of the demo lab, as recorded in LabStateFile:
 // it is the same process later only if its pid is alive with the same
 // start time and an executable that was not replaced since. (Not by its
 // command line: sshd rewrites its own.)
-type labProcess struct {
+type Process struct {
 	Name string `json:"name"`
 	PID  int    `json:"pid"`
 	// StartTicks is the process's start time (/proc/PID/stat field 22), so
@@ -75,13 +80,21 @@ type labProcess struct {
 // itself for every connection).
 const sshdPath = "/usr/sbin/sshd"
 
-// startDemoLab starts the demo's processes; stop ends them.
-func startDemoLab(ctx context.Context, cfg Config, log *slog.Logger) (*demoLab, error) {
+// StartLab starts the demo's processes; stop ends them.
+// LabConfig is where the demo lab lives and listens.
+type LabConfig struct {
+	DataDir  string // the lab's files go in DataDir/demo
+	SSHPort  int    // the lab host's sshd on 127.0.0.1
+	Ports    [2]int // the emulators: the NVMe-oF path, the local-NVMe path
+	ProbeDir string // where the accord binaries for lab hosts are (the emulators run one)
+}
+
+func StartLab(ctx context.Context, cfg LabConfig, log *slog.Logger) (*Lab, error) {
 	dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "demo"))
 	if err != nil {
 		return nil, err
 	}
-	lab := &demoLab{dir: dir, sshPort: cfg.DemoSSHPort, fastPort: cfg.DemoPorts[0], slowPort: cfg.DemoPorts[1], log: log,
+	lab := &Lab{dir: dir, sshPort: cfg.SSHPort, fastPort: cfg.Ports[0], slowPort: cfg.Ports[1], log: log,
 		exits: map[int]chan struct{}{}}
 	u, err := user.Current()
 	if err != nil {
@@ -93,27 +106,27 @@ func startDemoLab(ctx context.Context, cfg Config, log *slog.Logger) (*demoLab, 
 			return nil, err
 		}
 	}
-	if lab.prev, err = readLabState(dir); err != nil {
+	if lab.prev, err = ReadLabState(dir); err != nil {
 		log.Warn("demo lab: the record of an earlier start is unreadable; starting afresh", "err", err)
 	}
 	lab.fioTarget = filepath.Join(dir, "fio", "kv-blocks.dat")
 	if err := lab.startSSHD(ctx, log); err != nil {
-		lab.stop()
+		lab.Stop()
 		return nil, err
 	}
 	if err := lab.startEmulators(ctx, log, cfg.ProbeDir); err != nil {
-		lab.stop()
+		lab.Stop()
 		return nil, err
 	}
 	// What an earlier start left and this one does not use (its
 	// configuration changed) goes.
 	for name, p := range lab.prev {
-		if !lab.has(name) && p.sameProcess() {
+		if !lab.has(name) && p.Running() {
 			stopProcess(p, nil)
 		}
 	}
 	if err := lab.writeState(); err != nil {
-		lab.stop()
+		lab.Stop()
 		return nil, err
 	}
 	if len(lab.reused) > 0 {
@@ -122,19 +135,19 @@ func startDemoLab(ctx context.Context, cfg Config, log *slog.Logger) (*demoLab, 
 	return lab, nil
 }
 
-// readLabState reads labStateFile (nothing when there is none).
-func readLabState(dir string) (map[string]labProcess, error) {
-	out := map[string]labProcess{}
-	b, err := os.ReadFile(filepath.Join(dir, labStateFile))
+// ReadLabState reads LabStateFile (nothing when there is none).
+func ReadLabState(dir string) (map[string]Process, error) {
+	out := map[string]Process{}
+	b, err := os.ReadFile(filepath.Join(dir, LabStateFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
 	}
 	if err != nil {
 		return out, err
 	}
-	var procs []labProcess
+	var procs []Process
 	if err := json.Unmarshal(b, &procs); err != nil {
-		return out, fmt.Errorf("%s: %w", labStateFile, err)
+		return out, fmt.Errorf("%s: %w", LabStateFile, err)
 	}
 	for _, p := range procs {
 		out[p.Name] = p
@@ -142,21 +155,21 @@ func readLabState(dir string) (map[string]labProcess, error) {
 	return out, nil
 }
 
-func (l *demoLab) writeState() error {
+func (l *Lab) writeState() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, err := json.MarshalIndent(l.procs, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(l.dir, "."+labStateFile+".tmp")
+	tmp := filepath.Join(l.dir, "."+LabStateFile+".tmp")
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(l.dir, labStateFile))
+	return os.Rename(tmp, filepath.Join(l.dir, LabStateFile))
 }
 
-func (l *demoLab) has(name string) bool {
+func (l *Lab) has(name string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range l.procs {
@@ -186,7 +199,7 @@ func keyFile(path, comment string) ([]byte, ssh.Signer, error) {
 	return b, signer, err
 }
 
-func (l *demoLab) startSSHD(ctx context.Context, log *slog.Logger) error {
+func (l *Lab) startSSHD(ctx context.Context, log *slog.Logger) error {
 	if _, err := os.Stat(sshdPath); err != nil {
 		return fmt.Errorf("the demo lab host needs OpenSSH's server at %s: install it (Debian: apt-get install openssh-server)", sshdPath)
 	}
@@ -235,22 +248,22 @@ func (l *demoLab) startSSHD(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(l.sshPort)
-	if err := l.run(ctx, log, labProcess{Name: "sshd", Argv: []string{sshdPath, "-D", "-e", "-f", cfgPath}, Addr: addr}, 10*time.Second); err != nil {
+	if err := l.run(ctx, log, Process{Name: "sshd", Argv: []string{sshdPath, "-D", "-e", "-f", cfgPath}, Addr: addr}, 10*time.Second); err != nil {
 		return fmt.Errorf("demo lab: sshd on port %d (is the port taken? set ACCORD_DEMO_SSH_PORT): %w", l.sshPort, err)
 	}
 	return nil
 }
 
-// demoKVFiles are the emulators' KV files (256 MiB each), in the lab's kv
+// KVFiles are the emulators' KV files (256 MiB each), in the lab's kv
 // folder under the installation's data directory: this installation's
 // own, never shared with another, and removed when the lab stops.
-var demoKVFiles = [2]string{"local-nvme.kv", "nvmeof.kv"}
+var KVFiles = [2]string{"local-nvme.kv", "nvmeof.kv"}
 
 // startEmulators runs two `accord emulate`: the "local NVMe" path reads KV
 // blocks from its file with a bandwidth cap, the "NVMe-oF" path from its
 // file at the speed of the page cache, so that the faster storage really
 // gives a lower TTFT.
-func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger, probeDir string) error {
+func (l *Lab) startEmulators(ctx context.Context, log *slog.Logger, probeDir string) error {
 	// The emulator is accord itself: the static build for lab hosts when
 	// there is one (the running binary may be a test's), else this binary.
 	self := filepath.Join(probeDir, "accord-linux-"+runtime.GOARCH)
@@ -267,14 +280,14 @@ func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger, probeDir
 		args []string
 		url  *string
 	}{
-		{"local NVMe path", l.slowPort, []string{"--kv-file", filepath.Join(l.dir, "kv", demoKVFiles[0]), "--kv-read-mbps", "75"}, &l.slowURL},
-		{"NVMe-oF path", l.fastPort, []string{"--kv-file", filepath.Join(l.dir, "kv", demoKVFiles[1])}, &l.fastURL},
+		{"local NVMe path", l.slowPort, []string{"--kv-file", filepath.Join(l.dir, "kv", KVFiles[0]), "--kv-read-mbps", "75"}, &l.slowURL},
+		{"NVMe-oF path", l.fastPort, []string{"--kv-file", filepath.Join(l.dir, "kv", KVFiles[1])}, &l.fastURL},
 	}
 	for _, p := range paths {
 		addr := "127.0.0.1:" + strconv.Itoa(p.port)
 		args := append([]string{self, "emulate", "--listen", addr}, append(append([]string{}, common...), p.args...)...)
 		name := "emulator (" + p.name + ")"
-		if err := l.run(ctx, log, labProcess{Name: name, Argv: args, Addr: addr}, 60*time.Second); err != nil {
+		if err := l.run(ctx, log, Process{Name: name, Argv: args, Addr: addr}, 60*time.Second); err != nil {
 			return fmt.Errorf("demo lab: emulator for the %s on %s (is the port taken?): %w", p.name, addr, err)
 		}
 		*p.url = "http://" + addr + "/v1"
@@ -287,8 +300,8 @@ func (l *demoLab) startEmulators(ctx context.Context, log *slog.Logger, probeDir
 // is stopped and want is started, in a session of its own (so that it
 // outlives this server), its output appended to logs/NAME.log. It returns
 // once want answers on its address.
-func (l *demoLab) run(ctx context.Context, log *slog.Logger, want labProcess, wait time.Duration) error {
-	if prev, ok := l.prev[want.Name]; ok && prev.sameProcess() {
+func (l *Lab) run(ctx context.Context, log *slog.Logger, want Process, wait time.Duration) error {
+	if prev, ok := l.prev[want.Name]; ok && prev.Running() {
 		if slices.Equal(prev.Argv, want.Argv) && answers(prev.Addr) {
 			l.mu.Lock()
 			l.procs = append(l.procs, prev)
@@ -329,9 +342,9 @@ func logName(name string) string {
 	return strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(name) + ".log"
 }
 
-// sameProcess reports whether p's pid is still the process recorded:
+// Running reports whether p's pid is still the process recorded:
 // alive, started when it was, its executable not replaced since.
-func (p labProcess) sameProcess() bool {
+func (p Process) Running() bool {
 	if p.PID <= 1 || !alive(p.PID) {
 		return false
 	}
@@ -386,7 +399,7 @@ func answers(addr string) bool {
 
 // stopProcess ends p's session (SIGTERM, SIGKILL after 5 s) and waits
 // until it is gone; exited, when known, is closed when it was reaped.
-func stopProcess(p labProcess, exited chan struct{}) {
+func stopProcess(p Process, exited chan struct{}) {
 	gone := func() bool {
 		if exited != nil {
 			select {
@@ -412,14 +425,14 @@ func stopProcess(p labProcess, exited chan struct{}) {
 
 // stop ends the demo processes (their whole sessions) at a clean shutdown,
 // and forgets them.
-func (l *demoLab) stop() {
+func (l *Lab) Stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range l.procs {
 		stopProcess(p, l.exits[p.PID])
 	}
 	l.procs = nil
-	_ = os.Remove(filepath.Join(l.dir, labStateFile))
+	_ = os.Remove(filepath.Join(l.dir, LabStateFile))
 	l.removeDataFiles()
 }
 
@@ -427,8 +440,8 @@ func (l *demoLab) stop() {
 // are stopped: the emulators' KV files (256 MiB each) and everything in the
 // fio folder, the demo host's only write place (the demo's fio file,
 // kv-blocks.dat, is 64 MiB). The next start lays them out again.
-func (l *demoLab) removeDataFiles() {
-	for _, name := range demoKVFiles {
+func (l *Lab) removeDataFiles() {
+	for _, name := range KVFiles {
 		if err := os.Remove(filepath.Join(l.dir, "kv", name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			l.log.Warn("demo lab: emulator file not removed", "file", name, "err", err)
 		}
@@ -460,3 +473,22 @@ func waitForPort(ctx context.Context, addr string, timeout time.Duration) error 
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// StopRecorded stops the lab processes an earlier start recorded under
+// dataDir (those still the same processes), as a clean stop would: for
+// tests and operators cleaning up after a server that was killed.
+func StopRecorded(dataDir string) error {
+	procs, err := ReadLabState(filepath.Join(dataDir, "demo"))
+	if err != nil {
+		return err
+	}
+	for _, p := range procs {
+		if p.Running() {
+			stopProcess(p, nil)
+		}
+	}
+	return nil
+}
+
+// Answers says whether the process answers on its address.
+func (p Process) Answers() bool { return answers(p.Addr) }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -29,15 +29,15 @@ import (
 // The demo installation seeded in dev mode. Seeding is idempotent: what
 // exists already is kept.
 const (
-	demoPassword    = "accord-demo-2026"
+	Password        = "accord-demo-2026"
 	demoProgramName = "KV-cache tier acceptance (demo)"
 	demoVendorOrg   = "Lumenfold Storage Ltd. (demo)" // a made-up name
 	demoCustomerOrg = "Inference Customer Ltd. (demo)"
 	demoHostName    = "demo-lab"
 	// The demo's two runs: the baseline on the local-NVMe path, and the
 	// candidate on the NVMe-oF path compared with it.
-	demoBaselineLabel  = "baseline: local NVMe path"
-	demoCandidateLabel = "candidate: NVMe-oF path"
+	BaselineLabel  = "baseline: local NVMe path"
+	CandidateLabel = "candidate: NVMe-oF path"
 )
 
 type demoUser struct {
@@ -56,7 +56,7 @@ var demoUsers = []demoUser{
 }
 
 // demoProfiles are the demo lab's own profiles, pointing at its emulators.
-func demoProfiles(lab *demoLab) []acceptance.ProfileSpec {
+func demoProfiles(lab *Lab) []acceptance.ProfileSpec {
 	ttft := func(name, url string, transport acceptance.Transport, what string) acceptance.ProfileSpec {
 		return acceptance.ProfileSpec{
 			Name:        name,
@@ -87,11 +87,11 @@ func demoProfiles(lab *demoLab) []acceptance.ProfileSpec {
 	}
 }
 
-// seedDemo makes the demo installation and, the first time, submits a
+// Seed makes the demo installation and, the first time, submits a
 // baseline run so that the first page has something to show; once that
 // run is judged, a candidate run follows it (demoCandidate).
-func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *river.Client[pgx.Tx], lab *demoLab, out io.Writer, baseURL string, log *slog.Logger) error {
-	hash, err := auth.HashPassword(demoPassword)
+func Seed(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *river.Client[pgx.Tx], lab *Lab, out io.Writer, baseURL string, log *slog.Logger) error {
+	hash, err := auth.HashPassword(Password)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *
 		if len(runs) == 0 {
 			// The first baseline run, through the way every run goes.
 			runID, err := tx.CreateRun(ctx, store.NewRun{ProgramID: programID, ProfileVersionID: baselineProfile, GateSetVersionID: &gateSet,
-				HostID: hostID, Label: demoBaselineLabel, Emulated: true, CreatedBy: users[demoUsers[1].Email]})
+				HostID: hostID, Label: BaselineLabel, Emulated: true, CreatedBy: users[demoUsers[1].Email]})
 			if err != nil {
 				return err
 			}
@@ -144,7 +144,7 @@ func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *
 			if err := tx.SetRunJob(ctx, runID, res.Job.ID); err != nil {
 				return err
 			}
-			runs = []store.Run{{ID: runID, Label: demoBaselineLabel}}
+			runs = []store.Run{{ID: runID, Label: BaselineLabel}}
 		}
 		candidate, err = demoCandidatePlan(ctx, tx, lab, programID, hostID, users[demoUsers[1].Email], runs)
 		return err
@@ -159,8 +159,8 @@ func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *
   Accord demo is up: %s/programs/%d
 
   Sign in with any of these (password %s):
-`, strings.TrimSuffix(baseURL, "/"), programID, demoPassword)
-	for _, a := range demoSignIn().Accounts {
+`, strings.TrimSuffix(baseURL, "/"), programID, Password)
+	for _, a := range SignIn().Accounts {
 		fmt.Fprintf(out, "    %-32s %s\n", a.Email, a.Role)
 	}
 	fmt.Fprintf(out, "\n  Demo lab host: sshd on 127.0.0.1:%d; emulators (emulated storage): %s (local NVMe path), %s (NVMe-oF path)\n", lab.sshPort, lab.slowURL, lab.fastURL)
@@ -174,9 +174,9 @@ func seedDemo(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *
 	return nil
 }
 
-// demoSignIn is what the sign-in page lists of the demo's accounts.
-func demoSignIn() *web.DemoSignIn {
-	d := &web.DemoSignIn{Password: demoPassword}
+// SignIn is what the sign-in page lists of the demo's accounts.
+func SignIn() *web.DemoSignIn {
+	d := &web.DemoSignIn{Password: Password}
 	for _, u := range demoUsers {
 		role := string(u.Role)
 		if u.Admin {
@@ -201,7 +201,7 @@ func ensureDemoUser(ctx context.Context, tx *store.Store, u demoUser, hash strin
 		if u.Org == demoVendorOrg {
 			kind = "vendor"
 		}
-		id, err := findOrCreateOrg(ctx, tx, u.Org, kind)
+		id, err := tx.EnsureOrganization(ctx, u.Org, kind)
 		if err != nil {
 			return 0, err
 		}
@@ -234,7 +234,7 @@ func ensureDemoProgram(ctx context.Context, tx *store.Store, adminID int64) (int
 // ensureDemoHost registers the demo lab's sshd with its key sealed and its
 // host key pinned (the demo made both keys itself); a re-made key replaces
 // the old pin.
-func ensureDemoHost(ctx context.Context, tx *store.Store, sealer *runners.Sealer, lab *demoLab, programID int64) (int64, error) {
+func ensureDemoHost(ctx context.Context, tx *store.Store, sealer *runners.Sealer, lab *Lab, programID int64) (int64, error) {
 	hosts, err := tx.ListHosts(ctx, programID)
 	if err != nil {
 		return 0, err
@@ -279,7 +279,7 @@ func ensureDemoHost(ctx context.Context, tx *store.Store, sealer *runners.Sealer
 // ensureDemoSpecs adds the starter templates and the demo lab's profiles
 // once; it returns the baseline profile's version and the gate set its
 // first run is judged by.
-func ensureDemoSpecs(ctx context.Context, tx *store.Store, lab *demoLab, programID, authorID int64) (int64, int64, error) {
+func ensureDemoSpecs(ctx context.Context, tx *store.Store, lab *Lab, programID, authorID int64) (int64, int64, error) {
 	existing, err := tx.ListSpecs(ctx, store.KindProfile, programID)
 	if err != nil {
 		return 0, 0, err
@@ -366,7 +366,7 @@ var demoStages = []struct{ name, description, gateSet string }{
 
 // ensureDemoPlan gives the demo program its rollout plan once; every stage
 // is judged on the NVMe-oF path's TTFT profile.
-func ensureDemoPlan(ctx context.Context, tx *store.Store, lab *demoLab, programID, ownerID int64) error {
+func ensureDemoPlan(ctx context.Context, tx *store.Store, lab *Lab, programID, ownerID int64) error {
 	stages, err := tx.ListRolloutStages(ctx, programID)
 	if err != nil || len(stages) > 0 {
 		return err
@@ -404,13 +404,13 @@ type demoCandidate struct {
 
 // demoCandidatePlan is the candidate to run against the demo's baseline
 // (runs newest first), or nil when there is one already, or no baseline.
-func demoCandidatePlan(ctx context.Context, tx *store.Store, lab *demoLab, programID, hostID, requestedBy int64, runs []store.Run) (*demoCandidate, error) {
+func demoCandidatePlan(ctx context.Context, tx *store.Store, lab *Lab, programID, hostID, requestedBy int64, runs []store.Run) (*demoCandidate, error) {
 	var baseline int64
 	for _, r := range runs {
 		switch r.Label {
-		case demoCandidateLabel:
+		case CandidateLabel:
 			return nil, nil
-		case demoBaselineLabel:
+		case BaselineLabel:
 			baseline = r.ID
 		}
 	}
@@ -491,13 +491,13 @@ func (c *demoCandidate) submit(ctx context.Context, st *store.Store, rc *river.C
 			return err
 		}
 		for _, r := range runs {
-			if r.Label == demoCandidateLabel {
+			if r.Label == CandidateLabel {
 				return nil
 			}
 		}
 		gates, baseline := c.gateSetVersionID, c.baselineRunID
 		if id, err = tx.CreateRun(ctx, store.NewRun{ProgramID: c.programID, ProfileVersionID: c.profileVersionID, GateSetVersionID: &gates,
-			HostID: c.hostID, BaselineRunID: &baseline, Label: demoCandidateLabel, Emulated: true, Warnings: kept, CreatedBy: c.requestedBy}); err != nil {
+			HostID: c.hostID, BaselineRunID: &baseline, Label: CandidateLabel, Emulated: true, Warnings: kept, CreatedBy: c.requestedBy}); err != nil {
 			return err
 		}
 		res, err := rc.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: id}, nil)
