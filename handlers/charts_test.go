@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -32,6 +31,7 @@ import (
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/probe"
 	"github.com/accordlab/accord/runners/probe/emulator"
+	"github.com/accordlab/accord/runners/probe/emulator/emulatortest"
 	"github.com/accordlab/accord/runners/probe/gpu/gputest"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshrun"
@@ -68,22 +68,7 @@ func chartEmulator(t *testing.T, cfg emulator.Config) string {
 	t.Helper()
 	cfg.KVFile = filepath.Join(t.TempDir(), "kv.bin")
 	cfg.KVFileSize, cfg.BlockBytes, cfg.BlockTokens, cfg.CacheBlocks, cfg.DefaultMaxTokens = 8<<20, 64<<10, 16, 16, 8
-	srv, err := emulator.New(cfg, &bytes.Buffer{})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx, ln)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		_ = srv.Close()
-	})
-	return "http://" + ln.Addr().String() + "/v1"
+	return emulatortest.Serve(t, cfg, nil)
 }
 
 // chartProfile is a concurrency sweep against endpoint and a short fio read.

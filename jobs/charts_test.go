@@ -3,8 +3,6 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -13,29 +11,15 @@ import (
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/acceptance/chartdata"
 	"github.com/accordlab/accord/runners/probe/emulator"
+	"github.com/accordlab/accord/runners/probe/emulator/emulatortest"
 	"github.com/accordlab/accord/store"
 )
 
 // startEmulatorInProcess serves the emulator on 127.0.0.1 for the test.
 func startEmulatorInProcess(t *testing.T) string {
 	t.Helper()
-	srv, err := emulator.New(emulator.Config{ITL: 2 * time.Millisecond, PrefillPerToken: 10 * time.Microsecond, BlockTokens: 16, BlockBytes: 64 << 10,
-		CacheBlocks: 64, DefaultMaxTokens: 8, Seed: 1}, io.Discard)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx, ln)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		_ = srv.Close()
-	})
-	return "http://" + ln.Addr().String() + "/v1"
+	return emulatortest.Serve(t, emulator.Config{ITL: 2 * time.Millisecond, PrefillPerToken: 10 * time.Microsecond, BlockTokens: 16, BlockBytes: 64 << 10,
+		CacheBlocks: 64, DefaultMaxTokens: 8, Seed: 1}, nil)
 }
 
 // A real run through SSH stores its chart aggregates in the ingest
