@@ -82,21 +82,29 @@ type bucketCounts struct {
 	counts []int64
 }
 
-// weightedHist buckets a weighted sample's values on the log grid.
-func weightedHist(s Sample) (out bucketCounts) {
+// bucketSpan writes the absolute log bucket of each positive value to abs
+// (when given) and returns the first bucket and how many dense buckets a
+// grid from it needs, [0] being for values ≤ 0.
+func bucketSpan(values []float64, abs []int32) (lo, size int) {
 	lo, hi := math.MaxInt, math.MinInt
-	for _, v := range s.values {
+	for i, v := range values {
 		if v > 0 {
 			b := bucketIndex(v)
+			if abs != nil {
+				abs[i] = int32(b)
+			}
 			lo, hi = min(lo, b), max(hi, b)
 		}
 	}
-	size := 1
-	if lo <= hi {
-		size += hi - lo + 1
-	} else {
-		lo = 0
+	if lo > hi {
+		return 0, 1
 	}
+	return lo, hi - lo + 2
+}
+
+// weightedHist buckets a weighted sample's values on the log grid.
+func weightedHist(s Sample) (out bucketCounts) {
+	lo, size := bucketSpan(s.values, nil)
 	out.lo, out.counts = lo, make([]int64, size)
 	for i, v := range s.values {
 		j := 0

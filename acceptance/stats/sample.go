@@ -92,22 +92,8 @@ func NewSample(values []float64, counts []int64) (Sample, error) {
 }
 
 func newRawSample(values []float64) Sample {
-	lo, hi := math.MaxInt, math.MinInt
 	abs := make([]int32, len(values))
-	for i, v := range values {
-		if v <= 0 {
-			continue
-		}
-		b := bucketIndex(v)
-		abs[i] = int32(b)
-		lo, hi = min(lo, b), max(hi, b)
-	}
-	size := 1
-	if lo <= hi {
-		size += hi - lo + 1
-	} else {
-		lo = 0
-	}
+	lo, size := bucketSpan(values, abs)
 	g := &grid{lo: lo, counts: make([]int64, size)}
 	for i, v := range values {
 		j := int32(0)

@@ -71,23 +71,12 @@ func GroupSegment(values, grouped []float64, idx []int32) (Segment, error) {
 	if len(idx) < len(values) {
 		idx = make([]int32, len(values))
 	}
-	lo, hi := math.MaxInt, math.MinInt
 	for i, v := range values {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return Segment{}, fmt.Errorf("stats: value %d is %v", i, v)
 		}
-		if v > 0 {
-			b := bucketIndex(v)
-			idx[i] = int32(b)
-			lo, hi = min(lo, b), max(hi, b)
-		}
 	}
-	size := 1
-	if lo <= hi {
-		size += hi - lo + 1
-	} else {
-		lo = 0
-	}
+	lo, size := bucketSpan(values, idx)
 	seg := Segment{N: int64(len(values)), Lo: lo, Counts: make([]int64, size)}
 	for i, v := range values {
 		j := int32(0)
