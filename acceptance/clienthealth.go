@@ -235,7 +235,7 @@ func (r *ClientReadings) Flags() []ClientFlag {
 		}
 	}
 	slices.SortFunc(out, func(a, b ClientFlag) int {
-		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Level, b.Level), cmp.Compare(a.Repetition, b.Repetition))
+		return cmp.Or(cmp.Compare(a.Step, b.Step), CompareLevels(a.Level, b.Level), cmp.Compare(a.Repetition, b.Repetition))
 	})
 	return out
 }
