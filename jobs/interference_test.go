@@ -100,7 +100,11 @@ func TestAggressorReadingTheKVFileSlowsTheVictim(t *testing.T) {
 		},
 	}.Normalized()
 	require.NoError(t, profile.Validate())
-	gates := acceptance.GateSetSpec{Name: "isolation", Criteria: []acceptance.Criterion{{
+	// The storage's interference (a TTFT many times larger) dwarfs any delay
+	// of the client's own; on a loaded test machine the self-check may still
+	// flag the 12 ms level alone (its relative limit is 5 ms), rightly, and
+	// that judgement is tested in acceptance. Here the gate set accepts it.
+	gates := acceptance.GateSetSpec{Name: "isolation", AcceptClientLimited: true, Criteria: []acceptance.Criterion{{
 		Name: "ttft-p50-isolation", Metric: acceptance.MetricTTFT, Statistic: acceptance.StatP50, Mode: acceptance.Isolation,
 		Step: "victim-noisy", Reference: "victim-alone", Comparator: acceptance.LessOrEqual, Threshold: 10, Unit: "%", Severity: acceptance.Blocking,
 	}}}.Normalized()
@@ -131,7 +135,7 @@ func TestAggressorReadingTheKVFileSlowsTheVictim(t *testing.T) {
 
 	ev, err := b.store.LatestEvaluation(ctx, runID)
 	require.NoError(t, err)
-	require.Equal(t, "FAIL", ev.Overall)
+	require.Equal(t, "FAIL", ev.Overall, string(ev.Result))
 	var res acceptance.Evaluation
 	require.NoError(t, json.Unmarshal(ev.Result, &res))
 	sr := res.Criteria[0].Series[0]
