@@ -12,6 +12,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/runners/probe/wire"
@@ -115,9 +117,14 @@ func Save(ctx context.Context, tx *store.Store, env rollout.Env, run store.Run, 
 }
 
 // storeFiles keeps every file, content-addressed, each streamed from
-// where the collection holds it.
+// where the collection holds it. The files go in the order of their
+// digests: storing content takes a lock on its digest until the
+// transaction ends, so two runs storing the same contents (two hosts'
+// identical facts, the same profile) in different orders would deadlock.
 func storeFiles(ctx context.Context, tx *store.Store, runID int64, c *sshrun.Collection) error {
-	for _, f := range c.Files {
+	files := slices.Clone(c.Files)
+	slices.SortStableFunc(files, func(a, b sshrun.File) int { return strings.Compare(a.SHA256, b.SHA256) })
+	for _, f := range files {
 		blob, err := putFile(ctx, tx, f)
 		if err != nil {
 			return err
