@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/internal/fakebin"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/probe/facts"
@@ -45,7 +46,7 @@ func transferToolHost(t *testing.T) string {
 	t.Helper()
 	dir := gputest.Dir(t, map[string]map[string]string{"gdsio": {"*-x 0*": "gdsio-x0-read-forum-cuda12.2.txt"}})
 	script := "#!/bin/sh\ncat <<'EOF'\n" + npuWrapperOutput + "\nEOF\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "npu-dma-bench"), []byte(script), 0o755))
+	fakebin.Write(t, filepath.Join(dir, "npu-dma-bench"), script)
 	return dir
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/internal/fakebin"
 	"github.com/accordlab/accord/runners/parse"
 	"github.com/accordlab/accord/runners/probe/gpu/gputest"
 	"github.com/accordlab/accord/runners/probe/wire"
@@ -101,7 +102,7 @@ esac
 exec cat "$out"`, filepath.Join(data, "gdsio-x0-read-forum-cuda12.2.txt"), filepath.Join(data, "gdsio-x2-read-forum-cuda12.2.txt"))
 	}
 	script := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$@\" > %q/\"args$$\"\ni=0\nwhile [ $i -lt 20000 ]; do i=$((i+1)); done\n%s\n", argsDir, body)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "gdsio"), []byte(script), 0o755))
+	fakebin.Write(t, filepath.Join(dir, "gdsio"), script)
 	return gputest.InFrontOfPath(dir), argsDir
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/internal/fakebin"
 	"github.com/accordlab/accord/runners/parse"
 	"github.com/accordlab/accord/runners/probe/facts"
 	"github.com/accordlab/accord/runners/probe/wire"
@@ -39,7 +40,7 @@ func fakeNVMeHost(t *testing.T) *facts.Runner {
 	marker := filepath.Join(bin, "read-once")
 	script := fmt.Sprintf("#!/bin/sh\n[ \"$*\" = \"smart-log /dev/nvme0 -o json\" ] || exit 2\nif [ -e %q ]; then exec cat %q; fi\n: > %q\nexec cat %q\n",
 		marker, filepath.Join(data, "nvme-smart-log-2x-after.json"), marker, filepath.Join(data, "nvme-smart-log-2x-before.json"))
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "nvme"), []byte(script), 0o755))
+	fakebin.Write(t, filepath.Join(bin, "nvme"), script)
 	return &facts.Runner{Root: root, LookPath: func(name string) (string, error) {
 		if name == "nvme" {
 			return filepath.Join(bin, "nvme"), nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/accordlab/accord/internal/fakebin"
 	"github.com/accordlab/accord/runners/probe/facts"
 )
 
@@ -93,7 +94,7 @@ func (h *fakeHost) build(t testing.TB) *facts.Runner {
 			fmt.Fprintf(&sb, "'%s') cat '%s'; cat '%s' >&2; exit %d;;\n", args, stdout, stderr, out.code)
 		}
 		sb.WriteString("esac\necho \"fake " + prog + ": unexpected arguments: $*\" >&2\nexit 2\n")
-		require.NoError(t, os.WriteFile(filepath.Join(bin, prog), []byte(sb.String()), 0o755))
+		fakebin.Write(t, filepath.Join(bin, prog), sb.String())
 	}
 	return &facts.Runner{Root: root, LookPath: func(name string) (string, error) {
 		p := filepath.Join(bin, name)

@@ -62,6 +62,16 @@ func setup(t *testing.T) *testBundle {
 	return b
 }
 
+// runFiles are a run's facts and events, their content the test's own:
+// the tests share one database, each in a transaction of its own, and two
+// open transactions storing the same content wait for each other.
+func runFiles(t *testing.T) map[string]string {
+	return map[string]string{
+		wire.FactsFile:  fmt.Sprintf(`{"kernel": {"release": {"value": "6.8.0"}}, "test": %q}`, t.Name()),
+		wire.EventsFile: fmt.Sprintf(`{"seq":1,"type":"log","message":%q}`, t.Name()) + "\n",
+	}
+}
+
 // judged is a run the vendor's engineer requested, measured (3 × 1,000
 // TTFTs from 50 to 100 ms, its facts file kept) and judged.
 func (b *testBundle) judged(t *testing.T) store.Run {
@@ -78,7 +88,7 @@ func (b *testBundle) judged(t *testing.T) store.Run {
 			Source: acceptance.Source{Tool: "accord-probe", ToolVersion: "test"}})
 	}
 	require.NoError(t, b.st.SaveMeasurements(ctx, run.ID, ms))
-	for path, body := range map[string]string{wire.FactsFile: `{"kernel": {"release": {"value": "6.8.0"}}}`, wire.EventsFile: `{"seq":1,"type":"log"}` + "\n"} {
+	for path, body := range runFiles(t) {
 		blob, err := b.st.Artifacts().Put(ctx, strings.NewReader(body))
 		require.NoError(t, err)
 		require.NoError(t, b.st.AddRunArtifact(ctx, store.RunArtifact{RunID: run.ID, Path: path, SHA256: blob.SHA256, Size: blob.Size}))
@@ -234,9 +244,9 @@ func TestAnUngatedRunIsSignedWithItsProfile(t *testing.T) {
 	env := servicetest.Env(t)
 	run := b.program.Run(t, b.st, store.NewRun{ProfileVersionID: b.profile.ID, HostID: b.host, CreatedBy: b.vendor.ID})
 	files := &sshrun.Collection{}
-	for _, f := range []struct{ name, body string }{{wire.EventsFile, `{"seq":1,"type":"log"}` + "\n"}, {wire.FactsFile, `{"kernel": {"release": {"value": "6.8.0"}}}`}} {
-		sum := sha256.Sum256([]byte(f.body))
-		files.Files = append(files.Files, sshrun.File{Name: f.name, Size: int64(len(f.body)), SHA256: hex.EncodeToString(sum[:]), Data: []byte(f.body)})
+	for name, body := range runFiles(t) {
+		sum := sha256.Sum256([]byte(body))
+		files.Files = append(files.Files, sshrun.File{Name: name, Size: int64(len(body)), SHA256: hex.EncodeToString(sum[:]), Data: []byte(body)})
 	}
 	ms := []acceptance.Measurement{{Metric: acceptance.MetricTTFT, Step: "serve", Level: "c=4", Repetition: 1, Values: []float64{50, 60, 70},
 		Source: acceptance.Source{Tool: "accord-probe", ToolVersion: "test"}}}

@@ -175,10 +175,18 @@ func cloneTemplate(ctx context.Context, tpl, name string) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer admin.Close(ctx)
-	sql := `CREATE DATABASE ` + pgx.Identifier{name}.Sanitize() + ` TEMPLATE ` + pgx.Identifier{tpl}.Sanitize()
+	// FILE_COPY copies the template's files (after a checkpoint) where
+	// PostgreSQL 15's default, WAL_LOG, writes every block through the WAL:
+	// measured here, 0.2 against 0.66 CPU-seconds a clone, and a test run
+	// makes hundreds. PostgreSQL before 15 has no STRATEGY and copies files.
+	sql := `CREATE DATABASE ` + pgx.Identifier{name}.Sanitize() + ` TEMPLATE ` + pgx.Identifier{tpl}.Sanitize() + ` STRATEGY FILE_COPY`
 	for attempt := 0; ; attempt++ {
 		_, err = admin.Exec(ctx, sql)
 		var pgErr *pgconn.PgError
+		if err != nil && errors.As(err, &pgErr) && pgErr.Code == "42601" && strings.HasSuffix(sql, " STRATEGY FILE_COPY") {
+			sql = strings.TrimSuffix(sql, " STRATEGY FILE_COPY") // before PostgreSQL 15
+			continue
+		}
 		// Concurrent clones of one template can collide briefly; retry.
 		if err != nil && errors.As(err, &pgErr) && pgErr.Code == "55006" && attempt < 50 {
 			time.Sleep(100 * time.Millisecond)

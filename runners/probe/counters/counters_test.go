@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/internal/fakebin"
 )
 
 type tree struct {
@@ -113,7 +115,7 @@ func TestEthtoolPauseCounters(t *testing.T) {
 	data, err := filepath.Abs("testdata/ethtool-S-mlx5.txt")
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "ethtool")
-	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\n[ \"$1\" = -S ] && [ \"$2\" = ens1f0np0 ] && exec cat "+data+"\nexit 1\n"), 0o755))
+	fakebin.Write(t, bin, "#!/bin/sh\n[ \"$1\" = -S ] && [ \"$2\" = ens1f0np0 ] && exec cat "+data+"\nexit 1\n")
 	root := host(t, 1)
 	rd := (&Reader{Root: root, Ethtool: bin}).Read(context.Background())
 	require.Equal(t, uint64(1200+30+5000+70), rd.Values[NICPauseFrames+"{ens1f0np0}"], "frames, not durations or transitions")

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/accordlab/accord/internal/fakebin"
 )
 
 // Recorded is every adapter's tool with its outputs, keyed by a shell
@@ -101,7 +103,7 @@ func Dir(tb testing.TB, tools map[string]map[string]string) string {
 			fmt.Fprintf(&sh, "%s) exec cat %q ;;\n", shellPattern(p), filepath.Join(data, byArgs[p]))
 		}
 		sh.WriteString("*) echo \"unexpected arguments: $*\" >&2; exit 2 ;;\nesac\n")
-		require.NoError(tb, os.WriteFile(filepath.Join(dir, tool), []byte(sh.String()), 0o755))
+		fakebin.Write(tb, filepath.Join(dir, tool), sh.String())
 	}
 	return dir
 }
