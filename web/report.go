@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/acceptance/chartdata"
 	"github.com/accordlab/accord/service/report"
 )
 
@@ -24,6 +25,13 @@ func RenderReport(ctx context.Context, w io.Writer, c report.Contents) error {
 		if b.HostFacts != nil {
 			d.BaselineFacts = SummarizeFacts(*b.HostFacts)
 		}
+	}
+	if c.Charts != nil {
+		var base *chartdata.Aggregates
+		if c.Baseline != nil {
+			base = c.Baseline.Charts
+		}
+		d.Pooled = PooledRows(MetricRowsFrom(c.Measurements), *c.Charts, base, d.BaselineName)
 	}
 	d.FactRows = factRows(d.Facts, d.BaselineFacts)
 	if len(c.Hosts) > 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -167,6 +168,25 @@ func TestReportChartsAndBaselineFigures(t *testing.T) {
 	require.Equal(t, Num(bp99)+" ms", htmltest.Text(cells[1]))
 	head := htmltest.All(crit[0], func(n *html.Node) bool { return n.Data == "th" })
 	require.Equal(t, "Baseline #41", htmltest.Text(head[3]))
+	// Every repetition pooled comes first: the figures the gates judge,
+	// the run's then the baseline's, from the chart data's summaries.
+	pooled := htmltest.All(doc, func(n *html.Node) bool { return htmltest.Attr(n, "id") == "percentiles-pooled" })
+	require.Len(t, pooled, 1)
+	require.Less(t, strings.Index(page, `id="percentiles-pooled"`), strings.Index(page, `id="report-measurements"`), "pooled before each repetition's")
+	var ttftRows [][]string
+	for _, tr := range htmltest.All(pooled[0], func(n *html.Node) bool { return n.Data == "tr" && n.Parent != nil && n.Parent.Data == "tbody" }) {
+		var cells []string
+		for _, td := range htmltest.All(tr, func(n *html.Node) bool { return n.Data == "td" }) {
+			cells = append(cells, htmltest.Text(td))
+		}
+		if strings.HasPrefix(cells[1], "serve c=8") && len(ttftRows) < 2 && (len(ttftRows) == 1 || strings.HasPrefix(cells[0], "Time to first token")) {
+			ttftRows = append(ttftRows, cells)
+		}
+	}
+	require.Len(t, ttftRows, 2, "TTFT at c=8: the run's row, then the baseline's")
+	require.Equal(t, []string{"this run", "baseline #41"}, []string{ttftRows[0][2], ttftRows[1][2]})
+	require.Equal(t, Num(p99), ttftRows[0][8], "the run's pooled p99 (columns: reps, n, p50, p90, p95, p99)")
+	require.Equal(t, Num(bp99), ttftRows[1][8], "the baseline's pooled p99")
 	meas := htmltest.All(doc, func(n *html.Node) bool { return htmltest.Attr(n, "id") == "report-measurements" })
 	require.Len(t, meas, 1)
 	rows := htmltest.All(meas[0], func(n *html.Node) bool { return n.Data == "tr" && n.Parent != nil && n.Parent.Data == "tbody" })
