@@ -215,7 +215,11 @@ func TestBrowserWalkthrough(t *testing.T) {
 	// A person's choice fires "change", on which the form asks (htmx).
 	browsertest.Eval[bool](br, `document.getElementById("baseline").dispatchEvent(new Event("change", {bubbles: true}))`)
 	br.Do(chromedp.WaitVisible(chromedp.CSS("#prerun-warnings .prerun-no-baseline")))
-	require.Contains(t, br.Text("#prerun-warnings"), "compares with a baseline run, and none is chosen: it would be INCONCLUSIVE")
+	// Read until it says so: the form may ask again for an earlier change
+	// (setting the profile, the host) and swap in the same answer meanwhile.
+	const noBaseline = "compares with a baseline run, and none is chosen: it would be INCONCLUSIVE"
+	require.Eventually(t, func() bool { return strings.Contains(br.Text("#prerun-warnings"), noBaseline) }, 30*time.Second, 250*time.Millisecond,
+		"the run form warns: %s", noBaseline)
 	br.Screenshot("walkthrough-04-prerun-warning")
 
 	// The approvers approve the first stage on the demo's candidate: the
