@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/accordlab/accord/internal/fakebin"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/store"
 )
@@ -43,7 +44,7 @@ case "$SSH_ORIGINAL_COMMAND" in
 esac
 exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 `, filepath.Join(dir, "held"), int(hold.Seconds()))
-	require.NoError(t, os.WriteFile(script, []byte(body), 0o755))
+	fakebin.Write(t, script, body)
 	return []string{"ForceCommand " + script}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/internal/fakebin"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshtest"
 	"github.com/accordlab/accord/store"
@@ -44,7 +45,7 @@ func gpuHostTools(t *testing.T) string {
 	script := "#!/bin/sh\n# nvidia-smi of an A100 server, from recordings.\ncase \"$1\" in\n" +
 		"topo) exec cat '" + filepath.Join(testdata, "nvidia-smi-topo-m-della-a100.txt") + "' ;;\n" +
 		"*) exec cat '" + filepath.Join(testdata, "nvidia-smi-q-x-a100-sxm4-v12.xml") + "' ;;\nesac\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(script), 0o755))
+	fakebin.Write(t, filepath.Join(dir, "nvidia-smi"), script)
 	return dir
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/internal/fakebin"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshtest"
 	"github.com/accordlab/accord/store"
@@ -170,7 +171,7 @@ case "$SSH_ORIGINAL_COMMAND" in
 esac
 exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 `, filepath.Join(dir, "held"), marker, int(hold.Seconds()))
-	require.NoError(t, os.WriteFile(script, []byte(body), 0o755))
+	fakebin.Write(t, script, body)
 	return []string{"ForceCommand " + script}, marker
 }
 
