@@ -16,8 +16,9 @@ run: build
 	@bash .ci/ensure-postgres.sh
 	ACCORD_DEV=true ACCORD_PROBE_DIR=$(CURDIR)/bin ./bin/accord serve
 
-## test: every test (PostgreSQL, sshd, fio and Chromium must be installed: see .ci/run)
+## test: every test (as root it installs what the tests need: .ci/ensure-test-tools.sh)
 test: assets generate
+	@bash .ci/ensure-test-tools.sh
 	@DATABASE_URL=postgres://127.0.0.1:5432/postgres?sslmode=disable bash .ci/ensure-postgres.sh
 	TEST_DATABASE_URL=$${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/postgres?sslmode=disable} \
 		go test -count=1 -timeout 20m ./...
