@@ -117,16 +117,24 @@ func (lab *multiHostLab) request(t *testing.T, profileVersion int64) int64 {
 	return int64(out["id"].(float64))
 }
 
-// waitRun waits until the run satisfies ok.
+// waitRun waits until the run satisfies ok; a run that ends without
+// satisfying it fails the test at once, saying why it ended.
 func (lab *multiHostLab) waitRun(t *testing.T, runID int64, timeout time.Duration, what string, ok func(store.Run) bool) store.Run {
 	t.Helper()
-	var run store.Run
-	require.Eventually(t, func() bool {
-		var err error
-		run, err = lab.store.RunByID(context.Background(), runID)
-		return err == nil && ok(run)
-	}, timeout, 100*time.Millisecond, "run %d: %s (%s: %s)", runID, what, run.State, run.Reason)
-	return run
+	deadline := time.Now().Add(timeout)
+	for {
+		run, err := lab.store.RunByID(context.Background(), runID)
+		require.NoError(t, err)
+		switch {
+		case ok(run):
+			return run
+		case store.RunFinal(run.State):
+			t.Fatalf("run %d ended %s before %s: %s", runID, run.State, what, run.Reason)
+		case time.Now().After(deadline):
+			t.Fatalf("run %d: not %s within %s (%s: %s)", runID, what, timeout, run.State, run.Reason)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // hostDir is a multi-host run's folder on a host.

@@ -25,15 +25,17 @@ type Client struct {
 	mu        sync.Mutex
 	cause     error // why the connection ended
 	probe     string
+	heard     *heardConn // the target's connection, for when it last read
 }
 
-func newClient(t Target, opts Options, clients []*ssh.Client) *Client {
+func newClient(t Target, opts Options, clients []*ssh.Client, heard *heardConn) *Client {
 	c := &Client{
 		target: t,
 		opts:   opts,
 		ssh:    clients[len(clients)-1],
 		hops:   clients[:len(clients)-1],
 		done:   make(chan struct{}),
+		heard:  heard,
 	}
 	go c.watch()
 	if opts.KeepaliveInterval > 0 {
@@ -94,8 +96,9 @@ func (c *Client) watch() {
 }
 
 // keepalive sends keepalive@openssh.com requests every interval and closes
-// the connection when no reply has come for KeepaliveCountMax intervals.
-// Any reply counts, including OpenSSH's "request failed".
+// the connection when nothing has come from the host for KeepaliveCountMax
+// intervals: no reply (any reply counts, including OpenSSH's "request
+// failed") and no other bytes.
 func (c *Client) keepalive() {
 	interval, limit := c.opts.KeepaliveInterval, time.Duration(c.opts.KeepaliveCountMax)*c.opts.KeepaliveInterval
 	tick := time.NewTicker(interval)
@@ -112,12 +115,16 @@ func (c *Client) keepalive() {
 		case <-tick.C:
 		}
 		mu.Lock()
-		silent := time.Since(last)
+		heard := last
+		if h := c.heard.lastHeard(); h.After(heard) {
+			heard = h
+		}
+		silent := time.Since(heard)
 		busy := inflight
 		inflight = true
 		mu.Unlock()
 		if silent > limit {
-			c.end(fmt.Errorf("%w: %s: no reply for %s (interval %s, %d missed)",
+			c.end(fmt.Errorf("%w: %s: nothing heard for %s (interval %s, %d missed)",
 				ErrKeepaliveTimeout, c.target.HostPort(), silent.Round(time.Millisecond), interval, c.opts.KeepaliveCountMax))
 			return
 		}

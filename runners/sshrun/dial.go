@@ -105,6 +105,7 @@ func Dial(ctx context.Context, t Target, opts Options) (*Client, error) {
 	hops = append(hops, final)
 
 	var clients []*ssh.Client
+	var heard *heardConn // the target's connection
 	closeAll := func() {
 		for i := len(clients) - 1; i >= 0; i-- {
 			_ = clients[i].Close()
@@ -115,7 +116,7 @@ func Dial(ctx context.Context, t Target, opts Options) (*Client, error) {
 		if i > 0 {
 			prev = clients[i-1]
 		}
-		c, err := dialHop(ctx, prev, hop, opts)
+		c, conn, err := dialHop(ctx, prev, hop, opts)
 		if err != nil {
 			closeAll()
 			if i < len(hops)-1 {
@@ -124,8 +125,9 @@ func Dial(ctx context.Context, t Target, opts Options) (*Client, error) {
 			return nil, fmt.Errorf("sshrun: dial %s: %w", t, err)
 		}
 		clients = append(clients, c)
+		heard = conn
 	}
-	return newClient(t, opts, clients), nil
+	return newClient(t, opts, clients, heard), nil
 }
 
 // dialConn opens a TCP connection to addr, directly or through prev.
@@ -179,16 +181,18 @@ func IsConnectFailure(err error) bool {
 	return errors.As(err, &ce)
 }
 
-func dialHop(ctx context.Context, prev *ssh.Client, hop Target, opts Options) (*ssh.Client, error) {
+// dialHop connects to one hop and returns its client and its connection,
+// whose clock of the last bytes read tells the keepalive the hop is alive.
+func dialHop(ctx context.Context, prev *ssh.Client, hop Target, opts Options) (*ssh.Client, *heardConn, error) {
 	if hop.HostKey == nil {
-		return nil, fmt.Errorf("%s: %w", hop.HostPort(), ErrHostKeyNotPinned)
+		return nil, nil, fmt.Errorf("%s: %w", hop.HostPort(), ErrHostKeyNotPinned)
 	}
 	if hop.User == "" {
-		return nil, fmt.Errorf("%w: %s: no user", ErrBadTarget, hop.HostPort())
+		return nil, nil, fmt.Errorf("%w: %s: no user", ErrBadTarget, hop.HostPort())
 	}
 	auth, closeAuth, err := authMethod(hop.Auth, opts.AgentSockets)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", hop.HostPort(), err)
+		return nil, nil, fmt.Errorf("%s: %w", hop.HostPort(), err)
 	}
 	defer closeAuth()
 
@@ -209,14 +213,15 @@ func dialHop(ctx context.Context, prev *ssh.Client, hop Target, opts Options) (*
 		HostKeyAlgorithms: hostKeyAlgorithms(hop.HostKey),
 		Timeout:           0, // we bound the handshake ourselves
 	}
-	conn, err := dialConn(ctx, prev, addr, opts.DialTimeout)
+	raw, err := dialConn(ctx, prev, addr, opts.DialTimeout)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	conn := &heardConn{Conn: raw}
 	sc, chans, reqs, err := handshake(ctx, conn, addr, cfg, opts.HandshakeTimeout)
 	if err != nil {
 		if changed != nil {
-			return nil, changed
+			return nil, nil, changed
 		}
 		var ane *ssh.AlgorithmNegotiationError
 		if errors.As(err, &ane) && ane.What == "host key" {
@@ -226,17 +231,43 @@ func dialHop(ctx context.Context, prev *ssh.Client, hop Target, opts Options) (*
 			if k, serr := scanVia(ctx, prev, addr, opts); serr == nil {
 				e.Presented, e.PresentedKey = Fingerprint(k), k
 			}
-			return nil, e
+			return nil, nil, e
 		}
 		if isAuthFailure(err) {
-			return nil, fmt.Errorf("%s as %s: %w: %v", addr, hop.User, ErrAuthFailed, err)
+			return nil, nil, fmt.Errorf("%s as %s: %w: %v", addr, hop.User, ErrAuthFailed, err)
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", addr, err)
+			return nil, nil, fmt.Errorf("%s: %w", addr, err)
 		}
-		return nil, &ConnectError{Addr: addr, Err: err}
+		return nil, nil, &ConnectError{Addr: addr, Err: err}
 	}
-	return ssh.NewClient(sc, chans, reqs), nil
+	return ssh.NewClient(sc, chans, reqs), conn, nil
+}
+
+// heardConn is a connection that remembers when it last read anything:
+// any bytes from the host (a window adjustment during an upload, a
+// command's output) show it alive as well as a keepalive's reply does,
+// as OpenSSH's own client counts them. Without this a host too busy to
+// answer keepalives promptly while it takes an upload was dropped.
+type heardConn struct {
+	net.Conn
+	last atomic.Int64 // unix nanoseconds of the last successful read
+}
+
+func (c *heardConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// lastHeard is when the connection last read anything (zero before).
+func (c *heardConn) lastHeard() time.Time {
+	if ns := c.last.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // handshake runs the SSH handshake on conn within timeout; the connection
