@@ -88,7 +88,9 @@ func TestAttackDemoFioFileLeftBehindAtShutdown(t *testing.T) {
 	cmd := exec.Command(sshtest.BuildAccord(t), "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ACCORD_DATA_DIR="+dataDir, "ACCORD_DEV=true", "ACCORD_LISTEN="+addr, "ACCORD_BASE_URL="+base,
 		"ACCORD_DEMO_SSH_PORT="+strconv.Itoa(freePort(t)), fmt.Sprintf("ACCORD_DEMO_EMULATOR_PORTS=%d,%d", freePort(t), freePort(t)),
-		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_SHUTDOWN_TIMEOUT=10s")
+		// The run below waits for the demo's own two to finish with the
+		// host: short ones.
+		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_SHUTDOWN_TIMEOUT=10s", "ACCORD_DEMO_STEP_DURATION=3s")
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())

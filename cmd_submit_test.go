@@ -29,6 +29,7 @@ import (
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/attest/attesttest"
 	"github.com/accordlab/accord/handlers/auth"
+	"github.com/accordlab/accord/internal/testparallel"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
@@ -41,6 +42,9 @@ import (
 
 // TestMain removes the accord binary sshtest builds as the lab host's probe.
 func TestMain(m *testing.M) {
+	// Most of this package's tests wait for runs (the demo's, a lab
+	// host's): more of them at once than the default.
+	testparallel.Default(6)
 	code := m.Run()
 	sshtest.RemoveBuild()
 	os.Exit(code)

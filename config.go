@@ -20,31 +20,32 @@ import (
 // Config is everything the process reads from its environment. It is built
 // once in main and passed down; no package reads the environment itself.
 type Config struct {
-	Listen          string
-	MetricsListen   string // /metrics on its own address when set
-	DatabaseURL     string
-	DBMaxConns      int32
-	DataDir         string
-	SecretKeyFile   string
-	SigningKeyFile  string
-	LogLevel        slog.Level
-	LogFormat       string
-	Dev             bool
-	MigrateOnStart  bool
-	Queues          map[string]int
-	RequestTimeout  time.Duration
-	ShutdownTimeout time.Duration
-	BaseURL         *url.URL
-	ProbeDir        string
-	RunWorkers      bool
-	RescueAfter     time.Duration
-	LeaseTTL        time.Duration
-	RemoteDir       string
-	AgentSockets    []string       // ssh-agent sockets lab hosts may authenticate with
-	EgressAllow     []netip.Prefix // internal networks outbound calls (webhooks, watches) may reach nonetheless
-	Demo            bool
-	DemoSSHPort     int
-	DemoPorts       [2]int // the emulators: the NVMe-oF path, the local-NVMe path
+	Listen           string
+	MetricsListen    string // /metrics on its own address when set
+	DatabaseURL      string
+	DBMaxConns       int32
+	DataDir          string
+	SecretKeyFile    string
+	SigningKeyFile   string
+	LogLevel         slog.Level
+	LogFormat        string
+	Dev              bool
+	MigrateOnStart   bool
+	Queues           map[string]int
+	RequestTimeout   time.Duration
+	ShutdownTimeout  time.Duration
+	BaseURL          *url.URL
+	ProbeDir         string
+	RunWorkers       bool
+	RescueAfter      time.Duration
+	LeaseTTL         time.Duration
+	RemoteDir        string
+	AgentSockets     []string       // ssh-agent sockets lab hosts may authenticate with
+	EgressAllow      []netip.Prefix // internal networks outbound calls (webhooks, watches) may reach nonetheless
+	Demo             bool
+	DemoSSHPort      int
+	DemoPorts        [2]int        // the emulators: the NVMe-oF path, the local-NVMe path
+	DemoStepDuration time.Duration // each repetition of the demo's TTFT step, warm-up included
 }
 
 // envVar documents one variable; the table is the single source for
@@ -70,6 +71,7 @@ var envVars = []envVar{
 	{"ACCORD_DEMO", "$ACCORD_DEV", "seed the demo installation and start the demo lab (a local sshd and two inference emulators) with the server; only in development mode"},
 	{"ACCORD_DEMO_SSH_PORT", "2222", "port of the demo lab's sshd (127.0.0.1)"},
 	{"ACCORD_DEMO_EMULATOR_PORTS", "8000,8001", "ports of the demo lab's two inference emulators: the NVMe-oF path, then the local-NVMe path"},
+	{"ACCORD_DEMO_STEP_DURATION", "15s", "how long each of the three repetitions of the demo's TTFT profiles runs, its 2s of warm-up included (at least 3s, at most 10m): shorter brings the demo's runs sooner, judged from fewer requests; the demo's profiles take it when they are first seeded"},
 	{"ACCORD_QUEUES", "default=10,runs=50,reports=4", "River queues this process works, as name=max_workers"},
 	{"ACCORD_REQUEST_TIMEOUT", "30s", "time limit of one HTTP request (streams excepted)"},
 	{"ACCORD_SHUTDOWN_TIMEOUT", "20s", "time to drain requests and stop River on SIGTERM"},
@@ -235,6 +237,13 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 		c.DemoPorts = [2]int{p1, p2}
 	}
+	if c.DemoStepDuration, err = parseDuration(get, "ACCORD_DEMO_STEP_DURATION", demo.DefaultStepDuration); err != nil {
+		return c, err
+	}
+	if c.DemoStepDuration < demo.DemoWarmup+time.Second || c.DemoStepDuration > 10*time.Minute {
+		v, _ := get("ACCORD_DEMO_STEP_DURATION")
+		return c, &configError{"ACCORD_DEMO_STEP_DURATION", v, "must be between 3s (2s of warm-up and a second measured) and 10m"}
+	}
 	if v, ok := get("ACCORD_REMOTE_DIR"); ok {
 		if strings.ContainsAny(v, " '\"\\$`;&|<>*?\n") || strings.Contains(v, "..") {
 			return c, &configError{"ACCORD_REMOTE_DIR", v, "must be a plain path without spaces, quotes, shell characters or .."}
@@ -340,5 +349,5 @@ func redactURL(s string) string {
 
 // demoLabConfig is the part of the configuration the demo lab takes.
 func demoLabConfig(cfg Config) demo.LabConfig {
-	return demo.LabConfig{DataDir: cfg.DataDir, SSHPort: cfg.DemoSSHPort, Ports: cfg.DemoPorts, ProbeDir: cfg.ProbeDir}
+	return demo.LabConfig{DataDir: cfg.DataDir, SSHPort: cfg.DemoSSHPort, Ports: cfg.DemoPorts, ProbeDir: cfg.ProbeDir, StepDuration: cfg.DemoStepDuration}
 }

@@ -32,7 +32,7 @@ func TestDemoLabOutlivesAServerCrash(t *testing.T) {
 	dataDir := t.TempDir()
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "ACCORD_DATA_DIR="+dataDir, "ACCORD_DEV=true", "ACCORD_LISTEN=127.0.0.1:0",
 		"ACCORD_DEMO_SSH_PORT="+strconv.Itoa(freePort(t)), fmt.Sprintf("ACCORD_DEMO_EMULATOR_PORTS=%d,%d", freePort(t), freePort(t)),
-		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_LEASE_TTL=3s", "ACCORD_SHUTDOWN_TIMEOUT=10s")
+		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_LEASE_TTL=3s", "ACCORD_SHUTDOWN_TIMEOUT=10s", "ACCORD_DEMO_STEP_DURATION=6s")
 	start := func() (*exec.Cmd, *lockedBuffer) {
 		cmd := exec.Command(sshtest.BuildAccord(t), "serve")
 		cmd.Env = env

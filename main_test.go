@@ -36,6 +36,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	require.Equal(t, "json", cfg.LogFormat)
 	require.Equal(t, map[string]int{"default": 10, "runs": 50, "reports": 4}, cfg.Queues)
 	require.EqualValues(t, 20, cfg.DBMaxConns)
+	require.Equal(t, 15*time.Second, cfg.DemoStepDuration)
 
 	dev, err := loadConfig(envMap(map[string]string{"ACCORD_DEV": "true"}))
 	require.NoError(t, err)
@@ -62,6 +63,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		"ACCORD_WEBHOOK_ALLOW_CIDRS": "intranet",
 		"ACCORD_EGRESS_ALLOW_CIDRS":  "10.0.0.0/33",
 		"ACCORD_METRICS_LISTEN":      "9464",
+		"ACCORD_DEMO_STEP_DURATION":  "2s",
 	}
 	for name, value := range bad {
 		_, err := loadConfig(envMap(map[string]string{name: value}))

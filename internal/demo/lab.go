@@ -39,16 +39,17 @@ import (
 // through LabStateFile and uses them again, and a clean shutdown stops
 // them.
 type Lab struct {
-	dir       string
-	sshPort   int
-	hostKey   ssh.PublicKey
-	clientKey []byte // OpenSSH PEM, sealed into the host row
-	user      string
-	slowURL   string // emulator on the slower path
-	fastURL   string // emulator on the faster path
-	fioTarget string // a file for fio steps
-	fastPort  int
-	slowPort  int
+	dir          string
+	sshPort      int
+	hostKey      ssh.PublicKey
+	clientKey    []byte // OpenSSH PEM, sealed into the host row
+	user         string
+	slowURL      string // emulator on the slower path
+	fastURL      string // emulator on the faster path
+	fioTarget    string // a file for fio steps
+	stepDuration time.Duration
+	fastPort     int
+	slowPort     int
 	// reused names the processes found running from an earlier start.
 	reused []string
 
@@ -87,14 +88,24 @@ type LabConfig struct {
 	SSHPort  int    // the lab host's sshd on 127.0.0.1
 	Ports    [2]int // the emulators: the NVMe-oF path, the local-NVMe path
 	ProbeDir string // where the accord binaries for lab hosts are (the emulators run one)
+	// StepDuration is how long each repetition of the TTFT profiles' step
+	// runs, DemoWarmup included (DefaultStepDuration when zero).
+	StepDuration time.Duration
 }
+
+// The demo's TTFT profiles: each repetition warms up for DemoWarmup, then
+// measures for the rest of its step's duration.
+const (
+	DefaultStepDuration = 15 * time.Second
+	DemoWarmup          = 2 * time.Second
+)
 
 func StartLab(ctx context.Context, cfg LabConfig, log *slog.Logger) (*Lab, error) {
 	dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "demo"))
 	if err != nil {
 		return nil, err
 	}
-	lab := &Lab{dir: dir, sshPort: cfg.SSHPort, fastPort: cfg.Ports[0], slowPort: cfg.Ports[1], log: log,
+	lab := &Lab{dir: dir, sshPort: cfg.SSHPort, fastPort: cfg.Ports[0], slowPort: cfg.Ports[1], log: log, stepDuration: cfg.StepDuration,
 		exits: map[int]chan struct{}{}}
 	u, err := user.Current()
 	if err != nil {

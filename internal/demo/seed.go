@@ -57,17 +57,21 @@ var demoUsers = []demoUser{
 
 // demoProfiles are the demo lab's own profiles, pointing at its emulators.
 func demoProfiles(lab *Lab) []acceptance.ProfileSpec {
+	duration := lab.stepDuration
+	if duration == 0 {
+		duration = DefaultStepDuration
+	}
 	ttft := func(name, url string, transport acceptance.Transport, what string) acceptance.ProfileSpec {
 		return acceptance.ProfileSpec{
 			Name:        name,
 			Description: "Online inference against the demo emulator, whose KV blocks come from " + what + ". Labelled emulated: no GPU is involved.",
 			Purpose:     acceptance.PurposeInferenceServing, Storage: acceptance.Storage{Transport: transport, ArrayModel: "emulated"},
-			Repetitions: 3, Warmup: acceptance.Duration(2 * time.Second),
+			Repetitions: 3, Warmup: acceptance.Duration(DemoWarmup),
 			Steps: []acceptance.StepSpec{{Name: "ttft", Kind: acceptance.StepInference, Inference: &acceptance.InferenceStep{
 				Endpoint: url, Model: "emulated", API: "chat",
 				PromptTokens: acceptance.TokenDist{Dist: "uniform", Mean: 768, Min: 512, Max: 1024}, OutputTokens: acceptance.TokenDist{Dist: "fixed", Mean: 32},
 				Prefix: &acceptance.PrefixReuse{Tokens: 256, Distinct: 8},
-				Load:   acceptance.Load{Mode: "concurrency", Concurrency: 8}, Duration: acceptance.Duration(15 * time.Second),
+				Load:   acceptance.Load{Mode: "concurrency", Concurrency: 8}, Duration: acceptance.Duration(duration),
 				SLO: acceptance.SLO{TTFTMs: 2000, TPOTMs: 200}, MetricsURL: strings.TrimSuffix(url, "/v1") + "/metrics", Seed: 7,
 			}}},
 		}.Normalized()
