@@ -248,8 +248,10 @@ func TestRunThroughAJumpHost(t *testing.T) {
 // attempts, each resuming from the stored offset, the lease handed over.
 func TestLongRunIsHandedOverBetweenAttempts(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{budget: 2 * time.Second})
-	runID := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(6*time.Second)), nil, nil)
+	// Each attempt must connect, resume and, the last, collect within its
+	// budget: 3 s leaves room for that on a loaded machine.
+	b := setup(t, setupOpts{budget: 3 * time.Second})
+	runID := b.submit(t, b.river, b.saveProfile(t, b.quickProfile(9*time.Second)), nil, nil)
 	run := b.waitFor(t, runID, 90*time.Second, "settle", settled)
 	require.Equal(t, store.RunDone, run.State, run.Reason)
 	events := probeEvents(t, filepath.Join(b.runDir(runID), wire.EventsFile))

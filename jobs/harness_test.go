@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 	// Most of these tests wait: for a lab host's probe to measure, for a
 	// lease to expire, for a worker to take a run over. More of them at
 	// once than the 2 cores' default keeps the machine busy meanwhile.
-	testparallel.Default(6)
+	testparallel.Default(4)
 	code := m.Run()
 	sshtest.RemoveBuild()
 	os.Exit(code)

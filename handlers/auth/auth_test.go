@@ -4,12 +4,14 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/argon2"
 )
 
 type testBundle struct {
@@ -41,6 +43,16 @@ func TestPasswordHashing(t *testing.T) {
 	h2, err := HashPassword("correct horse battery")
 	require.NoError(t, err)
 	require.NotEqual(t, h, h2, "salts differ")
+
+	// A hash is checked under the parameters it carries: one made under
+	// other settings (older, or a test's cheap ones) still verifies.
+	salt := []byte("sixteen byte salt")
+	b64 := base64.RawStdEncoding
+	cheap := fmt.Sprintf("$argon2id$v=19$m=8,t=1,p=1$%s$%s", b64.EncodeToString(salt), b64.EncodeToString(argon2.IDKey([]byte("pw"), salt, 1, 8, 1, 32)))
+	require.True(t, CheckPassword(cheap, "pw"))
+	require.False(t, CheckPassword(cheap, "pW"))
+	// Parameters past the bounds are refused rather than computed.
+	require.False(t, CheckPassword(strings.Replace(cheap, "t=1", "t=21", 1), "pw"))
 }
 
 func TestIssueAndVerify(t *testing.T) {
