@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"mime/multipart"
 	"net"
@@ -289,6 +290,22 @@ func stalledUpload(t *testing.T, base, path string, c *http.Client) net.Conn {
 	return conn
 }
 
+// waitBundleReads waits until the server at base is reading n bundles, by
+// its /metrics.
+func waitBundleReads(t *testing.T, base string, n int) {
+	t.Helper()
+	want := fmt.Sprintf("\naccord_bundle_reads_in_progress %d\n", n)
+	require.Eventually(t, func() bool {
+		res, err := http.Get(base + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return strings.Contains(string(body), want)
+	}, 30*time.Second, 50*time.Millisecond, "the server reads %d bundles", n)
+}
+
 // Every bundle read costs the server its upload on disk, memory and
 // temporary space while it lasts; they were not bounded in number. Now a
 // user has one read at a time (a second one is 429 with Retry-After), the
@@ -321,9 +338,12 @@ func TestAttackBundleReadsFloodTheServer(t *testing.T) {
 	}
 
 	// One stalled upload of the engineer's: their second read, verify or
-	// import, is 429; others still read.
+	// import, is 429; others still read. Each stall is waited for until
+	// the server holds it (its gauge of reads in progress): a read sent
+	// meanwhile could otherwise take the slot first and leave the stall
+	// refused (seen on a loaded machine).
 	first := stalledUpload(t, srv.base, "/verify", at.engineer)
-	require.Eventually(t, func() bool { s, _, _ := verify(at.engineer); return s == http.StatusTooManyRequests }, 30*time.Second, 50*time.Millisecond)
+	waitBundleReads(t, srv.base, 1)
 	status, page, retry := verify(at.engineer)
 	require.Equal(t, http.StatusTooManyRequests, status)
 	require.Equal(t, "10", retry)
@@ -335,10 +355,12 @@ func TestAttackBundleReadsFloodTheServer(t *testing.T) {
 
 	// Three more users stall theirs: the installation is at four, and a
 	// fifth user's read is 503.
-	for _, c := range users[:3] {
+	for i, c := range users[:3] {
 		stalledUpload(t, srv.base, "/verify", c)
+		waitBundleReads(t, srv.base, 2+i)
 	}
-	require.Eventually(t, func() bool { s, _, _ := verify(at.outsider); return s == http.StatusServiceUnavailable }, 30*time.Second, 50*time.Millisecond)
+	status, _, _ = verify(at.outsider)
+	require.Equal(t, http.StatusServiceUnavailable, status)
 	status, page, retry = verify(users[3])
 	require.Equal(t, http.StatusServiceUnavailable, status)
 	require.Equal(t, "10", retry)

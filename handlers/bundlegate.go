@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Reading an uploaded report bundle (the Verify page, the report import)
@@ -56,6 +58,15 @@ func (g *bundleGate) enter(user int64) (release func(), status int) {
 			<-g.slots
 		})
 	}, 0
+}
+
+// gauge reports how many bundles are being read, for /metrics: how close
+// the installation is to refusing reads.
+func (g *bundleGate) gauge() prometheus.GaugeFunc {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "accord_bundle_reads_in_progress",
+		Help: fmt.Sprintf("Report bundles being read (Verify, report import); at %d, further reads are refused with 503.", maxBundleReads),
+	}, func() float64 { return float64(len(g.slots)) })
 }
 
 // enterBundleRead takes a bundle-reading slot for the signed-in user and

@@ -121,6 +121,7 @@ func New(opts Options) *Server {
 		s.reg = prometheus.NewRegistry()
 	}
 	s.metrics = newHTTPMetrics(s.reg)
+	s.reg.MustRegister(s.bundles.gauge())
 	s.live = newLiveHub(s.pool, s.log)
 	s.handler = s.routes()
 	return s
