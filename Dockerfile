@@ -22,8 +22,8 @@ ARG VERSION=dev
 ENV CGO_ENABLED=0
 RUN go tool templ generate \
  && go build -trimpath -ldflags "-X main.version=${VERSION}" -o /out/accord . \
- && GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-X main.version=${VERSION}" -o /out/probe/accord-linux-amd64 . \
- && GOOS=linux GOARCH=arm64 go build -trimpath -ldflags "-X main.version=${VERSION}" -o /out/probe/accord-linux-arm64 .
+ && GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/probe/accord-linux-amd64 . \
+ && GOOS=linux GOARCH=arm64 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/probe/accord-linux-arm64 .
 
 # 3. Runtime: the binary, CA certificates, an unprivileged user, a data
 #    volume for the secret and signing keys.

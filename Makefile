@@ -57,8 +57,10 @@ probe-binaries: bin/accord-linux-amd64 bin/accord-linux-arm64
 BUILD_INPUTS := go.mod go.sum $(VENDOR) $(shell find . \( -path ./node_modules -o -path ./bin -o -path ./tmp -o -path ./data -o -path ./test-artifacts -o -path ./.git \) -prune -o \
 	-type f \( \( -name '*.go' ! -name '*_test.go' \) -o -path './static/*' -o -path './migrations/*.sql' -o -name '*.xsd' \) -print)
 
+# Without the symbol table and DWARF (-s -w): a quarter smaller to upload
+# to every lab host; stack traces keep their function names and lines.
 bin/accord-linux-%: $(BUILD_INPUTS)
-	GOOS=linux GOARCH=$* go build -trimpath -o $@ .
+	GOOS=linux GOARCH=$* go build -trimpath -ldflags "-s -w" -o $@ .
 
 clean:
 	rm -rf bin static/vendor/*.js
