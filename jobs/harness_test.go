@@ -22,7 +22,6 @@ import (
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/egress"
-	"github.com/accordlab/accord/internal/testparallel"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
@@ -33,10 +32,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// Most of these tests wait: for a lab host's probe to measure, for a
-	// lease to expire, for a worker to take a run over. More of them at
-	// once than the 2 cores' default keeps the machine busy meanwhile.
-	testparallel.Default(4)
 	code := m.Run()
 	sshtest.RemoveBuild()
 	os.Exit(code)
