@@ -56,7 +56,9 @@ func setupMultiHostLab(t *testing.T) *multiHostLab {
 	deps := jobs.Deps{Log: pb.log, Store: pb.store, Sealer: pb.sealer, Keyring: pb.keyring, Holder: "test/" + t.Name(), Version: "test",
 		LeaseTTL: 6 * time.Second, Report: web.RenderReport, Egress: egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, nil),
 		Runner: runners.Config{
-			Options: sshrun.Options{RemoteBase: lab.remote, KeepaliveInterval: time.Second, KeepaliveCountMax: 2, HandshakeTimeout: 5 * time.Second},
+			// Keepalives at their defaults (5 s, 3 missed): these tests are not
+			// about them, and sshd on a loaded machine can be silent for 2 s.
+			Options: sshrun.Options{RemoteBase: lab.remote, HandshakeTimeout: 5 * time.Second},
 			Backoff: sshrun.Backoff{Initial: 200 * time.Millisecond, Max: time.Second, Attempts: 8},
 			Probe:   sshrun.ProbeSource{File: sshtest.BuildAccord(t)},
 			Limits:  sshrun.Limits{TempDir: t.TempDir()},

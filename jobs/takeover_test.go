@@ -20,7 +20,7 @@ import (
 // the run completes without starting the measurement again.
 func TestWorkerKilledMidRunAnotherTakesOver(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{noRiver: true, leaseTTL: 4 * time.Second, budget: 3 * time.Second})
+	b := setup(t, setupOpts{noRiver: true, leaseTTL: 4 * time.Second, budget: 8 * time.Second})
 	ctx := context.Background()
 
 	// A real `accord worker` process on the same database.
