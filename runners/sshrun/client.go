@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -97,48 +98,36 @@ func (c *Client) watch() {
 
 // keepalive sends keepalive@openssh.com requests every interval and closes
 // the connection when nothing has come from the host for KeepaliveCountMax
-// intervals: no reply (any reply counts, including OpenSSH's "request
-// failed") and no other bytes.
+// intervals. Replies arrive as bytes on the connection like any other
+// (any reply counts, including OpenSSH's "request failed"), so the
+// connection's clock of its last read (heardConn) is the one clock kept.
 func (c *Client) keepalive() {
 	interval, limit := c.opts.KeepaliveInterval, time.Duration(c.opts.KeepaliveCountMax)*c.opts.KeepaliveInterval
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	var (
-		mu       sync.Mutex
-		last     = time.Now()
-		inflight bool
-	)
+	started := time.Now()
+	var inflight atomic.Bool
 	for {
 		select {
 		case <-c.done:
 			return
 		case <-tick.C:
 		}
-		mu.Lock()
-		heard := last
-		if h := c.heard.lastHeard(); h.After(heard) {
-			heard = h
+		heard := c.heard.lastHeard()
+		if heard.Before(started) {
+			heard = started
 		}
-		silent := time.Since(heard)
-		busy := inflight
-		inflight = true
-		mu.Unlock()
-		if silent > limit {
+		if silent := time.Since(heard); silent > limit {
 			c.end(fmt.Errorf("%w: %s: nothing heard for %s (interval %s, %d missed)",
 				ErrKeepaliveTimeout, c.target.HostPort(), silent.Round(time.Millisecond), interval, c.opts.KeepaliveCountMax))
 			return
 		}
-		if busy {
+		if !inflight.CompareAndSwap(false, true) {
 			continue // the last request is still unanswered
 		}
 		go func() {
-			_, _, err := c.ssh.SendRequest("keepalive@openssh.com", true, nil)
-			mu.Lock()
-			if err == nil {
-				last = time.Now()
-			}
-			inflight = false
-			mu.Unlock()
+			_, _, _ = c.ssh.SendRequest("keepalive@openssh.com", true, nil)
+			inflight.Store(false)
 		}()
 	}
 }
