@@ -38,6 +38,7 @@ import (
 	"github.com/accordlab/accord/store/storetest"
 	"github.com/accordlab/accord/submit"
 	"github.com/accordlab/accord/submit/submittest"
+	"github.com/accordlab/accord/web/browsertest"
 )
 
 // TestMain removes the accord binary sshtest builds as the lab host's probe.
@@ -47,6 +48,7 @@ func TestMain(m *testing.M) {
 	testparallel.Default(6)
 	code := m.Run()
 	sshtest.RemoveBuild()
+	browsertest.Close()
 	os.Exit(code)
 }
 

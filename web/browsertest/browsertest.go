@@ -1,11 +1,15 @@
 // Package browsertest drives Debian's Chromium, headless, for Accord's
-// browser tests. Each Browser is a fresh profile that records everything a
-// test must check afterwards: console errors, uncaught exceptions, Content
-// Security Policy violations, and every URL the page requested.
+// browser tests: one Chromium per test binary, and for each test a tab in
+// a browser context no other test uses meanwhile, wiped of what an earlier
+// test left, that records everything the test must check afterwards:
+// console errors, uncaught exceptions, Content Security Policy violations,
+// and every URL the page requested. A package that uses it calls Close
+// from its TestMain.
 package browsertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -16,11 +20,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
-// Browser is one headless Chromium with one tab.
+// Browser is the test's tab of the package's headless Chromium, in a
+// browser context no other test uses meanwhile.
 type Browser struct {
 	Ctx context.Context
 	t   testing.TB
@@ -43,12 +50,44 @@ func ChromiumPath() (string, error) {
 	return "", fmt.Errorf("chromium is not installed (Debian: apt-get install chromium)")
 }
 
-// New starts Chromium for the test and closes it at the end.
-func New(t testing.TB) *Browser {
-	t.Helper()
+// WindowWidth and WindowHeight are the size of every tab's window.
+const WindowWidth, WindowHeight = 1366, 900
+
+// shared is the test binary's one Chromium, started by the first New and
+// stopped by Close (from the package's TestMain), with the tabs tests gave
+// back. On this machine starting Chromium costs about 3 CPU-seconds and a
+// tab in a new browser context about 2 (a renderer process of its own), as
+// much as a short browser test's pages: tests take a tab a finished test
+// left, wiped, and open one only when none is free.
+var shared struct {
+	mu      sync.Mutex
+	ctx     context.Context // the browser's first tab: its context holds the browser
+	cancel  func()
+	dataDir string
+	free    []*tab
+}
+
+// tab is one tab, in a browser context of its own, that passes from test
+// to test; its events go to the Browser of the test holding it.
+type tab struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	owner *Browser
+}
+
+func browser() (context.Context, error) {
+	if shared.ctx != nil {
+		return shared.ctx, nil
+	}
 	path, err := ChromiumPath()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "accord-chromium-")
+	if err != nil {
+		return nil, err
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
@@ -62,21 +101,61 @@ func New(t testing.TB) *Browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1366, 900),
+		chromedp.UserDataDir(dir),
+		chromedp.WindowSize(WindowWidth, WindowHeight),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
-	t.Cleanup(func() {
-		cancelTimeout()
+	if err := chromedp.Do(ctx); err != nil {
 		cancelCtx()
 		cancelAlloc()
-	})
-	b := &Browser{Ctx: ctx, t: t}
-	// Start the browser and subscribe before any navigation.
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start chromium: %w", err)
+	}
+	shared.ctx, shared.dataDir = ctx, dir
+	shared.cancel = func() {
+		cancelCtx()
+		cancelAlloc()
+	}
+	return ctx, nil
+}
+
+// Close stops the package's Chromium, if one was started, and removes its
+// profile. Call it from TestMain after m.Run.
+func Close() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.ctx == nil {
+		return
+	}
+	for _, tb := range shared.free {
+		tb.cancel()
+	}
+	shared.free = nil
+	shared.cancel()
+	os.RemoveAll(shared.dataDir)
+	shared.ctx = nil
+}
+
+// takeTab gives a free tab, or opens one in a new browser context.
+func takeTab() (*tab, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if n := len(shared.free); n > 0 {
+		tb := shared.free[n-1]
+		shared.free = shared.free[:n-1]
+		return tb, nil
+	}
+	parent, err := browser()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
+	tb := &tab{ctx: ctx, cancel: cancel}
+	// Open the tab and subscribe before any navigation.
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
+		cancel()
+		return nil, fmt.Errorf("open a tab: %w", err)
 	}
 	console := chromedp.Console(ctx)
 	requests := chromedp.Events(ctx, network.RequestWillBeSent)
@@ -85,9 +164,7 @@ func New(t testing.TB) *Browser {
 			if err != nil {
 				return
 			}
-			b.mu.Lock()
-			b.console = append(b.console, m)
-			b.mu.Unlock()
+			tb.record(func(b *Browser) { b.console = append(b.console, m) })
 		}
 	}()
 	go func() {
@@ -95,14 +172,82 @@ func New(t testing.TB) *Browser {
 			if err != nil {
 				return
 			}
-			b.mu.Lock()
-			b.requests = append(b.requests, ev.Request.URL)
-			b.mu.Unlock()
+			tb.record(func(b *Browser) { b.requests = append(b.requests, ev.Request.URL) })
 		}
 	}()
 	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatalf("enable network events: %v", err)
+		cancel()
+		return nil, fmt.Errorf("enable network events: %w", err)
 	}
+	return tb, nil
+}
+
+// record hands an event to the test holding the tab (none: dropped).
+func (tb *tab) record(add func(*Browser)) {
+	tb.mu.Lock()
+	b := tb.owner
+	tb.mu.Unlock()
+	if b != nil {
+		b.mu.Lock()
+		add(b)
+		b.mu.Unlock()
+	}
+}
+
+// giveBack wipes the tab for the next test, as a new browser context
+// would be: a blank page (the last one's scripts and connections stop),
+// no cookies, no cache, no emulated screen or media. A tab of a failed
+// test, or one that cannot be wiped, is closed instead.
+func (tb *tab) giveBack(failed bool) {
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	err := errors.New("the test failed")
+	if !failed {
+		err = chromedp.Do(ctx, chromedp.Navigate("about:blank"))
+		for _, wipe := range []func() error{
+			func() error { _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); return err },
+			func() error { _, err := chromedp.Call(ctx, network.ClearBrowserCache, cdp.Empty{}); return err },
+			func() error { _, err := chromedp.Call(ctx, emulation.ClearDeviceMetricsOverride, cdp.Empty{}); return err },
+			func() error {
+				_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
+				return err
+			},
+		} {
+			if err == nil {
+				err = wipe()
+			}
+		}
+	}
+	tb.mu.Lock()
+	tb.owner = nil
+	tb.mu.Unlock()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if err != nil || shared.ctx == nil {
+		tb.cancel()
+		return
+	}
+	shared.free = append(shared.free, tb)
+}
+
+// New gives the test a tab of its own until it ends: a browser context no
+// other test uses meanwhile, with no cookies, cache or page of an earlier
+// test.
+func New(t testing.TB) *Browser {
+	t.Helper()
+	tb, err := takeTab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(tb.ctx, 4*time.Minute)
+	b := &Browser{Ctx: ctx, t: t}
+	tb.mu.Lock()
+	tb.owner = b
+	tb.mu.Unlock()
+	t.Cleanup(func() {
+		cancel()
+		tb.giveBack(t.Failed())
+	})
 	return b
 }
 
