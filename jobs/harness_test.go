@@ -22,6 +22,7 @@ import (
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/egress"
+	"github.com/accordlab/accord/internal/testparallel"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
@@ -32,6 +33,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Most tests here wait for runs on the lab host.
+	testparallel.Default(4)
 	code := m.Run()
 	sshtest.RemoveBuild()
 	os.Exit(code)
