@@ -1,13 +1,16 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +31,9 @@ type helperLevel struct {
 	URL      string        `json:"url"`
 	Rate     float64       `json:"rate"`
 	Duration time.Duration `json:"duration"`
+	// WaitForGo has the child say "ready" on stderr once started, and wait
+	// for a byte on stdin before it runs the level.
+	WaitForGo bool `json:"wait_for_go,omitempty"`
 }
 
 func runHelperLevel(spec string) int {
@@ -40,6 +46,13 @@ func runHelperLevel(spec string) int {
 		PromptTokens: acceptance.TokenDist{Dist: "fixed", Mean: 32}, OutputTokens: acceptance.TokenDist{Dist: "fixed", Mean: 8}, Seed: 3,
 		RequestTimeout: acceptance.Duration(10 * time.Second),
 		Load:           acceptance.Load{Mode: "rate", Arrival: "constant"}}
+	if h.WaitForGo {
+		fmt.Fprintln(os.Stderr, "ready")
+		if _, err := os.Stdin.Read(make([]byte, 1)); err != nil {
+			fmt.Fprintln(os.Stderr, "waiting for go:", err)
+			return 2
+		}
+	}
 	sum, err := Run(context.Background(), Config{Step: step, Level: Level{Rate: h.Rate, Label: "r=" + strconv.FormatFloat(h.Rate, 'f', -1, 64)}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -52,33 +65,59 @@ func runHelperLevel(spec string) int {
 }
 
 // runLevelInChild runs one level in a child process started by argv (which
-// ends with the test binary).
-func runLevelInChild(t *testing.T, h helperLevel, argv ...string) *wire.InferenceSummary {
+// ends with the test binary). A beforeLevel runs once the child has
+// started, just before it begins the level.
+func runLevelInChild(t *testing.T, h helperLevel, beforeLevel func(), argv ...string) *wire.InferenceSummary {
 	t.Helper()
+	h.WaitForGo = beforeLevel != nil
 	spec, err := json.Marshal(h)
 	require.NoError(t, err)
 	argv = append(argv, os.Args[0], "-test.run=^$")
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), helperLevelEnv+"="+string(spec))
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoError(t, cmd.Run(), "child: %s", errb.String())
+	cmd.Stdout = &out
+	var goSignal io.WriteCloser
+	if beforeLevel != nil {
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		goSignal, err = cmd.StdinPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		lines := bufio.NewScanner(stderr)
+		require.True(t, lines.Scan() && lines.Text() == "ready", "the child did not start: %q", lines.Text())
+		beforeLevel()
+		_, err = goSignal.Write([]byte{1})
+		require.NoError(t, err)
+		for lines.Scan() {
+			errb.WriteString(lines.Text() + "\n")
+		}
+		require.NoError(t, cmd.Wait(), "child: %s", errb.String())
+	} else {
+		cmd.Stderr = &errb
+		require.NoError(t, cmd.Run(), "child: %s", errb.String())
+	}
 	var sum wire.InferenceSummary
 	require.NoError(t, json.Unmarshal(out.Bytes(), &sum))
 	require.NotNil(t, sum.SelfCheck)
 	return &sum
 }
 
-// startHogs keeps n busy processes on cpu until the test ends.
-func startHogs(t *testing.T, cpu string, n int) {
+// startHogs keeps n busy processes on cpu for d (or until the test ends).
+// They start once the starved child runs and stop soon after its level's
+// intended end: at nice 0 they slow every other test on that core too,
+// and a child starved from its start took seconds just to begin.
+func startHogs(t *testing.T, cpu string, n int, d time.Duration) {
 	t.Helper()
 	for range n {
 		cmd := exec.Command("taskset", "-c", cpu, "sh", "-c", "while :; do :; done")
 		require.NoError(t, cmd.Start())
-		t.Cleanup(func() {
+		stop := sync.OnceFunc(func() {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		})
+		time.AfterFunc(d, stop)
+		t.Cleanup(stop)
 	}
 }
 
@@ -94,8 +133,8 @@ func TestSelfCheckFlagsAStarvedClient(t *testing.T) {
 		}
 	}
 	e := startEmulator(t, emuConfig(t))
-	startHogs(t, "0", starveHogs)
-	sum := runLevelInChild(t, helperLevel{URL: e.url, Rate: starveRate, Duration: time.Second}, "nice", "-n", "19", "taskset", "-c", "0")
+	level := helperLevel{URL: e.url, Rate: starveRate, Duration: time.Second}
+	sum := runLevelInChild(t, level, func() { startHogs(t, "0", starveHogs, level.Duration+time.Second) }, "nice", "-n", "19", "taskset", "-c", "0")
 	sc := sum.SelfCheck
 	t.Logf("starved: lateness p99 %.0f ms, tick delay p99 %.0f ms, run queue %.0f %%, host CPU pressure %s, reasons %q",
 		sc.LatenessP99Ms, sc.TickDelayP99Ms, deref(sc.ProbeRunQueuePct), pct(sc.HostCPUPressurePct), sc.Reasons)
@@ -186,8 +225,8 @@ func TestRecordStarvedSelfCheck(t *testing.T) {
 		t.Skip("set ACCORD_RECORD_STARVED=path to record a starved level's self-check")
 	}
 	e := startEmulator(t, emuConfig(t))
-	startHogs(t, "0", starveHogs)
-	sum := runLevelInChild(t, helperLevel{URL: e.url, Rate: starveRate, Duration: time.Second}, "nice", "-n", "19", "taskset", "-c", "0")
+	level := helperLevel{URL: e.url, Rate: starveRate, Duration: time.Second}
+	sum := runLevelInChild(t, level, func() { startHogs(t, "0", starveHogs, level.Duration+time.Second) }, "nice", "-n", "19", "taskset", "-c", "0")
 	require.True(t, sum.SelfCheck.Flagged, "record again: the level was not starved")
 	raw, err := json.MarshalIndent(sum.SelfCheck, "", "  ")
 	require.NoError(t, err)
