@@ -189,7 +189,7 @@ func TestAnotherGPUModelIsIncomparable(t *testing.T) {
 }
 
 // TestLabHostRunWithVendorTools: a run through a real lab host (sshd on
-// loopback, the accord binary uploaded as the probe, River working the
+// loopback, the accord binary as the probe, River working the
 // run as `accord serve` does) whose PATH has npu-smi, amd-smi, rocm-smi
 // and cnmon printing their recorded outputs. The probe on the host writes
 // the devices into facts.json and samples them into telemetry.jsonl; the
@@ -211,6 +211,7 @@ func TestLabHostRunWithVendorTools(t *testing.T) {
 	require.NoError(t, pb.store.PinHostKeys(ctx, pb.programID, hostID, sshrun.AuthorizedKey(sshd.HostKey), sshrun.Fingerprint(sshd.HostKey), nil))
 
 	remote := t.TempDir()
+	sshtest.SeedProbe(t, remote) // as an earlier run left it: this test is not about the upload
 	deps := jobs.Deps{Log: pb.log, Store: pb.store, Sealer: pb.sealer, Keyring: pb.keyring, Report: web.RenderReport, Version: "test",
 		Holder: "test/" + t.Name(), LeaseTTL: 10 * time.Second,
 		Runner: runners.Config{Options: sshrun.Options{RemoteBase: remote, HandshakeTimeout: 10 * time.Second},

@@ -42,6 +42,7 @@ func setupMultiHostLab(t *testing.T) *multiHostLab {
 	pb := setupProgram(t)
 	ctx := context.Background()
 	lab := &multiHostLab{programBundle: pb, work: t.TempDir(), remote: t.TempDir()}
+	sshtest.SeedProbe(t, lab.remote) // as an earlier run left it: these tests are not about the upload
 	for _, name := range []string{"lab-1", "lab-2", "lab-3"} {
 		sshd := sshtest.StartSSHD(t, sshtest.Options{})
 		id, err := pb.store.CreateHost(ctx, pb.programID, store.NewHost{Name: name, Address: sshd.Addr, Port: sshd.Port, Username: sshd.User, AuthMethod: "key",

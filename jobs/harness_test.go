@@ -102,6 +102,9 @@ func setup(t testing.TB, opts ...setupOpts) *testBundle {
 	if b.remote == "" {
 		b.remote = t.TempDir()
 	}
+	// The probe is where an earlier run would have left it: these tests
+	// are not about its upload (runners/sshrun's are).
+	sshtest.SeedProbe(t, b.remote)
 	b.work = t.TempDir()
 	keepalive := o.keepalive
 	if keepalive == 0 {

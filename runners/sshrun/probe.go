@@ -108,8 +108,8 @@ func (c *Client) EnsureProbe(ctx context.Context, src ProbeSource) (Probe, error
 	if err != nil {
 		return Probe{}, err
 	}
-	dir := path.Join(c.opts.RemoteBase, "probe", sum)
-	p := Probe{Path: path.Join(dir, "accord"), SHA256: sum, Arch: arch}
+	p := Probe{Path: CachedProbePath(c.opts.RemoteBase, sum), SHA256: sum, Arch: arch}
+	dir := path.Dir(p.Path)
 	if err := checkPath(p.Path); err != nil {
 		return Probe{}, err
 	}
@@ -143,6 +143,12 @@ func (c *Client) EnsureProbe(ctx context.Context, src ProbeSource) (Probe, error
 	p.Uploaded, p.BytesSent = true, counted.n
 	c.UseProbe(p.Path)
 	return p, nil
+}
+
+// CachedProbePath is where EnsureProbe keeps the probe binary of a digest
+// under a host's remote base folder.
+func CachedProbePath(remoteBase, sha256Hex string) string {
+	return path.Join(remoteBase, "probe", sha256Hex, "accord")
 }
 
 // UseProbe sets the probe binary path on the host for this client's probe

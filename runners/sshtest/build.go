@@ -2,6 +2,8 @@ package sshtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/accordlab/accord/runners/sshrun"
 )
 
 // AccordPackage is the main package built by BuildAccord.
@@ -19,6 +23,10 @@ var build struct {
 	dir  string
 	path string
 	err  error
+
+	sumOnce sync.Once
+	sum     string // the binary's SHA-256, hex
+	sumErr  error
 }
 
 // BuildAccord builds the accord binary once per test process (static,
@@ -49,6 +57,44 @@ func BuildAccord(t testing.TB) string {
 		t.Fatalf("sshtest: %v", build.err)
 	}
 	return build.path
+}
+
+// SeedProbe puts the BuildAccord binary where EnsureProbe looks for it in
+// the remote base folder remoteBase of a loopback lab host, as an earlier
+// run would have left it, so that a test about something else does not
+// upload 33 MB over SSH (about a CPU-second of sshd's each time). Tests of
+// the upload itself do not seed. It is a hard link to the build when it
+// can be: the upload and the probe only ever replace that file, never
+// write into it.
+func SeedProbe(t testing.TB, remoteBase string) {
+	t.Helper()
+	bin := BuildAccord(t)
+	build.sumOnce.Do(func() {
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			build.sumErr = err
+			return
+		}
+		sum := sha256.Sum256(data)
+		build.sum = hex.EncodeToString(sum[:])
+	})
+	if build.sumErr != nil {
+		t.Fatalf("sshtest: %v", build.sumErr)
+	}
+	dst := sshrun.CachedProbePath(remoteBase, build.sum)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatalf("sshtest: %v", err)
+	}
+	if err := os.Link(bin, dst); err == nil {
+		return
+	}
+	data, err := os.ReadFile(bin)
+	if err == nil {
+		err = os.WriteFile(dst, data, 0o755)
+	}
+	if err != nil {
+		t.Fatalf("sshtest: seed the probe: %v", err)
+	}
 }
 
 // RemoveBuild deletes the binary built by BuildAccord, if any.
