@@ -408,11 +408,21 @@ func stopMultiHost(ctx context.Context, d Deps, run store.Run, leases []store.Le
 				return err
 			}
 		}
+		// Every ended host at once: the hosts' rows are locked before the
+		// run's (MarkRunHostProbeEnded), as a host's own hook locks them.
+		var ended []int
 		for i, r := range results {
 			if r.ended {
-				if err := tx.MarkRunHostProbeEnded(ctx, run.ID, mh.rows[i].Ordinal); err != nil {
-					return err
-				}
+				ended = append(ended, mh.rows[i].Ordinal)
+			}
+		}
+		if len(ended) > 0 {
+			if err := tx.MarkRunHostProbeEnded(ctx, run.ID, ended...); err != nil {
+				return err
+			}
+		}
+		for i, r := range results {
+			if r.ended {
 				if mh.rows[i].ProbeEndedAt == nil {
 					if err := tx.SetRunHostState(ctx, run.ID, mh.rows[i].Ordinal, store.RunHostStopped, r.text); err != nil {
 						return err

@@ -112,14 +112,28 @@ func (s *Store) MarkRunHostLaunched(ctx context.Context, runID int64, ordinal in
 	return oneRow(tag, err, fmt.Sprintf("mark run %d launched", runID))
 }
 
-// MarkRunHostProbeEnded records that a host's probe is known to be gone
-// (or was never launched: its folder was claimed); once every host's is,
-// the run's probe has ended (MarkProbeEnded) and its hosts are free.
-func (s *Store) MarkRunHostProbeEnded(ctx context.Context, runID int64, ordinal int) error {
+// MarkRunHostProbeEnded records that the probes of the hosts with these
+// ordinals are known to be gone (or were never launched: their folders
+// were claimed); once every host's is, the run's probe has ended
+// (MarkProbeEnded) and its hosts are free. Call it in a transaction
+// (InTx): hosts ending together are then counted one after the other.
+// Counted side by side, each saw the other's probe still running and
+// neither ended the run's, which kept its hosts until the probe's time
+// limit.
+func (s *Store) MarkRunHostProbeEnded(ctx context.Context, runID int64, ordinals ...int) error {
 	tag, err := s.db.Exec(ctx, `UPDATE run_hosts SET probe_ended_at = coalesce(probe_ended_at, now()), waiting_at = -1
-		WHERE run_id = $1 AND ordinal = $2`, runID, ordinal)
-	if err := oneRow(tag, err, fmt.Sprintf("run %d host %d probe ended", runID, ordinal)); err != nil {
-		return err
+		WHERE run_id = $1 AND ordinal = ANY($2)`, runID, ordinals)
+	if err != nil {
+		return fmt.Errorf("store: run %d hosts %v probe ended: %w", runID, ordinals, err)
+	}
+	if int(tag.RowsAffected()) != len(ordinals) {
+		return fmt.Errorf("store: run %d hosts %v probe ended: %w", runID, ordinals, ErrNotFound)
+	}
+	// The run's row, locked after the hosts' (in one statement) as every
+	// writer of both does, until this transaction ends: a host ending at
+	// the same time waits here and then counts these as ended.
+	if _, err := s.db.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, runID); err != nil {
+		return fmt.Errorf("store: lock run %d: %w", runID, err)
 	}
 	var left int
 	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM run_hosts WHERE run_id = $1 AND probe_ended_at IS NULL`, runID).Scan(&left); err != nil {

@@ -198,3 +198,48 @@ func mustRun(t *testing.T, st *store.Store, id int64) store.Run {
 	require.NoError(t, err)
 	return r
 }
+
+// The last two hosts of a multi-host run whose probes end at the same
+// time, each in its own transaction: the run's probe has ended, so its
+// hosts are free. (Each used to see the other's probe still running,
+// and the run kept its hosts until the probe's time limit.)
+func TestHostsEndingTogetherEndTheRunsProbe(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := store.New(storetest.NewPool(t))
+	_, runID, _ := hostsAndMultiRuns(t, st, 2)
+
+	aMarked, commitA := make(chan struct{}), make(chan struct{})
+	aDone, bDone := make(chan error, 1), make(chan error, 1)
+	go func() {
+		aDone <- st.InTx(ctx, func(tx *store.Store) error {
+			if err := tx.MarkRunHostProbeEnded(ctx, runID, 0); err != nil {
+				return err
+			}
+			close(aMarked)
+			<-commitA
+			return nil
+		})
+	}()
+	<-aMarked
+	go func() {
+		bDone <- st.InTx(ctx, func(tx *store.Store) error { return tx.MarkRunHostProbeEnded(ctx, runID, 1) })
+	}()
+	// Host 1 counts while host 0's transaction is still open (given the
+	// time to get there; it waits for host 0's to end).
+	bEarly := false
+	select {
+	case err := <-bDone:
+		require.NoError(t, err)
+		bEarly = true
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(commitA)
+	require.NoError(t, <-aDone)
+	if !bEarly {
+		require.NoError(t, <-bDone)
+	}
+	run, err := st.RunByID(ctx, runID)
+	require.NoError(t, err)
+	require.NotNil(t, run.ProbeEndedAt, "both hosts' probes ended, so the run's has")
+}
