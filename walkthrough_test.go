@@ -178,10 +178,9 @@ func TestBrowserWalkthrough(t *testing.T) {
 	br.Screenshot("walkthrough-01-program")
 
 	// Register the demo lab's sshd as a new host.
-	br.Do(chromedp.Navigate(p+"/hosts/new"), chromedp.WaitVisible(chromedp.ID("host-form")),
-		chromedp.SetValue(chromedp.ID("name"), "lab-2"), chromedp.SetValue(chromedp.ID("address"), "127.0.0.1"),
-		chromedp.SetValue(chromedp.ID("port"), strconv.Itoa(w.cfg.DemoSSHPort)), chromedp.SetValue(chromedp.ID("username"), w.user),
-		chromedp.SetValue(chromedp.ID("labels"), "transport=emulated"))
+	br.Do(chromedp.Navigate(p+"/hosts/new"), chromedp.WaitVisible(chromedp.ID("host-form")))
+	br.SetValues("name", "lab-2", "address", "127.0.0.1", "port", strconv.Itoa(w.cfg.DemoSSHPort), "username", w.user,
+		"labels", "transport=emulated")
 	br.ClickAndWait("#create-host")
 	br.Do(chromedp.WaitVisible(chromedp.ID("host-public-key")))
 	pub := strings.TrimSpace(br.Text("#host-public-key"))
@@ -211,11 +210,9 @@ func TestBrowserWalkthrough(t *testing.T) {
 	// the uplift gate set compares with a baseline, and none is chosen.
 	fast := w.id(t, `SELECT v.id FROM profile_versions v JOIN profiles p ON p.id = v.profile_id WHERE p.name = 'Demo TTFT · NVMe-oF path'`)
 	uplift := w.id(t, `SELECT v.id FROM gate_set_versions v JOIN gate_sets g ON g.id = v.gate_set_id WHERE g.name = 'NVMe-oF uplift over local NVMe'`)
-	br.Do(chromedp.Navigate(p+"/runs/new"), chromedp.WaitVisible(chromedp.ID("run-form")),
-		chromedp.SetValue(chromedp.ID("profile_version"), strconv.FormatInt(fast, 10)),
-		chromedp.SetValue(chromedp.ID("host"), strconv.FormatInt(host, 10)),
-		chromedp.SetValue(chromedp.ID("gate_set_version"), strconv.FormatInt(uplift, 10)),
-		chromedp.SetValue(chromedp.ID("baseline"), ""))
+	br.Do(chromedp.Navigate(p+"/runs/new"), chromedp.WaitVisible(chromedp.ID("run-form")))
+	br.SetValues("profile_version", strconv.FormatInt(fast, 10), "host", strconv.FormatInt(host, 10),
+		"gate_set_version", strconv.FormatInt(uplift, 10), "baseline", "")
 	// A person's choice fires "change", on which the form asks (htmx).
 	browsertest.Eval[bool](br, `document.getElementById("baseline").dispatchEvent(new Event("change", {bubbles: true}))`)
 	br.Do(chromedp.WaitVisible(chromedp.CSS("#prerun-warnings .prerun-no-baseline")))
@@ -244,7 +241,7 @@ func TestBrowserWalkthrough(t *testing.T) {
 	mlperf := w.id(t, `SELECT s.gate_set_version_id FROM rollout_stages s WHERE s.name = 'pilot-5pct'`)
 	require.Equal(t, strconv.FormatInt(fast, 10), browsertest.Eval[string](br, `document.getElementById("profile_version").value`))
 	require.Equal(t, strconv.FormatInt(mlperf, 10), browsertest.Eval[string](br, `document.getElementById("gate_set_version").value`))
-	br.Do(chromedp.SetValue(chromedp.ID("host"), strconv.FormatInt(host, 10)), chromedp.SetValue(chromedp.ID("label"), "qualifying: NVMe-oF path for the pilot"))
+	br.SetValues("host", strconv.FormatInt(host, 10), "label", "qualifying: NVMe-oF path for the pilot")
 	if browsertest.Eval[bool](br, `!!document.getElementById("confirm-warnings")`) {
 		br.Do(chromedp.Click(chromedp.ID("confirm-warnings")))
 	}

@@ -130,8 +130,11 @@ func TestAggressorReadingTheKVFileSlowsTheVictim(t *testing.T) {
 	t.Logf("TTFT p50 alone %.1f ms, beside the aggressor %.1f ms (%.1f×)", alone, noisy, noisy/alone)
 	// Beside the aggressor, each of the victim's 8 block reads waits behind
 	// the aggressor's four queued 64 KiB reads on the 16 MB/s path: 16 ms
-	// each, over 100 ms a request, however fast the request is alone.
-	require.Greater(t, noisy, 3*alone)
+	// each, over 100 ms a request, however fast the request is alone
+	// (7–56× in whole-suite runs). On a machine loaded twice over, fio is
+	// itself short of CPU and keeps fewer reads queued, and the request
+	// alone waits for CPU too: 2.4× was the least seen (31 ms against 76).
+	require.Greater(t, noisy, 2*alone)
 
 	ev, err := b.store.LatestEvaluation(ctx, runID)
 	require.NoError(t, err)

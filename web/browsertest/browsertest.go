@@ -278,7 +278,7 @@ func (b *Browser) Text(css string) string {
 	// A page that reloads itself can replace the document between finding
 	// the node and reading it; the node id is then stale. Look again (a
 	// few times) in the new document.
-	for try := 0; err != nil && strings.Contains(err.Error(), "No node with given id") && try < 10; try++ {
+	for try := 0; staleNode(err) && try < 10; try++ {
 		time.Sleep(200 * time.Millisecond)
 		text, err = chromedp.Run(b.Ctx, chromedp.Text(chromedp.CSS(css)))
 	}
@@ -287,6 +287,34 @@ func (b *Browser) Text(css string) string {
 		b.t.Fatalf("browser: text of %s: %v", css, err)
 	}
 	return text
+}
+
+// staleNode says that a node id found a moment ago belongs to a document
+// that has been replaced meanwhile (a page that reloads or swaps itself,
+// or DevTools catching up with a navigation on a loaded machine).
+func staleNode(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "No node with given id") || strings.Contains(err.Error(), "Could not find node with given id"))
+}
+
+// SetValues sets form fields by id, in pairs (id, value, id, value…),
+// looking each field up again if its node went stale before it was set.
+func (b *Browser) SetValues(pairs ...string) {
+	b.t.Helper()
+	if len(pairs)%2 != 0 {
+		b.t.Fatalf("browser: SetValues takes id and value pairs, got %d strings", len(pairs))
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		set := chromedp.SetValue(chromedp.ID(pairs[i]), pairs[i+1])
+		err := chromedp.Do(b.Ctx, set)
+		for try := 0; staleNode(err) && try < 10; try++ {
+			time.Sleep(200 * time.Millisecond)
+			err = chromedp.Do(b.Ctx, set)
+		}
+		if err != nil {
+			b.Screenshot("failure-" + sanitize(b.t.Name()))
+			b.t.Fatalf("browser: set #%s: %v (problems so far: %v)", pairs[i], err, b.Problems())
+		}
+	}
 }
 
 // Eval evaluates JavaScript through DevTools (not affected by the page's CSP).
