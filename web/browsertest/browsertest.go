@@ -207,7 +207,10 @@ func (tb *tab) giveBack(failed bool) {
 		for _, wipe := range []func() error{
 			func() error { _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); return err },
 			func() error { _, err := chromedp.Call(ctx, network.ClearBrowserCache, cdp.Empty{}); return err },
-			func() error { _, err := chromedp.Call(ctx, emulation.ClearDeviceMetricsOverride, cdp.Empty{}); return err },
+			func() error {
+				_, err := chromedp.Call(ctx, emulation.ClearDeviceMetricsOverride, cdp.Empty{})
+				return err
+			},
 			func() error {
 				_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
 				return err
