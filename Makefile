@@ -16,15 +16,12 @@ run: build
 	@bash .ci/ensure-postgres.sh
 	ACCORD_DEV=true ACCORD_PROBE_DIR=$(CURDIR)/bin ./bin/accord serve
 
-## test: every test (as root it installs what the tests need: .ci/ensure-test-tools.sh).
-## The three longest packages first (go test runs packages in the order
-## given, two at a time here): jobs and the root package mostly wait for
-## runs, and the short packages fill in beside handlers at the end.
+## test: every test (as root it installs what the tests need: .ci/ensure-test-tools.sh)
 test: assets generate
 	@bash .ci/ensure-test-tools.sh
 	@DATABASE_URL=postgres://127.0.0.1:5432/postgres?sslmode=disable bash .ci/ensure-postgres.sh
 	TEST_DATABASE_URL=$${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/postgres?sslmode=disable} \
-		go test -count=1 -timeout 20m ./jobs . ./handlers ./...
+		go test -count=1 -timeout 20m ./...
 
 ## bench: the performance figures (see README: Benchmarks)
 bench: assets generate
