@@ -233,6 +233,14 @@ func (tb *tab) giveBack(failed bool) {
 	shared.free = append(shared.free, tb)
 }
 
+// Main runs a package's tests and then stops its Chromium: call it as the
+// package's TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Close()
+	os.Exit(code)
+}
+
 // New gives the test a tab of its own until it ends: a browser context no
 // other test uses meanwhile, with no cookies, cache or page of an earlier
 // test.

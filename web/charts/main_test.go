@@ -1,15 +1,10 @@
 package charts
 
 import (
-	"os"
 	"testing"
 
 	"github.com/accordlab/accord/web/browsertest"
 )
 
 // TestMain stops the Chromium this package's browser tests share.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	browsertest.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { browsertest.Main(m) }
