@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	xhtml "golang.org/x/net/html"
 
+	"github.com/accordlab/accord/internal/closedport"
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
@@ -242,10 +243,7 @@ func TestAttackHostScanAndCheckAsAPortScanner(t *testing.T) {
 	pb := setupProgram(t, setupOpts{logTo: logs})
 	ctx := context.Background()
 
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closedPort := closed.Addr().(*net.TCPAddr).Port
-	require.NoError(t, closed.Close())
+	closedPort := closedport.Port(t)
 	listen := func(serve func(net.Conn)) int {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)

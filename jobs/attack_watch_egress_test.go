@@ -17,6 +17,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/egress"
+	"github.com/accordlab/accord/internal/closedport"
 	"github.com/accordlab/accord/store"
 )
 
@@ -112,10 +113,7 @@ func TestAttackWatchQueryReachesTheServersOwnNetwork(t *testing.T) {
 
 	// A port where nothing listens, inside the allowed networks: the
 	// record says "could not connect", never "connection refused".
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closedURL := "http://" + closed.Addr().String() + "/prom"
-	require.NoError(t, closed.Close())
+	closedURL := "http://" + closedport.Addr(t) + "/prom"
 	logged := NewPrometheusAPI(egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, nil), slog.New(slog.NewTextHandler(&log, nil)))
 	_, err = logged.Value(ctx, closedURL, "up", "<=")
 	require.EqualError(t, err, "query: could not connect")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/internal/closedport"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
@@ -53,11 +53,7 @@ func (b *testBundle) registerHost(t testing.TB, name string, sshd *sshtest.SSHD,
 // closedPort is a loopback port nothing listens on.
 func closedPort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	return port
+	return closedport.Port(t)
 }
 
 // submitMulti submits a multi-host run (its hosts in order, by role), as

@@ -21,6 +21,7 @@ import (
 
 	"github.com/accordlab/accord/acceptance"
 	"github.com/accordlab/accord/apiclient"
+	"github.com/accordlab/accord/internal/closedport"
 	"github.com/accordlab/accord/submit/submittest"
 )
 
@@ -73,10 +74,7 @@ func TestSubmitRefusesBadFlags(t *testing.T) {
 // line and exit 3.
 func TestSubmitReportsUnreachableAndForeignServers(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := "http://" + ln.Addr().String()
-	require.NoError(t, ln.Close())
+	closed := "http://" + closedport.Addr(t)
 
 	foreign := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")

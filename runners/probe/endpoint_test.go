@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/accordlab/accord/internal/closedport"
 	"github.com/accordlab/accord/runners/probe/emulator"
 	"github.com/accordlab/accord/runners/probe/wire"
 )
@@ -60,10 +61,7 @@ func TestProbeEndpointCheck(t *testing.T) {
 	require.Equal(t, "http", c.ErrorKind)
 	require.Contains(t, c.Error, "not-served")
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := "http://" + ln.Addr().String() + "/v1"
-	require.NoError(t, ln.Close())
+	closed := "http://" + closedport.Addr(t) + "/v1"
 	code, c, _ = run("--url", closed, "--model", "m", "--timeout", "5s")
 	require.Equal(t, ExitOK, code)
 	require.False(t, c.OK)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
+	"github.com/accordlab/accord/internal/closedport"
 	"github.com/accordlab/accord/runners/probe/wire"
 )
 
@@ -181,10 +181,7 @@ func TestFailuresAreRecordedWithTheirKind(t *testing.T) {
 
 func TestConnectionFailureIsRecorded(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // nothing listens there now
+	addr := closedport.Addr(t)
 	step := acceptance.InferenceStep{
 		Endpoint: "http://" + addr + "/v1", Model: "m",
 		PromptTokens: acceptance.TokenDist{Mean: 4}, OutputTokens: acceptance.TokenDist{Mean: 4},
