@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure what the tests need is installed: fio, OpenSSH's server and
-# client, Chromium and its driver, tc, openssl, wrk, xmllint, curl, patch,
+# client, Chromium (its driver and its headless shell), tc, openssl, wrk, xmllint, curl, patch,
 # fuser, and, as root, Prometheus (whose packaged service is kept from
 # starting: the tests start their own on loopback). As root it installs what
 # is missing from Debian's packages; otherwise it says exactly what to run.
@@ -16,6 +16,8 @@ command -v fio >/dev/null 2>&1 || need+=(fio)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v chromium >/dev/null 2>&1 || need+=(chromium chromium-driver)
+# The browser tests drive the headless shell: the same engine, about half the CPU.
+command -v chromium-headless-shell >/dev/null 2>&1 || need+=(chromium-headless-shell)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
