@@ -16,8 +16,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,9 +55,13 @@ func Extract(t testing.TB, bundle []byte) string {
 // Pack packs an extracted bundle directory again with the real tar.
 func Pack(t testing.TB, dir string) []byte {
 	t.Helper()
-	out, err := exec.Command("tar", "czf", "-", "-C", filepath.Dir(dir), filepath.Base(dir)).Output()
+	out, err := pack(dir)
 	require.NoError(t, err)
 	return out
+}
+
+func pack(dir string) ([]byte, error) {
+	return exec.Command("tar", "czf", "-", "-C", filepath.Dir(dir), filepath.Base(dir)).Output()
 }
 
 var fence = regexp.MustCompile("(?ms)^```([a-z-]+)\n(.*?)^```$")
@@ -302,19 +308,50 @@ func CheckTampers(t testing.TB, bundle []byte, trusted *attest.KeySet) Matrix {
 	_, err = attest.VerifyBundle(context.Background(), bytes.NewReader(bundle), trusted)
 	require.NoError(t, err, "the genuine bundle fails accord verify")
 
-	var m Matrix
-	for _, tm := range Tampers(t, genuine) {
-		dir := filepath.Join(t.TempDir(), filepath.Base(genuine))
-		require.NoError(t, os.CopyFS(dir, os.DirFS(genuine)))
-		require.NoError(t, tm.Apply(dir), tm.String())
-		o := Outcome{Tamper: tm}
-		if _, err := Run(dir, procedure); err != nil {
-			o.StandardTools = err
-		}
-		_, o.Accord = attest.VerifyBundle(context.Background(), bytes.NewReader(Pack(t, dir)), trusted)
-		m.Outcomes = append(m.Outcomes, o)
+	// Each tamper is independent (its own copy, its own bash and tar), so
+	// they run a few at a time: a real run's bundle has about 200.
+	tampers := Tampers(t, genuine)
+	m := Matrix{Outcomes: make([]Outcome, len(tampers))}
+	errs := make([]error, len(tampers))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := range next {
+				m.Outcomes[i], errs[i] = checkTamper(t.TempDir(), genuine, procedure, tampers[i], trusted)
+			}
+		})
 	}
+	for i := range tampers {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
 	return m
+}
+
+// checkTamper applies tm to a copy of the genuine bundle made under tmp and
+// runs both procedures on it. Its error is a failure of the check itself
+// (a copy, the tamper or the packing), never a caught tamper.
+func checkTamper(tmp, genuine, procedure string, tm Tamper, trusted *attest.KeySet) (Outcome, error) {
+	o := Outcome{Tamper: tm}
+	dir := filepath.Join(tmp, filepath.Base(genuine))
+	if err := os.CopyFS(dir, os.DirFS(genuine)); err != nil {
+		return o, fmt.Errorf("%s: copy: %w", tm, err)
+	}
+	if err := tm.Apply(dir); err != nil {
+		return o, fmt.Errorf("%s: %w", tm, err)
+	}
+	if _, err := Run(dir, procedure); err != nil {
+		o.StandardTools = err
+	}
+	packed, err := pack(dir)
+	if err != nil {
+		return o, fmt.Errorf("%s: pack: %w", tm, err)
+	}
+	_, o.Accord = attest.VerifyBundle(context.Background(), bytes.NewReader(packed), trusted)
+	return o, nil
 }
 
 // RequireAllCaught fails unless both procedures caught every tamper, and
