@@ -83,6 +83,9 @@ const (
 	MinBlockSize      = ByteSize(512)
 	MaxBlockSize      = ByteSize(64 << 20)
 	MaxFioSize        = ByteSize(1 << 50) // 1 PiB
+	// MinFioRuntime is the shortest fio step the probe runs: below it fio's
+	// per-second figures have nothing to average.
+	MinFioRuntime     = Duration(time.Second)
 	MaxConcurrency    = 100000
 	MaxRate           = 1e6 // requests per second
 	MaxSweepLevels    = 64
@@ -519,6 +522,9 @@ func validateFio(c *specChecker, sp string, p ProfileSpec, s StepSpec) {
 	c.intRange(specField(fp, "numjobs"), f.NumJobs, 1, MaxNumJobs)
 	c.enum(specField(fp, "ioengine"), f.IOEngine, ioEngines)
 	c.duration(specField(fp, "runtime"), f.Runtime, true)
+	if f.Runtime > 0 && f.Runtime < MinFioRuntime {
+		c.add(specField(fp, "runtime"), "must be at least %s", MinFioRuntime)
+	}
 	if s.Timeout > 0 && s.Timeout <= f.Runtime+p.Warmup {
 		c.add(specField(sp, "timeout"), "must be longer than the fio runtime plus the warmup (%s)", f.Runtime+p.Warmup)
 	}

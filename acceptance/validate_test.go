@@ -212,6 +212,7 @@ func TestValidateProfileBad(t *testing.T) {
 		{"bad ioengine", func(p *ProfileSpec) { fio(p).IOEngine = "spdk" }, "steps[2].fio.ioengine", `"spdk" is not allowed: use one of libaio, io_uring, psync, sync, posixaio`},
 		{"no runtime", func(p *ProfileSpec) { fio(p).Runtime = 0 }, "steps[2].fio.runtime", "is required (a duration like 30s, 5m or 1h)"},
 		{"runtime over a week", func(p *ProfileSpec) { fio(p).Runtime = Duration(8 * 24 * time.Hour) }, "steps[2].fio.runtime", "must be at most 7 days (168h)"},
+		{"runtime under a second", func(p *ProfileSpec) { fio(p).Runtime = Duration(300 * time.Millisecond) }, "steps[2].fio.runtime", "must be at least 1s"},
 		{"timeout under runtime", func(p *ProfileSpec) { p.Steps[2].Timeout = Duration(time.Minute) }, "steps[2].timeout", "must be longer than the fio runtime plus the warmup (1m10s)"},
 		{"rwmixread on pure read", func(p *ProfileSpec) { fio(p).RWMixRead = 70 }, "steps[2].fio.rwmixread", "only applies to rw and randrw"},
 		{"rwmixread over 100", func(p *ProfileSpec) { fio(p).RW, fio(p).RWMixRead = RWMixed, 101 }, "steps[2].fio.rwmixread", "must be between 0 and 100"},

@@ -42,8 +42,8 @@ func validateFio(f *acceptance.FioStep) error {
 	if f.Size < f.BlockSize || f.Size > 1<<50 {
 		return fmt.Errorf("fio size %s must be at least the block size and at most 1PiB", f.Size)
 	}
-	if f.Runtime < acceptance.Duration(time.Second) || f.Runtime > acceptance.Duration(7*24*time.Hour) {
-		return fmt.Errorf("fio runtime %s out of range 1s..168h", f.Runtime)
+	if f.Runtime < acceptance.MinFioRuntime || f.Runtime > acceptance.MaxSpecDuration {
+		return fmt.Errorf("fio runtime %s out of range %s..%s", f.Runtime, acceptance.MinFioRuntime, acceptance.MaxSpecDuration)
 	}
 	if f.RWMixRead < 0 || f.RWMixRead > 100 {
 		return fmt.Errorf("fio rwmixread %d out of range 0..100", f.RWMixRead)
