@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/accordlab/accord/internal/demo"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/accordlab/accord/internal/demo"
+	"github.com/accordlab/accord/internal/freeport"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -33,7 +35,7 @@ func TestAttackDemoEmulatorFilesSharedAndLeftBehind(t *testing.T) {
 	dataDir := t.TempDir()
 	cfg, err := loadConfig(envMap(map[string]string{
 		"ACCORD_DEV": "true", "ACCORD_DATA_DIR": dataDir, "ACCORD_PROBE_DIR": probeDir,
-		"ACCORD_DEMO_SSH_PORT": strconv.Itoa(freePort(t)), "ACCORD_DEMO_EMULATOR_PORTS": fmt.Sprintf("%d,%d", freePort(t), freePort(t)),
+		"ACCORD_DEMO_SSH_PORT": strconv.Itoa(freeport.Port(t)), "ACCORD_DEMO_EMULATOR_PORTS": fmt.Sprintf("%d,%d", freeport.Port(t), freeport.Port(t)),
 	}))
 	require.NoError(t, err)
 	lab, err := demo.StartLab(context.Background(), demoLabConfig(cfg), quietLog())
@@ -83,11 +85,11 @@ func TestAttackDemoFioFileLeftBehindAtShutdown(t *testing.T) {
 	t.Parallel()
 	dbURL := storetest.NewDatabase(t)
 	dataDir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
 	base := "http://" + addr
 	cmd := exec.Command(sshtest.BuildAccord(t), "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ACCORD_DATA_DIR="+dataDir, "ACCORD_DEV=true", "ACCORD_LISTEN="+addr, "ACCORD_BASE_URL="+base,
-		"ACCORD_DEMO_SSH_PORT="+strconv.Itoa(freePort(t)), fmt.Sprintf("ACCORD_DEMO_EMULATOR_PORTS=%d,%d", freePort(t), freePort(t)),
+		"ACCORD_DEMO_SSH_PORT="+strconv.Itoa(freeport.Port(t)), fmt.Sprintf("ACCORD_DEMO_EMULATOR_PORTS=%d,%d", freeport.Port(t), freeport.Port(t)),
 		// The run below waits for the demo's own two to finish with the
 		// host: short ones.
 		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_SHUTDOWN_TIMEOUT=10s", "ACCORD_DEMO_STEP_DURATION=3s")

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/handlers/auth"
+	"github.com/accordlab/accord/internal/freeport"
 	"github.com/accordlab/accord/runners/sshtest"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/store/storetest"
@@ -47,7 +48,7 @@ func startServerProcess(t *testing.T, extraEnv ...string) *serverProcess {
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)
 	require.NoError(t, os.WriteFile(filepath.Join(dataDir, "secret.key"), []byte(hex.EncodeToString(raw)+"\n"), 0o400))
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
 	tmp := t.TempDir()
 	cmd := exec.Command(sshtest.BuildAccord(t), "serve")
 	cmd.Env = append([]string{

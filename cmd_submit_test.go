@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -29,6 +28,7 @@ import (
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/attest/attesttest"
 	"github.com/accordlab/accord/handlers/auth"
+	"github.com/accordlab/accord/internal/freeport"
 	"github.com/accordlab/accord/internal/testparallel"
 	"github.com/accordlab/accord/runners"
 	"github.com/accordlab/accord/runners/sshrun"
@@ -82,10 +82,7 @@ func setupSubmit(t *testing.T) *submitBundle {
 	probeDir := t.TempDir()
 	require.NoError(t, os.Symlink(sshtest.BuildAccord(t), filepath.Join(probeDir, "accord-linux-amd64")))
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
 	b.base = "http://" + addr
 	cfg, err := loadConfig(envMap(map[string]string{
 		"ACCORD_LISTEN": addr, "ACCORD_BASE_URL": b.base, "DATABASE_URL": dbURL, "ACCORD_DATA_DIR": dataDir,

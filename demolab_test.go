@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/accordlab/accord/internal/demo"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/accordlab/accord/internal/demo"
+	"github.com/accordlab/accord/internal/freeport"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -31,7 +33,7 @@ func TestDemoLabOutlivesAServerCrash(t *testing.T) {
 	dbURL := storetest.NewDatabase(t)
 	dataDir := t.TempDir()
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "ACCORD_DATA_DIR="+dataDir, "ACCORD_DEV=true", "ACCORD_LISTEN=127.0.0.1:0",
-		"ACCORD_DEMO_SSH_PORT="+strconv.Itoa(freePort(t)), fmt.Sprintf("ACCORD_DEMO_EMULATOR_PORTS=%d,%d", freePort(t), freePort(t)),
+		"ACCORD_DEMO_SSH_PORT="+strconv.Itoa(freeport.Port(t)), fmt.Sprintf("ACCORD_DEMO_EMULATOR_PORTS=%d,%d", freeport.Port(t), freeport.Port(t)),
 		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_LEASE_TTL=3s", "ACCORD_SHUTDOWN_TIMEOUT=10s", "ACCORD_DEMO_STEP_DURATION=6s")
 	start := func() (*exec.Cmd, *lockedBuffer) {
 		cmd := exec.Command(sshtest.BuildAccord(t), "serve")

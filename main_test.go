@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/accordlab/accord/internal/freeport"
 	"github.com/accordlab/accord/store/storetest"
 )
 
@@ -268,7 +269,7 @@ func TestGracefulShutdownOnSIGTERM(t *testing.T) {
 func TestMetricsOnTheirOwnListenAddress(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t, storetest.NewDatabase(t))
-	cfg.MetricsListen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfg.MetricsListen = fmt.Sprintf("127.0.0.1:%d", freeport.Port(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/accordlab/accord/internal/demo"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/user"
@@ -14,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/accordlab/accord/internal/demo"
+	"github.com/accordlab/accord/internal/freeport"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -24,15 +25,6 @@ import (
 	"github.com/accordlab/accord/store/storetest"
 	"github.com/accordlab/accord/web/browsertest"
 )
-
-// freePort asks the kernel for a free port on 127.0.0.1.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // walkthrough is a running Accord in dev mode with its demo lab, on a
 // fresh database.
@@ -52,10 +44,10 @@ func startWalkthrough(t *testing.T) *walkthrough {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(probeDir, "accord-linux-amd64"), bin, 0o755))
 	dataDir := t.TempDir()
-	fast, slow := freePort(t), freePort(t)
+	fast, slow := freeport.Port(t), freeport.Port(t)
 	cfg, err := loadConfig(envMap(map[string]string{
 		"ACCORD_LISTEN": "127.0.0.1:0", "DATABASE_URL": dbURL, "ACCORD_DATA_DIR": dataDir, "ACCORD_DEV": "true",
-		"ACCORD_DEMO_SSH_PORT": strconv.Itoa(freePort(t)), "ACCORD_DEMO_EMULATOR_PORTS": fmt.Sprintf("%d,%d", fast, slow),
+		"ACCORD_DEMO_SSH_PORT": strconv.Itoa(freeport.Port(t)), "ACCORD_DEMO_EMULATOR_PORTS": fmt.Sprintf("%d,%d", fast, slow),
 		"ACCORD_PROBE_DIR": probeDir, "ACCORD_REMOTE_DIR": t.TempDir(), "ACCORD_SHUTDOWN_TIMEOUT": "10s",
 		// Verdicts from fewer requests are verdicts still: the walkthrough
 		// takes whichever comes (make run's demo is carried to PASS by

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/accordlab/accord/internal/closedport"
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/runners/sshtest"
 )
@@ -240,10 +241,7 @@ func TestGeneratedKeyAndAgentAuth(t *testing.T) {
 
 func TestConnectionRefusedIsRetryable(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close() // nothing listens there now
+	port := closedport.Port(t)
 	kp, err := sshrun.GenerateKey("")
 	require.NoError(t, err)
 	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(kp.AuthorizedKey))
