@@ -110,6 +110,17 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 	}
 	defer stopRiver(riverClient, cfg.ShutdownTimeout, log)
 
+	// The web port is taken before the demo starts: "Accord demo is up"
+	// is printed only when its address accepts connections, and a port
+	// already in use stops the server before it starts a demo lab. Until
+	// Serve runs below, connections wait in the listen backlog.
+	var ln net.Listener
+	if withWeb {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return fmt.Errorf("config: ACCORD_LISTEN=%s: %w", cfg.Listen, err)
+		}
+		defer ln.Close() // on the ways out before Serve, which closes it too
+	}
 	if cfg.Demo && withWeb {
 		lab, err := demo.StartLab(ctx, demoLabConfig(cfg), log)
 		if err != nil {
@@ -148,10 +159,6 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("config: ACCORD_LISTEN=%s: %w", cfg.Listen, err)
 	}
 	// The metrics listener stops with the web one, whichever way that ends.
 	metricsCtx, stopMetrics := context.WithCancel(ctx)
