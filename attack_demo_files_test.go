@@ -92,7 +92,7 @@ func TestAttackDemoFioFileLeftBehindAtShutdown(t *testing.T) {
 		"ACCORD_DEMO_SSH_PORT="+strconv.Itoa(freeport.Port(t)), fmt.Sprintf("ACCORD_DEMO_EMULATOR_PORTS=%d,%d", freeport.Port(t), freeport.Port(t)),
 		// The run below waits for the demo's own two to finish with the
 		// host: short ones.
-		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_SHUTDOWN_TIMEOUT=10s", "ACCORD_DEMO_STEP_DURATION=3s")
+		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_SHUTDOWN_TIMEOUT=10s", "ACCORD_DEMO_STEP_DURATION=3s", "ACCORD_DB_MAX_CONNS=8")
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())

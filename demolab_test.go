@@ -34,7 +34,7 @@ func TestDemoLabOutlivesAServerCrash(t *testing.T) {
 	dataDir := t.TempDir()
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "ACCORD_DATA_DIR="+dataDir, "ACCORD_DEV=true", "ACCORD_LISTEN=127.0.0.1:0",
 		"ACCORD_DEMO_SSH_PORT="+strconv.Itoa(freeport.Port(t)), fmt.Sprintf("ACCORD_DEMO_EMULATOR_PORTS=%d,%d", freeport.Port(t), freeport.Port(t)),
-		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_LEASE_TTL=3s", "ACCORD_SHUTDOWN_TIMEOUT=10s", "ACCORD_DEMO_STEP_DURATION=6s")
+		"ACCORD_REMOTE_DIR="+t.TempDir(), "ACCORD_LEASE_TTL=3s", "ACCORD_SHUTDOWN_TIMEOUT=10s", "ACCORD_DEMO_STEP_DURATION=6s", "ACCORD_DB_MAX_CONNS=8")
 	start := func() (*exec.Cmd, *lockedBuffer) {
 		cmd := exec.Command(sshtest.BuildAccord(t), "serve")
 		cmd.Env = env

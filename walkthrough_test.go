@@ -52,7 +52,7 @@ func startWalkthrough(t *testing.T) *walkthrough {
 		// Verdicts from fewer requests are verdicts still: the walkthrough
 		// takes whichever comes (make run's demo is carried to PASS by
 		// .ci/smoke-run.sh at its full length).
-		"ACCORD_DEMO_STEP_DURATION": "3s",
+		"ACCORD_DEMO_STEP_DURATION": "3s", "ACCORD_DB_MAX_CONNS": "8",
 	}))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

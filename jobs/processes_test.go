@@ -35,7 +35,11 @@ func (b *testBundle) startWorker(t *testing.T, name string, env ...string) *work
 	cmd := exec.Command(sshtest.BuildAccord(t), "worker")
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+b.pool.Config().ConnString(), "ACCORD_DATA_DIR="+dataDir, "ACCORD_SECRET_KEY_FILE="+secretFile,
-		"ACCORD_REMOTE_DIR="+b.remote, "ACCORD_QUEUES=runs=4,default=2,reports=1", "ACCORD_LOG_FORMAT=text", "ACCORD_LOG_LEVEL=debug")
+		"ACCORD_REMOTE_DIR="+b.remote, "ACCORD_QUEUES=runs=4,default=2,reports=1", "ACCORD_LOG_FORMAT=text", "ACCORD_LOG_LEVEL=debug",
+		// A smaller pool than a server's 20: several workers run in each of
+		// several tests, and two suites side by side share PostgreSQL's
+		// 100 connections.
+		"ACCORD_DB_MAX_CONNS=8")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())

@@ -141,7 +141,7 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
-	cfg.MaxConns = 10
+	cfg.MaxConns = 5
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
