@@ -509,10 +509,11 @@ func (g *generator) exchange(w *worker, id, intended int64, warm bool, deadline 
 	rec := &w.rec
 	*rec = wire.RequestRecord{ID: id, Warmup: warm, Intended: intended}
 	w.itl = w.itl[:0]
+	// In a closed loop a request is intended when its worker claimed it
+	// (the previous one done): the instant that also decided whether it is
+	// a warm-up request, so that every warm-up record is intended within
+	// the warm-up. Building the prompt and any retry count as send delay.
 	start := g.clock.now()
-	if g.cfg.Level.Concurrency > 0 {
-		rec.Intended = start // a closed loop means to send at once
-	}
 	if w.c != nil && time.Since(w.c.lastUsed) > idleTimeout {
 		g.dropConn(w)
 	}
