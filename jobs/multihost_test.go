@@ -50,12 +50,6 @@ func (b *testBundle) registerHost(t testing.TB, name string, sshd *sshtest.SSHD,
 	return id
 }
 
-// closedPort is a loopback port nothing listens on.
-func closedPort(t testing.TB) int {
-	t.Helper()
-	return closedport.Port(t)
-}
-
 // submitMulti submits a multi-host run (its hosts in order, by role), as
 // the handler does.
 func (b *testBundle) submitMulti(t testing.TB, client *river.Client[pgx.Tx], profileVersion int64, gates *int64, hosts []store.NewRunHost) int64 {
@@ -259,7 +253,7 @@ func TestMultiHostRunFailsWhenAHostCannotStart(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	reader2 := b.addHost(t, "lab-2", 0)
-	gone := b.addHost(t, "lab-gone", closedPort(t))
+	gone := b.addHost(t, "lab-gone", closedport.Port(t))
 	runID := b.submitMulti(t, b.river, b.saveProfile(t, b.twoRoleProfile(time.Second)), nil, []store.NewRunHost{
 		{Role: "readers", HostID: b.hostID}, {Role: "readers", HostID: reader2}, {Role: "writer", HostID: gone}})
 	run := b.waitFor(t, runID, 120*time.Second, "run", func(r store.Run) bool { return store.RunFinal(r.State) })

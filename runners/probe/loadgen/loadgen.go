@@ -335,7 +335,10 @@ func (g *generator) claim() (id, now int64, warm, ok bool) {
 }
 
 // closedLoop keeps n requests in flight: each worker sends its next request
-// as soon as the previous one is done (intended then is when it was ready).
+// as soon as the previous one is done. It is intended when the worker
+// claimed it, the instant that also decided whether it is warm-up, so every
+// warm-up record is intended within the warm-up; building the prompt and
+// any retry count as send delay.
 func (g *generator) closedLoop(n int) {
 	var wg sync.WaitGroup
 	for range n {
@@ -509,10 +512,6 @@ func (g *generator) exchange(w *worker, id, intended int64, warm bool, deadline 
 	rec := &w.rec
 	*rec = wire.RequestRecord{ID: id, Warmup: warm, Intended: intended}
 	w.itl = w.itl[:0]
-	// In a closed loop a request is intended when its worker claimed it
-	// (the previous one done): the instant that also decided whether it is
-	// a warm-up request, so that every warm-up record is intended within
-	// the warm-up. Building the prompt and any retry count as send delay.
 	start := g.clock.now()
 	if w.c != nil && time.Since(w.c.lastUsed) > idleTimeout {
 		g.dropConn(w)

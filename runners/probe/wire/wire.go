@@ -405,7 +405,7 @@ type HistogramBucket struct {
 // the level; zero means "did not happen".
 type RequestRecord struct {
 	ID           int64 `json:"id"`
-	Warmup       bool  `json:"warmup,omitempty"` // sent during warm-up: excluded from metrics
+	Warmup       bool  `json:"warmup,omitempty"` // intended within the warm-up: excluded from metrics
 	Intended     int64 `json:"t_intended"`
 	Sent         int64 `json:"t_sent"`
 	FirstChunk   int64 `json:"t_first_chunk"`   // first data chunk, whatever it carries (often role-only)
