@@ -19,10 +19,13 @@ run: build
 ## test: every test (as root it installs what the tests need: .ci/ensure-test-tools.sh).
 # -ldflags=-w: test binaries without DWARF link in about 30 % less CPU
 # (every package's binary is linked again on every run); stack traces
-# are unchanged.
+# are unchanged. bin/accord-test is the accord binary the tests run as
+# server, worker and probe, built once here for all of them (sshtest.BuildAccord).
 test: assets generate
 	@bash .ci/ensure-test-tools.sh
 	@DATABASE_URL=postgres://127.0.0.1:5432/postgres?sslmode=disable bash .ci/ensure-postgres.sh
+	go build -ldflags "-s -w" -o bin/accord-test .
+	ACCORD_TEST_BINARY=$(CURDIR)/bin/accord-test \
 	TEST_DATABASE_URL=$${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/postgres?sslmode=disable} \
 		go test -count=1 -timeout 20m -ldflags=-w ./...
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 )
 
 //go:embed css js img vendor
@@ -24,12 +25,18 @@ type asset struct {
 	name string // path inside the embed FS
 }
 
-var (
-	hashedByName = map[string]string{} // "js/charts.js" → "js/charts.1a2b3c4d.js"
-	nameByHashed = map[string]asset{}
-)
+// assetIndex maps names to content-hashed names and back.
+type assetIndex struct {
+	hashedByName map[string]string // "js/charts.js" → "js/charts.1a2b3c4d.js"
+	nameByHashed map[string]asset
+}
 
-func init() {
+// index hashes the files on first use, not at start: the same binary runs
+// as the probe on lab hosts, hundreds of times a test run, and never
+// serves a page there (hashing the 1 MB of vendored JavaScript took 10 to
+// 20 ms at every start).
+var index = sync.OnceValue(func() assetIndex {
+	ix := assetIndex{hashedByName: map[string]string{}, nameByHashed: map[string]asset{}}
 	_ = fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -41,17 +48,18 @@ func init() {
 		sum := sha256.Sum256(body)
 		ext := path.Ext(p)
 		hashed := strings.TrimSuffix(p, ext) + "." + hex.EncodeToString(sum[:4]) + ext
-		hashedByName[p] = hashed
-		nameByHashed[hashed] = asset{name: p}
+		ix.hashedByName[p] = hashed
+		ix.nameByHashed[hashed] = asset{name: p}
 		return nil
 	})
-}
+	return ix
+})
 
 // URL returns the content-hashed URL of a file ("js/charts.js"). An unknown
 // name (a missing vendored file when `make assets` was not run) still gets a
 // URL, which answers 404, so the page shows the problem in the console.
 func URL(name string) string {
-	if hashed, ok := hashedByName[name]; ok {
+	if hashed, ok := index().hashedByName[name]; ok {
 		return Prefix + hashed
 	}
 	return Prefix + name
@@ -59,7 +67,7 @@ func URL(name string) string {
 
 // Has reports whether name is embedded (used by readiness checks and tests).
 func Has(name string) bool {
-	_, ok := hashedByName[name]
+	_, ok := index().hashedByName[name]
 	return ok
 }
 
@@ -67,15 +75,16 @@ func Has(name string) bool {
 // a short cache (for tools that link them directly).
 func Handler() http.Handler {
 	fileServer := http.FileServer(http.FS(files))
+	ix := index()
 	return http.StripPrefix(Prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a, ok := nameByHashed[r.URL.Path]; ok {
+		if a, ok := ix.nameByHashed[r.URL.Path]; ok {
 			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 			r2 := r.Clone(r.Context())
 			r2.URL.Path = "/" + a.name
 			fileServer.ServeHTTP(w, r2)
 			return
 		}
-		if _, ok := hashedByName[r.URL.Path]; !ok || strings.HasSuffix(r.URL.Path, "/") {
+		if _, ok := ix.hashedByName[r.URL.Path]; !ok || strings.HasSuffix(r.URL.Path, "/") {
 			http.NotFound(w, r)
 			return
 		}

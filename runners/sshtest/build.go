@@ -18,6 +18,10 @@ import (
 // AccordPackage is the main package built by BuildAccord.
 const AccordPackage = "github.com/accordlab/accord"
 
+// TestBinaryEnv names the environment variable that gives BuildAccord an
+// accord binary built from this tree already.
+const TestBinaryEnv = "ACCORD_TEST_BINARY"
+
 var build struct {
 	once sync.Once
 	dir  string
@@ -33,9 +37,20 @@ var build struct {
 // CGO_ENABLED=0) and returns its path. The binary lives in a temporary
 // folder shared by the process's tests; RemoveBuild deletes it (call it
 // from TestMain after m.Run).
+//
+// When TestBinaryEnv names a file, that is the binary: make test builds
+// one, the same way, for all its test processes, which would otherwise
+// each link their own (about 4 CPU-seconds each, with the go command's
+// checks).
 func BuildAccord(t testing.TB) string {
 	t.Helper()
 	build.once.Do(func() {
+		if given := os.Getenv(TestBinaryEnv); given != "" {
+			if _, build.err = os.Stat(given); build.err == nil {
+				build.path = given
+			}
+			return
+		}
 		build.dir, build.err = os.MkdirTemp("", "accord-sshtest-build-")
 		if build.err != nil {
 			return

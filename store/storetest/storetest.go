@@ -1,9 +1,11 @@
 // Package storetest gives tests their own PostgreSQL databases.
 //
 // A template database is migrated once per set of migration files (its name
-// carries their digest); every test that commits gets a fresh clone of it
-// (CREATE DATABASE ... TEMPLATE), dropped when the test ends. Tests that only
-// need a rolled-back transaction use Tx on one shared clone.
+// carries their digest); every test that commits gets a database of its own
+// in the template's state: a clone of it (CREATE DATABASE ... TEMPLATE), or
+// one an earlier test of the same process used and that was recycled to that
+// state (see recycle). Tests that only need a rolled-back transaction use Tx
+// on one shared clone.
 //
 // The server is found through TEST_DATABASE_URL (any database on it; the
 // default is postgres://127.0.0.1:5432/postgres).
@@ -16,11 +18,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,21 +118,18 @@ func ensureTemplate(ctx context.Context, name string) error {
 	return nil
 }
 
-// NewDatabase creates a fresh migrated database for t and returns its URL.
-// It is dropped when the test ends.
+// NewDatabase gives t a migrated database in the template's state and
+// returns its URL. When the test ends the database is recycled for a later
+// test of this process, or dropped.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tpl, err := templateDB(ctx)
+	name, err := takeDatabase(ctx)
 	if err != nil {
 		t.Fatalf("storetest: %v", err)
 	}
-	name := "accord_test_" + randomSuffix()
-	if err := cloneTemplate(ctx, tpl, name); err != nil {
-		t.Fatalf("storetest: %v", err)
-	}
-	t.Cleanup(func() { dropDatabase(name) })
+	t.Cleanup(func() { recycle(name) })
 	return URLFor(name)
 }
 
@@ -156,12 +157,11 @@ func NewEmptyDatabase(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, AdminURL())
+	admin, err := adminPool(ctx)
 	if err != nil {
-		t.Fatalf("storetest: connect to %s: %v", AdminURL(), err)
+		t.Fatalf("storetest: %v", err)
 	}
-	defer admin.Close(ctx)
-	name := "accord_test_" + randomSuffix()
+	name := newName()
 	if _, err := admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
 		t.Fatalf("storetest: create database: %v", err)
 	}
@@ -170,11 +170,10 @@ func NewEmptyDatabase(t testing.TB) string {
 }
 
 func cloneTemplate(ctx context.Context, tpl, name string) error {
-	admin, err := pgx.Connect(ctx, AdminURL())
+	admin, err := adminPool(ctx)
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return err
 	}
-	defer admin.Close(ctx)
 	// FILE_COPY copies the template's files (after a checkpoint) where
 	// PostgreSQL 15's default, WAL_LOG, writes every block through the WAL:
 	// measured here, 0.2 against 0.66 CPU-seconds a clone, and a test run
@@ -202,12 +201,42 @@ func cloneTemplate(ctx context.Context, tpl, name string) error {
 func dropDatabase(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, AdminURL())
+	admin, err := adminPool(ctx)
 	if err != nil {
 		return
 	}
-	defer admin.Close(ctx)
 	_, _ = admin.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
+}
+
+var (
+	adminOnce sync.Once
+	admin     *pgxpool.Pool
+	adminErr  error
+)
+
+// adminPool is the process's connections to the maintenance database,
+// which clone, rename and drop the tests' databases. A connection each
+// time cost a server process start, about 25 ms of CPU, twice a test.
+func adminPool(ctx context.Context) (*pgxpool.Pool, error) {
+	adminOnce.Do(func() {
+		cfg, err := pgxpool.ParseConfig(AdminURL())
+		if err != nil {
+			adminErr = fmt.Errorf("TEST_DATABASE_URL: %w", err)
+			return
+		}
+		// Few, and closed when idle: test processes run side by side
+		// under the server's max_connections.
+		cfg.MaxConns = 2
+		cfg.MaxConnIdleTime = 5 * time.Second
+		cfg.HealthCheckPeriod = 5 * time.Second
+		admin, adminErr = pgxpool.NewWithConfig(context.Background(), cfg)
+		if adminErr == nil {
+			if err := admin.Ping(ctx); err != nil {
+				adminErr = fmt.Errorf("connect to %s (is PostgreSQL running? see README): %w", AdminURL(), err)
+			}
+		}
+	})
+	return admin, adminErr
 }
 
 var (
@@ -227,7 +256,7 @@ func Tx(t testing.TB) pgx.Tx {
 			sharedErr = err
 			return
 		}
-		name := "accord_shared_" + randomSuffix()
+		name := "accord_shared_" + nameSuffix()
 		if sharedErr = cloneTemplate(ctx, tpl, name); sharedErr != nil {
 			return
 		}
@@ -246,16 +275,17 @@ func Tx(t testing.TB) pgx.Tx {
 	return tx
 }
 
-// DropStale removes databases that earlier test processes left behind:
-// clones more than two hours old that nobody is connected to.
+// DropStale removes databases that earlier test processes left behind and
+// nobody is connected to: those of a process that has ended (when the
+// server runs on this machine, where its process ids mean something), and
+// any more than two hours old.
 func DropStale() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, AdminURL())
+	admin, err := adminPool(ctx)
 	if err != nil {
 		return
 	}
-	defer admin.Close(ctx)
 	rows, err := admin.Query(ctx, `SELECT datname FROM pg_database
 		WHERE (datname LIKE 'accord\_shared\_%' OR datname LIKE 'accord\_test\_%')
 		  AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = pg_database.datname)`)
@@ -264,23 +294,64 @@ func DropStale() {
 	}
 	names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
 	cutoff := time.Now().Add(-2 * time.Hour).Unix()
+	local := serverIsLocal()
 	for _, n := range names {
-		parts := strings.Split(n, "_")
-		if len(parts) < 4 {
-			continue
-		}
-		created, err := strconv.ParseInt(parts[2], 10, 64)
-		if err != nil || created > cutoff {
+		created, pid, ok := parseName(n)
+		if !ok || (created > cutoff && !(local && processGone(pid))) {
 			continue
 		}
 		_, _ = admin.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{n}.Sanitize())
 	}
 }
 
-// randomSuffix starts with the creation time, so that DropStale can tell a
-// database left behind by a dead process from one a running test uses.
-func randomSuffix() string {
+// newName names a test's database: accord_test_ and nameSuffix.
+func newName() string { return "accord_test_" + nameSuffix() }
+
+// nameSuffix is the creation time, the process id and a random part, so
+// that DropStale can tell a database a dead process left behind from one a
+// running test uses or keeps for its next test.
+func nameSuffix() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return fmt.Sprintf("%d_%s", time.Now().Unix(), hex.EncodeToString(b))
+	return fmt.Sprintf("%d_%d_%s", time.Now().Unix(), os.Getpid(), hex.EncodeToString(b))
+}
+
+// parseName reads what nameSuffix put in a database's name.
+func parseName(name string) (created int64, pid int, ok bool) {
+	parts := strings.Split(name, "_")
+	if len(parts) < 4 {
+		return 0, 0, false
+	}
+	created, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	if len(parts) >= 5 { // names from before the process id have none
+		pid, _ = strconv.Atoi(parts[3])
+	}
+	return created, pid, true
+}
+
+// processGone says that no process pid runs on this machine.
+func processGone(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// serverIsLocal says that the test server is on this machine.
+func serverIsLocal() bool {
+	cfg, err := pgconn.ParseConfig(AdminURL())
+	if err != nil {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(cfg.Host, "/"): // a Unix socket
+		return true
+	case cfg.Host == "localhost":
+		return true
+	}
+	ip := net.ParseIP(cfg.Host)
+	return ip != nil && ip.IsLoopback()
 }
