@@ -33,7 +33,7 @@ func TestPasswordHashing(t *testing.T) {
 	t.Parallel()
 	h, err := HashPassword("correct horse battery")
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(h, "$argon2id$v=19$"))
+	require.True(t, strings.HasPrefix(h, "$argon2id$v=19$m=65536,t=3,p=2$"), "the production cost: %s", h)
 	require.True(t, CheckPassword(h, "correct horse battery"))
 	require.False(t, CheckPassword(h, "correct horse batterz"))
 	require.False(t, CheckPassword("", "anything at all"))
@@ -53,6 +53,20 @@ func TestPasswordHashing(t *testing.T) {
 	require.False(t, CheckPassword(cheap, "pW"))
 	// Parameters past the bounds are refused rather than computed.
 	require.False(t, CheckPassword(strings.Replace(cheap, "t=1", "t=21", 1), "pw"))
+}
+
+// A test binary may make its hashes cheap; they still verify, and only
+// under their own password. (Not parallel: the cost is the package's, and
+// the parallel tests above wait until this one restored it.)
+func TestMinimalCostInTests(t *testing.T) {
+	saved := cost
+	defer func() { cost = saved }()
+	UseMinimalCostInTests()
+	h, err := HashPassword("correct horse battery")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(h, "$argon2id$v=19$m=8,t=1,p=1$"), h)
+	require.True(t, CheckPassword(h, "correct horse battery"))
+	require.False(t, CheckPassword(h, "correct horse batterz"))
 }
 
 func TestIssueAndVerify(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -23,6 +24,26 @@ const (
 	argonKeyLen  = 32
 	saltLen      = 16
 )
+
+// cost is what new hashes, and the check against an unknown account,
+// spend: the parameters above, unless a test binary lowered it.
+var cost = struct {
+	time, memory uint32
+	threads      uint8
+}{argonTime, argonMemory, argonThreads}
+
+// UseMinimalCostInTests makes new hashes, and the check against an unknown
+// account, as cheap as argon2id allows (1 pass over 8 KiB): for test
+// binaries whose tests make accounts and sign in by the hundred, where the
+// production cost is about 0.2 CPU-seconds each. Hashes made before or
+// elsewhere keep verifying under the parameters they carry. Outside a
+// test binary it panics, so that no server can be made to use it.
+func UseMinimalCostInTests() {
+	if !testing.Testing() {
+		panic("auth: UseMinimalCostInTests outside a test binary")
+	}
+	cost.time, cost.memory, cost.threads = 1, 8, 1
+}
 
 // MinPasswordLength is the shortest password accepted.
 const MinPasswordLength = 10
@@ -39,9 +60,9 @@ func HashPassword(password string) (string, error) {
 	if _, err := rand.Read(salt); err != nil {
 		return "", err
 	}
-	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	key := argon2.IDKey([]byte(password), salt, cost.time, cost.memory, cost.threads, argonKeyLen)
 	b64 := base64.RawStdEncoding
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, cost.memory, cost.time, cost.threads,
 		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }
 
