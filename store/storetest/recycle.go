@@ -142,7 +142,6 @@ func reset(ctx context.Context, name string) error {
 	if fp != spare.reference {
 		return errors.New("the test changed the schema")
 	}
-	var tables []string
 	// A table a test never wrote to is as the clone had it: no file
 	// content. The others are truncated, with the tables that refer to
 	// them (CASCADE: TRUNCATE wants those in the same statement).
@@ -150,10 +149,8 @@ func reset(ctx context.Context, name string) error {
 		WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p')
 		  AND c.relname NOT IN ('schema_migrations', 'river_migration')
 		  AND pg_relation_size(c.oid) > 0`)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return err
-	}
-	if tables, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 		return err
 	}
 	tx, err := conn.Begin(ctx)

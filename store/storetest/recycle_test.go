@@ -13,7 +13,7 @@ import (
 // are gone, even in the append-only tables, and ids start again.
 func TestRecycledDatabaseIsAsTheTemplate(t *testing.T) {
 	ctx := context.Background()
-	first := databaseName(NewDatabaseFor(t, func(url string) {
+	first := databaseName(useDatabase(t, func(url string) {
 		conn := connect(t, url)
 		var org int64
 		require.NoError(t, conn.QueryRow(ctx, `INSERT INTO organizations (name, kind) VALUES ('Vendor', 'vendor') RETURNING id`).Scan(&org))
@@ -45,7 +45,7 @@ func TestDatabaseWithAChangedSchemaIsDropped(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := spares()
-			NewDatabaseFor(t, func(url string) {
+			useDatabase(t, func(url string) {
 				_, err := connect(t, url).Exec(ctx, ddl)
 				require.NoError(t, err)
 			})
@@ -69,7 +69,7 @@ func spares() []string {
 func TestLateSessionCannotReachARecycledDatabase(t *testing.T) {
 	ctx := context.Background()
 	var late *pgx.Conn
-	url := NewDatabaseFor(t, func(url string) { late = connectUnclosed(t, url) })
+	url := useDatabase(t, func(url string) { late = connectUnclosed(t, url) })
 	defer late.Close(ctx)
 	_, err := late.Exec(ctx, `SELECT 1`)
 	require.Error(t, err, "the session was closed")
@@ -78,10 +78,10 @@ func TestLateSessionCannotReachARecycledDatabase(t *testing.T) {
 	require.Contains(t, err.Error(), "does not exist")
 }
 
-// NewDatabaseFor runs use on a database of a subtest of its own, and
+// useDatabase runs use on a database of a subtest of its own, and
 // returns the database's URL once the subtest ended (the database
 // recycled).
-func NewDatabaseFor(t *testing.T, use func(url string)) string {
+func useDatabase(t *testing.T, use func(url string)) string {
 	var url string
 	t.Run("use", func(t *testing.T) {
 		url = NewDatabase(t)
