@@ -8,7 +8,7 @@ export CGO_ENABLED ?= 0
 
 VENDOR := static/vendor/htmx.min.js static/vendor/echarts.min.js
 
-.PHONY: run test assets generate build bench check-generated probe-binaries clean
+.PHONY: run test test-long test-setup assets generate build bench check-generated probe-binaries clean
 
 ## run: set everything up and serve Accord with demo data on http://localhost:8080
 run: build
@@ -16,18 +16,36 @@ run: build
 	@bash .ci/ensure-postgres.sh
 	ACCORD_DEV=true ACCORD_PROBE_DIR=$(CURDIR)/bin ./bin/accord serve
 
-## test: every test (as root it installs what the tests need: .ci/ensure-test-tools.sh).
+# The long tier: the end-to-end tests, which take the demo lab's real runs
+# to their verdicts (through the browser, accord submit, a server crash),
+# and acceptance's Monte-Carlo simulations. About 125 of the suite's 650
+# CPU-seconds: without them make test stays under 5 minutes on the
+# 2-core machine. Every package is listed (./...), so that a long test
+# added anywhere runs here.
+LONG_TESTS := ^Test(EndToEnd|Simulation)
+
+## test: the tests, without the long tier (as root it installs what the
+## tests need: .ci/ensure-test-tools.sh). CI runs the long tier after it.
 # -ldflags=-w: test binaries without DWARF link in about 30 % less CPU
 # (every package's binary is linked again on every run); stack traces
 # are unchanged. bin/accord-test is the accord binary the tests run as
 # server, worker and probe, built once here for all of them (sshtest.BuildAccord).
-test: assets generate
+test: test-setup
+	ACCORD_TEST_BINARY=$(CURDIR)/bin/accord-test \
+	TEST_DATABASE_URL=$${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/postgres?sslmode=disable} \
+		go test -count=1 -timeout 20m -ldflags=-w -skip '$(LONG_TESTS)' ./...
+	@echo "make test: passed; the long tier ($(LONG_TESTS)) is make test-long, which CI runs too"
+
+## test-long: the long tier only (CI's step after make test)
+test-long: test-setup
+	ACCORD_TEST_BINARY=$(CURDIR)/bin/accord-test \
+	TEST_DATABASE_URL=$${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/postgres?sslmode=disable} \
+		go test -count=1 -timeout 20m -ldflags=-w -run '$(LONG_TESTS)' ./...
+
+test-setup: assets generate
 	@bash .ci/ensure-test-tools.sh
 	@DATABASE_URL=postgres://127.0.0.1:5432/postgres?sslmode=disable bash .ci/ensure-postgres.sh
 	go build -ldflags "-s -w" -o bin/accord-test .
-	ACCORD_TEST_BINARY=$(CURDIR)/bin/accord-test \
-	TEST_DATABASE_URL=$${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/postgres?sslmode=disable} \
-		go test -count=1 -timeout 20m -ldflags=-w ./...
 
 ## bench: the performance figures (see README: Benchmarks)
 bench: assets generate

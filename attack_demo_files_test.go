@@ -81,7 +81,7 @@ func TestAttackDemoEmulatorFilesSharedAndLeftBehind(t *testing.T) {
 // Through the real path: `accord serve` in dev mode with its demo lab, an
 // engineer runs that profile in the browser's form, the probe lays the
 // file out with fio; SIGTERM, and the KV files and the fio file are gone.
-func TestAttackDemoFioFileLeftBehindAtShutdown(t *testing.T) {
+func TestEndToEndAttackDemoFioFileLeftBehindAtShutdown(t *testing.T) {
 	t.Parallel()
 	dbURL := storetest.NewDatabase(t)
 	dataDir := t.TempDir()

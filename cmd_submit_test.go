@@ -235,7 +235,7 @@ func (r submitResult) String() string {
 	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.code, r.stdout, r.stderr)
 }
 
-func TestSubmitFollowsRunsToTheirVerdict(t *testing.T) {
+func TestEndToEndSubmitFollowsRunsToTheirVerdict(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("xmllint"); err != nil {
 		t.Fatal("xmllint is needed to validate JUnit XML: apt-get install libxml2-utils")

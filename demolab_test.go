@@ -28,7 +28,7 @@ import (
 // its demo lab (sshd and emulators) lives on, the next server finds it and
 // uses it again, and the run, taken over, completes against live
 // emulators with no failed request. A clean stop then ends the lab.
-func TestDemoLabOutlivesAServerCrash(t *testing.T) {
+func TestEndToEndDemoLabOutlivesAServerCrash(t *testing.T) {
 	t.Parallel()
 	dbURL := storetest.NewDatabase(t)
 	dataDir := t.TempDir()

@@ -111,7 +111,7 @@ func signIn(br *browsertest.Browser, base, email string) {
 	br.Do(chromedp.WaitVisible(chromedp.CSS("form[action='/signout']")))
 }
 
-// TestBrowserWalkthrough carries the whole journey on a fresh database, in
+// TestEndToEndBrowserWalkthrough carries the whole journey on a fresh database, in
 // a real browser: `make run`'s demo comes up with a finished baseline run
 // and the candidate run that follows it; the overview says where the
 // program stands (the rollout's first stage and what waits for whom); the
@@ -123,7 +123,7 @@ func signIn(br *browsertest.Browser, base, email string) {
 // qualifying run from the stage, watches it, sees the verdict and the
 // charts, downloads the signed report and verifies it with `accord
 // verify`; and both approvers approve that stage on it.
-func TestBrowserWalkthrough(t *testing.T) {
+func TestEndToEndBrowserWalkthrough(t *testing.T) {
 	t.Parallel()
 	w := startWalkthrough(t)
 	ctx := context.Background()
