@@ -18,7 +18,7 @@ run: build
 
 # The long tier: the end-to-end tests, which take the demo lab's real runs
 # to their verdicts (through the browser, accord submit, a server crash),
-# and acceptance's Monte-Carlo simulations. About 125 of the suite's 620
+# and acceptance's Monte-Carlo simulations. About 130 of the suite's 650
 # CPU-seconds: without them make test stays under 5 minutes on the
 # 2-core machine. test-long runs them in every package that has one
 # (found by name), so that a long test added anywhere runs there.
