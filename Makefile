@@ -32,17 +32,17 @@ LONG_PACKAGES = $(sort $(dir $(shell grep -rlE --include='*_test.go' --exclude-d
 # (every package's binary is linked again on every run); stack traces
 # are unchanged. bin/accord-test is the accord binary the tests run as
 # server, worker and probe, built once here for all of them (sshtest.BuildAccord).
-test: test-setup
-	ACCORD_TEST_BINARY=$(CURDIR)/bin/accord-test \
+GO_TEST = ACCORD_TEST_BINARY=$(CURDIR)/bin/accord-test \
 	TEST_DATABASE_URL=$${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/postgres?sslmode=disable} \
-		go test -count=1 -timeout 20m -ldflags=-w -skip '$(LONG_TESTS)' ./...
+	go test -count=1 -timeout 20m -ldflags=-w
+
+test: test-setup
+	$(GO_TEST) -skip '$(LONG_TESTS)' ./...
 	@echo "make test: passed; the long tier ($(LONG_TESTS)) is make test-long, which CI runs too"
 
 ## test-long: the long tier only (CI's step after make test)
 test-long: test-setup
-	ACCORD_TEST_BINARY=$(CURDIR)/bin/accord-test \
-	TEST_DATABASE_URL=$${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/postgres?sslmode=disable} \
-		go test -count=1 -timeout 20m -ldflags=-w -run '$(LONG_TESTS)' $(LONG_PACKAGES)
+	$(GO_TEST) -run '$(LONG_TESTS)' $(LONG_PACKAGES)
 
 test-setup: assets generate
 	@bash .ci/ensure-test-tools.sh
