@@ -19,23 +19,24 @@ run: build
 # The long tier: the end-to-end tests, which take the demo lab's real runs
 # to their verdicts (through the browser, accord submit, a server crash),
 # and acceptance's Monte-Carlo simulations. About 130 of the suite's 650
-# CPU-seconds: without them make test takes about 5 minutes on the
-# 2-core machine (4 min 35 s to 5 min 21 s, four runs). test-long runs them in every package that has one
-# (found by name), so that a long test added anywhere runs there.
+# CPU-seconds: without them make test takes about 5 minutes on the 2-core
+# machine (4 min 35 s to 5 min 21 s, four runs). test-long runs them in
+# every package that has one (found by name), so that a long test added
+# anywhere runs there.
 LONG_NAMES := Test(EndToEnd|Simulation)
 LONG_TESTS := ^$(LONG_NAMES)
 LONG_PACKAGES = $(sort $(dir $(shell grep -rlE --include='*_test.go' --exclude-dir=node_modules '^func $(LONG_NAMES)' .)))
 
-## test: the tests, without the long tier (as root it installs what the
-## tests need: .ci/ensure-test-tools.sh). CI runs the long tier after it.
 # -ldflags=-w: test binaries without DWARF link in about 30 % less CPU
 # (every package's binary is linked again on every run); stack traces
 # are unchanged. bin/accord-test is the accord binary the tests run as
-# server, worker and probe, built once here for all of them (sshtest.BuildAccord).
+# server, worker and probe, built once for all of them (sshtest.BuildAccord).
 GO_TEST = ACCORD_TEST_BINARY=$(CURDIR)/bin/accord-test \
 	TEST_DATABASE_URL=$${TEST_DATABASE_URL:-postgres://127.0.0.1:5432/postgres?sslmode=disable} \
 	go test -count=1 -timeout 20m -ldflags=-w
 
+## test: the tests, without the long tier (as root it installs what the
+## tests need: .ci/ensure-test-tools.sh). CI runs the long tier after it.
 test: test-setup
 	$(GO_TEST) -skip '$(LONG_TESTS)' ./...
 	@echo "make test: passed; the long tier ($(LONG_TESTS)) is make test-long, which CI runs too"

@@ -191,7 +191,7 @@ func TestServeAnswersAndReadinessFollowsTheDatabase(t *testing.T) {
 	// does below after the database comes back.
 	var body map[string]any
 	require.Eventually(t, func() bool { code, body = status("/readyz"); return code == http.StatusOK },
-		20*time.Second, 200*time.Millisecond, "readiness after start: %v", body)
+		20*time.Second, 200*time.Millisecond, "readiness after start")
 	require.Equal(t, true, body["ready"])
 	res, err := client.Get(base + "/metrics")
 	require.NoError(t, err)

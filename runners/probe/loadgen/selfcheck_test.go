@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,13 +178,15 @@ func TestSelfCheckUnloadedIsNotFlagged(t *testing.T) {
 	// (a second test suite beside this one does: pressure 98 %, the probe
 	// 104 ms late and 205 % in the run queue). The probe was then late and
 	// starved for real, and its flag is right; what the test holds then is
-	// that the flag is the judge's reading of what was measured. On a host
-	// below the judge's own saturation bound, the probe is not flagged.
+	// that the probe itself is not the cause: its own CPU use stays low and
+	// every reason is lateness or starvation. On a host below the judge's
+	// own saturation bound, the probe is not flagged.
 	if p := sc.HostCPUPressurePct; p != nil && *p >= acceptance.ClientHostPressurePct {
-		t.Logf("the host was saturated during the level (CPU pressure %.0f %%): the flag is checked against the judge, not asserted false", *p)
-		flagged, reasons := acceptance.JudgeClient(sc.Health())
-		require.Equal(t, flagged, sc.Flagged)
-		require.Equal(t, reasons, sc.Reasons)
+		t.Logf("the host was saturated during the level (CPU pressure %.0f %%): reasons %q", *p, sc.Reasons)
+		require.Less(t, sc.ProbeCPUPct, acceptance.ClientCPULimitPct, "the probe is not CPU-bound")
+		for _, r := range sc.Reasons {
+			require.True(t, strings.HasPrefix(r, "late: ") || strings.HasPrefix(r, "starved: "), "a reason the host's load explains: %q", r)
+		}
 	} else {
 		require.False(t, sc.Flagged, "reasons: %q", sc.Reasons)
 	}
