@@ -644,10 +644,6 @@ var compareRows = []compareRow{
 	{acceptance.MetricWriteCLat, acceptance.StatP99}, {acceptance.MetricWriteIOPS, acceptance.StatRate}, {acceptance.MetricWriteBW, acceptance.StatRate},
 }
 
-// compareResamples is the bootstrap size of the compare page's intervals,
-// computed per view (the pairs are the viewer's choice).
-const compareResamples = 2000
-
 const (
 	minCompare = 2
 	maxCompare = 6
@@ -826,27 +822,6 @@ func (s *Server) compareData(ctx context.Context, programID int64, runs []compar
 	return nil
 }
 
-// seriesMeasurements rebuilds a run's measurements of one series from its
-// aggregates: log histograms for distributions (≤ 0.1 % bucket error) and
-// each repetition's value for rates.
-func seriesMeasurements(a chartdata.Aggregates, step, level string) []acceptance.Measurement {
-	var out []acceptance.Measurement
-	for _, h := range a.Hist {
-		if h.Step == step && h.Level == level {
-			out = append(out, chartdata.HistogramMeasurement(h))
-		}
-	}
-	for _, st := range a.Summary {
-		if st.Step != step || st.Level != level || !st.Rate {
-			continue
-		}
-		for i, v := range st.PerRepetition {
-			out = append(out, acceptance.Measurement{Metric: st.Metric, Step: step, Level: level, Repetition: i + 1, Values: []float64{v}})
-		}
-	}
-	return out
-}
-
 // compareTable fills the deltas: each run against the reference, with the
 // gate engine's interval of the relative difference.
 func compareTable(runs []compareRun, ref int, step, level string, d *web.ComparePageData) error {
@@ -857,36 +832,23 @@ func compareTable(runs []compareRun, ref int, step, level string, d *web.Compare
 			rows = append(rows, cr)
 		}
 	}
-	refMs := seriesMeasurements(refAgg, step, level)
-	// One evaluation per run against the reference.
-	results := make([]map[compareRow]acceptance.SeriesResult, len(runs))
+	// One comparison per run against the reference.
+	results := make([]map[chartdata.MetricStatistic]acceptance.SeriesResult, len(runs))
 	for i, cr := range runs {
 		if i == ref || !cr.has {
 			continue
 		}
-		ms := seriesMeasurements(cr.agg, step, level)
 		var criteria []chartdata.MetricStatistic
 		for _, row := range rows {
 			if _, ok := cr.agg.Stat(row.metric, step, level, string(row.statistic)); ok {
 				criteria = append(criteria, chartdata.MetricStatistic{Metric: row.metric, Statistic: row.statistic})
 			}
 		}
-		results[i] = map[compareRow]acceptance.SeriesResult{}
-		if len(criteria) == 0 {
-			continue
-		}
-		gates := chartdata.ComparisonGates(criteria, step)
-		ev, err := acceptance.Evaluate(acceptance.EvaluationInput{Gates: gates, Candidate: ms, Baseline: refMs, Resamples: compareResamples})
+		res, err := chartdata.CompareSeries(cr.agg, refAgg, criteria, step, level, chartdata.ViewResamples)
 		if err != nil {
 			return fmt.Errorf("compare %s with %s: %w", cr.name, runs[ref].name, err)
 		}
-		for _, c := range ev.Criteria {
-			for _, s := range c.Series {
-				if s.Level == level {
-					results[i][compareRow{c.Metric, c.Statistic}] = s
-				}
-			}
-		}
+		results[i] = res
 	}
 	for _, row := range rows {
 		meta, _ := acceptance.LookupMetric(row.metric)
@@ -903,7 +865,7 @@ func compareTable(runs []compareRun, ref int, step, level string, d *web.Compare
 				}
 			}
 			if i != ref {
-				if sr, ok := results[i][row]; ok {
+				if sr, ok := results[i][chartdata.MetricStatistic{Metric: row.metric, Statistic: row.statistic}]; ok {
 					cell.Diff, cell.Interval, cell.Class, cell.Why = deltaText(sr, meta)
 				}
 			}

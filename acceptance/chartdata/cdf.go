@@ -1,7 +1,6 @@
 package chartdata
 
 import (
-	"math"
 	"slices"
 
 	"github.com/accordlab/accord/acceptance/stats"
@@ -11,26 +10,16 @@ import (
 var cdfQuantiles = []float64{0.5, 0.9, 0.95, 0.99, 0.999}
 
 // CurveOf reduces sorted samples to a curve whose every point is exact
-// (see CDFCurve): every sample when they fit; otherwise ranks spaced
-// evenly up to p99, every rank above p99 when they fit (else the last half
-// of the tail's share exact and the rest spaced geometrically towards p99),
-// and the ranks of the minimum, maximum and percentiles.
+// (see CDFCurve): every sample when they fit; otherwise cdfBody ranks
+// spaced evenly up to p99, cdfTail ranks above it thinned as every CDF is
+// (tailRanks), and the ranks of the minimum, maximum and percentiles.
 func CurveOf(sorted []float64) CDFCurve {
 	n := len(sorted)
 	if n <= cdfBody+cdfTail {
 		return CDFCurve{N: int64(n), Values: slices.Clone(sorted)}
 	}
 	at := func(r int) float64 { return sorted[r-1] }
-	lastRank := func(v float64) int {
-		j, _ := slices.BinarySearchFunc(sorted, v, func(e, t float64) int {
-			if e <= t {
-				return -1
-			}
-			return 1
-		})
-		return j
-	}
-	return curveAt(n, at, lastRank)
+	return curveAt(n, at, func(v float64) int { return countAtMost(sorted, v) })
 }
 
 // CurveOfSample is CurveOf for a sample too large to sort in memory (one
@@ -56,27 +45,8 @@ func curveAt(n int, at func(r int) float64, lastRank func(v float64) int) CDFCur
 	for _, q := range cdfQuantiles {
 		ranks = append(ranks, int(stats.Rank(q, int64(n))))
 	}
-	for k := range cdfBody {
-		ranks = append(ranks, 1+k*(p99-1)/(cdfBody-1))
-	}
-	tail := n - p99
-	if tail <= cdfTail {
-		for r := p99 + 1; r <= n; r++ {
-			ranks = append(ranks, r)
-		}
-	} else {
-		exact := cdfTail / 2
-		for r := n - exact + 1; r <= n; r++ {
-			ranks = append(ranks, r)
-		}
-		spaced := cdfTail - exact
-		far, near := float64(tail-1), float64(exact)
-		for k := range spaced {
-			f := float64(k) / float64(spaced-1)
-			d := int(math.Round(far * math.Pow(near/far, f)))
-			ranks = append(ranks, n-d)
-		}
-	}
+	ranks = append(ranks, evenRanks(1, p99, cdfBody)...)
+	ranks = append(ranks, tailRanks(p99+1, n, cdfTail)...)
 	// Each rank moves to the last rank of its value, where the share at or
 	// below the value is exact.
 	for i, r := range ranks {

@@ -31,12 +31,89 @@ func ComparisonGates(criteria []MetricStatistic, step string) acceptance.GateSet
 	return g.Normalized()
 }
 
+// Bootstrap sizes of a comparison's intervals. The seeds derive from the
+// inputs and the size, so the same pair always shows the same numbers.
+const (
+	// StoredResamples is the size of the comparison with the baseline
+	// computed at ingest and stored with the chart data.
+	StoredResamples = acceptance.DefaultResamples
+	// ViewResamples is the size of a comparison computed per page view
+	// (the compare page, whose pairs are the viewer's choice): smaller,
+	// so that the page answers quickly.
+	ViewResamples = 2000
+)
+
+// Compared is one statistic of one series of a comparison: the gate
+// engine's estimate and interval of the relative difference.
+type Compared struct {
+	Metric    string
+	Statistic acceptance.Statistic
+	acceptance.SeriesResult
+}
+
+// Compare compares the candidate's statistics asked for (in the step when
+// step is not "") with the baseline's by the gate engine's rules for a
+// relative criterion (acceptance.Evaluate, ComparisonGates): the relative
+// difference with a percentile-bootstrap interval (two stages:
+// repetitions, then samples) of the given number of resamples. It returns
+// one result per statistic and series.
+func Compare(cand, base []acceptance.Measurement, criteria []MetricStatistic, step string, resamples int) ([]Compared, error) {
+	if len(criteria) == 0 {
+		return nil, nil
+	}
+	ev, err := acceptance.Evaluate(acceptance.EvaluationInput{Gates: ComparisonGates(criteria, step), Candidate: cand, Baseline: base, Resamples: resamples})
+	if err != nil {
+		return nil, err
+	}
+	var out []Compared
+	for _, cr := range ev.Criteria {
+		for _, s := range cr.Series {
+			out = append(out, Compared{Metric: cr.Metric, Statistic: cr.Statistic, SeriesResult: s})
+		}
+	}
+	return out, nil
+}
+
+// CompareSeries compares one series (step and level) of two runs'
+// aggregates, the statistics asked for, by Compare on the measurements
+// rebuilt from the aggregates (SeriesMeasurements).
+func CompareSeries(cand, base Aggregates, criteria []MetricStatistic, step, level string, resamples int) (map[MetricStatistic]acceptance.SeriesResult, error) {
+	cmp, err := Compare(SeriesMeasurements(cand, step, level), SeriesMeasurements(base, step, level), criteria, step, resamples)
+	if err != nil {
+		return nil, err
+	}
+	out := map[MetricStatistic]acceptance.SeriesResult{}
+	for _, c := range cmp {
+		if c.Level == level {
+			out[MetricStatistic{c.Metric, c.Statistic}] = c.SeriesResult
+		}
+	}
+	return out, nil
+}
+
+// SeriesMeasurements rebuilds a run's measurements of one series from its
+// aggregates: log histograms for distributions (≤ 0.1 % bucket error) and
+// each repetition's value for rates.
+func SeriesMeasurements(a Aggregates, step, level string) []acceptance.Measurement {
+	var out []acceptance.Measurement
+	for _, h := range a.Hist {
+		if h.Step == step && h.Level == level {
+			out = append(out, HistogramMeasurement(h))
+		}
+	}
+	for _, st := range a.Summary {
+		if st.Step != step || st.Level != level || !st.Rate {
+			continue
+		}
+		for i, v := range st.PerRepetition {
+			out = append(out, acceptance.Measurement{Metric: st.Metric, Step: step, Level: level, Repetition: i + 1, Values: []float64{v}})
+		}
+	}
+	return out
+}
+
 // comparePercentiles compares every percentile of the latency metrics with
-// the baseline by the gate engine's own rules for a relative criterion
-// (acceptance.Evaluate): the relative difference of the pooled
-// nearest-rank percentile, with a percentile-bootstrap interval (two
-// stages: repetitions, then samples; 10,000 resamples, seeded by the
-// inputs).
+// the baseline (Compare, StoredResamples): the comparison stored at ingest.
 func comparePercentiles(cand, base []acceptance.Measurement) (map[string][]PercentileComparison, error) {
 	has := func(ms []acceptance.Measurement, metric string) bool {
 		return slices.ContainsFunc(ms, func(m acceptance.Measurement) bool { return m.Metric == metric })
@@ -53,34 +130,29 @@ func comparePercentiles(cand, base []acceptance.Measurement) (map[string][]Perce
 			}
 		}
 	}
-	if len(criteria) == 0 {
-		return nil, nil
-	}
-	ev, err := acceptance.Evaluate(acceptance.EvaluationInput{Gates: ComparisonGates(criteria, ""), Candidate: cand, Baseline: base, Resamples: acceptance.DefaultResamples})
-	if err != nil {
+	cmp, err := Compare(cand, base, criteria, "", StoredResamples)
+	if err != nil || cmp == nil {
 		return nil, err
 	}
 	out := map[string][]PercentileComparison{}
-	for _, cr := range ev.Criteria {
-		for _, s := range cr.Series {
-			key := KeyPercentiles(s.Step, s.Level)
-			out[key] = append(out[key], comparisonOf(cr, s))
-		}
+	for _, c := range cmp {
+		key := KeyPercentiles(c.Step, c.Level)
+		out[key] = append(out[key], comparisonOf(c))
 	}
 	return out, nil
 }
 
-// comparisonOf reads one series of a comparison criterion.
-func comparisonOf(cr acceptance.CriterionResult, s acceptance.SeriesResult) PercentileComparison {
-	pc := PercentileComparison{Metric: cr.Metric, Statistic: string(cr.Statistic), Confidence: pctConfidence, Interval: s.Interval,
-		DiffPct: s.Estimate, LowerPct: s.Lower, UpperPct: s.Upper}
-	pc.Candidate = s.Candidate.Value
-	if s.Baseline != nil {
-		pc.Baseline = s.Baseline.Value
+// comparisonOf reads one compared series.
+func comparisonOf(c Compared) PercentileComparison {
+	pc := PercentileComparison{Metric: c.Metric, Statistic: string(c.Statistic), Confidence: pctConfidence, Interval: c.Interval,
+		DiffPct: c.Estimate, LowerPct: c.Lower, UpperPct: c.Upper}
+	pc.Candidate = c.Candidate.Value
+	if c.Baseline != nil {
+		pc.Baseline = c.Baseline.Value
 	}
-	if s.Lower == nil || s.Upper == nil {
+	if c.Lower == nil || c.Upper == nil {
 		pc.LowerPct, pc.UpperPct = nil, nil
-		pc.Why = s.Explanation
+		pc.Why = c.Explanation
 	}
 	return pc
 }
