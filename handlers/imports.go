@@ -1,17 +1,17 @@
 package handlers
 
 import (
+	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -144,7 +144,9 @@ func (s *Server) importResultFile(w http.ResponseWriter, r *http.Request) {
 // importResult imports the form's file (a tool output; its format named or
 // detected) as a run: the file and the import's report (what it read, what
 // it ignored and why) as artifacts, the measurements, judged when a gate
-// set is chosen. problem is a message for the user (nothing is kept then);
+// set is chosen. The file is spooled (in memory when small, else in a
+// temporary file) and read streamed by the ingest's importer, as a run's
+// outputs are. problem is a message for the user (nothing is kept then);
 // err a failure of the server.
 func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Report, string, error) {
 	f, header, err := r.FormFile("file")
@@ -152,26 +154,32 @@ func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Rep
 		return 0, parse.Report{}, "Choose the result file to import.", nil
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxResultUpload+1))
-	if err != nil {
-		return 0, parse.Report{}, "", err
-	}
-	format, step, filename := parse.Format(r.FormValue("format")), r.FormValue("step"), header.Filename
-	if format == "" {
-		if format, err = parse.Detect(data); err != nil {
-			return 0, parse.Report{}, "The file's format was not recognised: " + err.Error() + ". Choose it in the list.", nil
-		}
-	}
-	step = strings.TrimSpace(step)
-	if step == "" {
-		step = "imported"
-	}
-	name := path.Base(strings.ReplaceAll(filename, "\\", "/"))
+	format, step := parse.Format(r.FormValue("format")), cmp.Or(strings.TrimSpace(r.FormValue("step")), "imported")
+	name := path.Base(strings.ReplaceAll(header.Filename, "\\", "/"))
 	if name == "." || name == "/" || name == "" {
 		name = "result.json"
 	}
-	res, err := parse.ImportWithReport(format, data, parse.Options{Step: step, Repetition: 1, Name: name})
+	spool, err := newImportSpool()
 	if err != nil {
+		return 0, parse.Report{}, "", err
+	}
+	defer spool.remove() //nolint:errcheck
+	artifact := ingest.ImportedDir + fileSafeName(name)
+	if err := spool.sink(r.Context(), artifact, header.Size, f); err != nil {
+		var tooLarge *importTooLarge
+		if errors.As(err, &tooLarge) {
+			return 0, parse.Report{}, fmt.Sprintf("The file is too large (at most %d MiB).", maxResultUpload>>20), nil
+		}
+		return 0, parse.Report{}, "", err
+	}
+	res, err := ingest.ImportFile(ingest.CollectionFiles(spool.collection()), format, artifact, parse.Options{Step: step, Repetition: 1, Name: name})
+	var undetected *parse.DetectError
+	switch {
+	case errors.As(err, &undetected):
+		return 0, parse.Report{}, "The file's format was not recognised: " + undetected.Error() + ". Choose it in the list.", nil
+	case err != nil && format == "":
+		return 0, parse.Report{}, "The file could not be imported: " + err.Error(), nil
+	case err != nil:
 		return 0, parse.Report{}, "The file could not be imported as " + string(format) + ": " + err.Error(), nil
 	}
 	rep := res.Report
@@ -179,9 +187,11 @@ func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Rep
 	if err != nil {
 		return 0, rep, "", err
 	}
-	files := collectionOf(map[string][]byte{"imported/" + fileSafeName(name): data, ImportReportArtifact: reportJSON})
+	if err := spool.sink(r.Context(), ImportReportArtifact, int64(len(reportJSON)), bytes.NewReader(reportJSON)); err != nil {
+		return 0, rep, "", err
+	}
 	notes := append([]string{fmt.Sprintf("the import read %d fields of %s and ignored %d, each with its reason (%s)", len(rep.Read), name, len(rep.Ignored), ImportReportArtifact)}, rep.Warnings...)
-	runID, err := s.saveImportedRun(r, t, files, res.Measurements, notes, fmt.Sprintf("imported from %s (%s)", name, format), nil)
+	runID, err := s.saveImportedRun(r, t, spool.collection(), res.Measurements, notes, fmt.Sprintf("imported from %s (%s)", name, rep.Format), nil)
 	return runID, rep, "", err
 }
 
@@ -323,18 +333,6 @@ func (s *Server) importSignedReport(w http.ResponseWriter, r *http.Request) {
 	s.setFlash(w, "ok", fmt.Sprintf("The report verified against the pinned key and was imported: %d measurements from %d files, %d fields read, %d ignored (each listed with its reason on the run page).",
 		len(folder.Measurements), len(folder.Reports), read, ignored))
 	redirect(w, r, web.ProgramLink(programFrom(r.Context()).ID, fmt.Sprintf("/runs/%d", runID)))
-}
-
-// collectionOf presents imported files as a collected run folder.
-func collectionOf(files map[string][]byte) *sshrun.Collection {
-	c := &sshrun.Collection{}
-	for name, data := range files {
-		sum := sha256.Sum256(data)
-		c.Files = append(c.Files, sshrun.File{Name: name, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Data: data})
-		c.Bytes += int64(len(data))
-	}
-	sort.Slice(c.Files, func(i, j int) bool { return c.Files[i].Name < c.Files[j].Name })
-	return c
 }
 
 // saveImportedRun keeps an imported run as the ingest keeps a lab run's

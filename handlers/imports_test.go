@@ -3,6 +3,8 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"html"
 	"io"
 	"mime/multipart"
@@ -207,4 +209,52 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// A result file bigger than what the spool keeps in memory (AIPerf's
+// per-request records, streamed by their importer) is imported whole from
+// its temporary file: every record is read, and the artifact kept is the
+// file uploaded, byte for byte. Its format is detected from its first
+// line, as a run's outputs are read.
+func TestImportOfABigRecordsFileIsStreamedFromItsSpool(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	pv := strconv.FormatInt(pb.profileVersionID(t), 10)
+	records, err := os.ReadFile("../runners/parse/testdata/aiperf-0.8-profile_export.jsonl")
+	require.NoError(t, err)
+	records = append(bytes.TrimRight(records, "\n"), '\n')
+	// Half of the recording's requests timed out: only the others have a
+	// time to first token.
+	perCopy := bytes.Count(records, []byte(`"time_to_first_token"`))
+	copies := importSpoolMemory/len(records) + 2
+	big := bytes.Repeat(records, copies)
+	require.Greater(t, len(big), importSpoolMemory)
+
+	res, page := pb.postMultipart(t, pb.engineer, pb.url("/runs/import/result"), map[string]string{"profile_version": pv, "step": "chat"},
+		map[string][]byte{"file": big})
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, page)
+	var runID int64
+	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&runID))
+	arts, err := pb.store.RunArtifacts(context.Background(), runID)
+	require.NoError(t, err)
+	sum := sha256.Sum256(big)
+	var kept bool
+	for _, a := range arts {
+		if strings.HasPrefix(a.Path, "imported/") && a.Path != ImportReportArtifact {
+			kept = true
+			require.Equal(t, hex.EncodeToString(sum[:]), a.SHA256)
+			require.EqualValues(t, len(big), a.Size)
+		}
+	}
+	require.True(t, kept, "the uploaded file is an artifact: %+v", arts)
+	ms, err := pb.store.MeasurementSummaries(context.Background(), runID)
+	require.NoError(t, err)
+	var ttft *store.MeasurementRow
+	for i := range ms {
+		if ms[i].Metric == acceptance.MetricTTFT {
+			ttft = &ms[i]
+		}
+	}
+	require.NotNil(t, ttft, "TTFT imported")
+	require.EqualValues(t, perCopy*copies, ttft.Summary.N, "every answered request of every copy read")
 }

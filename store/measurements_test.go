@@ -3,14 +3,11 @@ package store_test
 import (
 	"context"
 	"math"
-	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
-	"github.com/accordlab/accord/acceptance/stats"
 	"github.com/accordlab/accord/store"
 )
 
@@ -79,71 +76,6 @@ func TestMeasurements(t *testing.T) {
 		require.Equal(t, want, summarized)
 	})
 
-	// Samples kept in segments (more than stats.InMemoryLimit) are stored
-	// as segments and read back one bucket at a time: every figure is the
-	// same as the values' in memory, and the digest is the same as before
-	// saving. Saved again with its values in memory, the row keeps no
-	// segments.
-	t.Run("SegmentedSamplesRoundTrip", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		r := rand.New(rand.NewPCG(8, 9))
-		values := make([]float64, 5000)
-		for i := range values {
-			values[i] = math.Exp(4 + r.NormFloat64())
-		}
-		var segs []stats.Segment
-		mem := &memSegments{}
-		for i := 0; i < len(values); i += 1000 {
-			grouped := make([]float64, 1000)
-			seg, err := stats.GroupSegment(values[i:i+1000], grouped, nil)
-			require.NoError(t, err)
-			seg.Reader, seg.Index = mem, len(mem.grouped)
-			mem.grouped = append(mem.grouped, grouped)
-			segs = append(segs, seg)
-		}
-		in := []acceptance.Measurement{{Metric: acceptance.MetricTTFT, Step: "chat", Repetition: 1, Segments: segs,
-			Source: acceptance.Source{Tool: "accord-probe", Field: "requests.jsonl"}}}
-		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, in))
-		out, err := b.st.LoadMeasurements(ctx, b.run)
-		require.NoError(t, err)
-		require.Len(t, out, 1)
-		require.Len(t, out[0].Segments, 5)
-		require.Nil(t, out[0].Values)
-		require.Equal(t, acceptance.MeasurementsDigest(in), acceptance.MeasurementsDigest(out))
-
-		want, err := stats.NewSample(values, nil)
-		require.NoError(t, err)
-		got, err := out[0].Sample()
-		require.NoError(t, err)
-		for _, q := range []float64{0, 0.5, 0.9, 0.99, 0.999, 1} {
-			require.Equal(t, want.Quantile(q), got.Quantile(q), "q %v", q)
-		}
-		x := want.Quantile(0.7)
-		require.Equal(t, want.CountAtMost(x), got.CountAtMost(x))
-		require.Equal(t, want.CountBelow(x), got.CountBelow(x))
-		require.InEpsilon(t, want.Mean(), got.Mean(), 1e-12)
-		require.NoError(t, got.Err())
-
-		rows, err := b.st.MeasurementSummaries(ctx, b.run)
-		require.NoError(t, err)
-		require.Len(t, rows, 1)
-		sum := rows[0].Summary
-		require.Equal(t, []float64{want.Min(), want.Quantile(0.5), want.Quantile(0.99), want.Quantile(0.999), want.Max()},
-			[]float64{sum.Min, sum.P50, sum.P99, sum.P999, sum.Max})
-		require.EqualValues(t, 5000, sum.N)
-
-		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, []acceptance.Measurement{{Metric: acceptance.MetricTTFT, Step: "chat", Repetition: 1,
-			Values: values, Source: acceptance.Source{Tool: "accord-probe"}}}))
-		out, err = b.st.LoadMeasurements(ctx, b.run)
-		require.NoError(t, err)
-		require.Nil(t, out[0].Segments)
-		require.Len(t, out[0].Values, 5000)
-		var left int
-		require.NoError(t, b.st.Tx().QueryRow(ctx, `SELECT count(*) FROM measurement_segments`).Scan(&left))
-		require.Zero(t, left)
-	})
-
 	t.Run("SummariesAreComputedOnceAtSaving", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
@@ -200,15 +132,4 @@ func TestMeasurements(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, store.Summary{}, s, "no values, no statistics")
 	})
-}
-
-// memSegments keeps grouped segments in memory (stats.SegmentReader).
-type memSegments struct{ grouped [][]float64 }
-
-func (m *memSegments) ReadRanges(rs []stats.SegmentRange) ([][]float64, error) {
-	out := make([][]float64, len(rs))
-	for i, r := range rs {
-		out[i] = slices.Clone(m.grouped[r.Segment][r.Offset : r.Offset+r.Count])
-	}
-	return out, nil
 }

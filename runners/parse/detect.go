@@ -87,6 +87,13 @@ func detectHead(head []byte, size int64) (Format, error) {
 	return "", fmt.Errorf("detect: unrecognised JSON (top-level keys %q): choose the format by hand", keys)
 }
 
+// DetectError is a format that could not be told from an input's
+// content: the caller may name the format instead.
+type DetectError struct{ Err error }
+
+func (e *DetectError) Error() string { return e.Err.Error() }
+func (e *DetectError) Unwrap() error { return e.Err }
+
 // errNeedWhole says a single JSON document must be read whole to be detected.
 var errNeedWhole = errors.New("detect: the document is larger than the bytes read to detect it")
 

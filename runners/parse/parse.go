@@ -374,12 +374,12 @@ func importReaderWithReport(format Format, r io.Reader, size int64, opts Options
 				return Result{}, fmt.Errorf("parse %s: %w", in, rerr)
 			}
 			if format, err = Detect(data); err != nil {
-				return Result{}, &Error{Input: in, Err: err}
+				return Result{}, &Error{Input: in, Err: &DetectError{Err: err}}
 			}
 			return ImportWithReport(format, data, opts)
 		}
 		if err != nil {
-			return Result{}, &Error{Input: in, Err: err}
+			return Result{}, &Error{Input: in, Err: &DetectError{Err: err}}
 		}
 		r = br
 	}

@@ -73,8 +73,17 @@ func ReadFolderReports(files Files, profile acceptance.ProfileSpec, probeVersion
 	return out, nil
 }
 
+// ImportFile imports one file of a folder, name, as a tool output in
+// format (detected from its content when empty), streamed: the JSON-lines
+// formats line by line, a single document within parse.MaxToolJSONBytes.
+// The report names the file opts.Name, its path in the folder when empty.
+// An uploaded result file is read this way, as a run's outputs are.
+func ImportFile(files Files, format parse.Format, name string, opts parse.Options) (parse.Result, error) {
+	return importFile(files, format, name, opts)
+}
+
 // importFile imports the folder's file name in format (detected when
-// empty), streamed, under its name in the folder.
+// empty), streamed, under its name in the folder unless opts names it.
 func importFile(files Files, format parse.Format, name string, opts parse.Options) (parse.Result, error) {
 	if format == parse.FormatProbeRequests || format == parse.FormatProbeTelemetry {
 		return importRecords(files, format, name, opts)
@@ -88,7 +97,7 @@ func importFile(files Files, format parse.Format, name string, opts parse.Option
 		return parse.Result{}, err
 	}
 	defer r.Close()
-	opts.Name = name
+	opts.Name = cmp.Or(opts.Name, name)
 	return parse.ImportReaderWithReport(format, r, size, opts)
 }
 
