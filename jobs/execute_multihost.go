@@ -42,13 +42,25 @@ func (m multiHost) ids() []int64 {
 	return ids
 }
 
-func (m multiHost) names() string {
+// hostNames are the run's hosts' names, in order.
+func (m multiHost) hostNames() []string {
 	names := make([]string, len(m.rows))
 	for i, r := range m.rows {
 		names[i] = r.HostName
 	}
-	return strings.Join(names, ", ")
+	return names
 }
+
+// watchedHosts are the run's hosts as its stop-loss watch judges them.
+func (m multiHost) watchedHosts() []stoploss.Host {
+	hosts := make([]stoploss.Host, len(m.rows))
+	for i, r := range m.rows {
+		hosts[i] = stoploss.Host{Ordinal: r.Ordinal, Name: r.HostName}
+	}
+	return hosts
+}
+
+func (m multiHost) names() string { return strings.Join(m.hostNames(), ", ") }
 
 func loadMultiHost(ctx context.Context, st *store.Store, run store.Run) (multiHost, error) {
 	var m multiHost
@@ -117,8 +129,9 @@ func (w *ExecuteRunWorker) workMultiHost(ctx context.Context, job *river.Job[Exe
 	bg := context.WithoutCancel(ctx)
 	if fresh, ferr := st.RunByID(bg, run.ID); ferr != nil || fresh.ProbeMayRun {
 		w.deps.Log.Info("keeping the hosts for the run: its probes may still run there", "run_id", run.ID)
-	} else {
-		_ = st.ReleaseLeases(bg, leases)
+	} else if rerr := st.ReleaseLeases(bg, leases); rerr != nil {
+		// The leases expire by themselves within their lifetime.
+		w.deps.Log.Warn("host leases not released", "run_id", run.ID, "err", rerr)
 	}
 	return err
 }
@@ -133,6 +146,10 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 	if err := json.Unmarshal(pv.Spec, &profile); err != nil {
 		return w.failMultiHost(ctx, run, leases, "the profile version cannot be read: "+err.Error())
 	}
+	// A write that finds the run taken over ends the attempt (workMultiHost
+	// sees ErrFenced), also from a hook that cannot return it.
+	ctx, lose := context.WithCancelCause(ctx)
+	defer lose(nil)
 	fenced := func(ctx context.Context, fn func(tx *store.Store) error) error {
 		return st.InTx(ctx, func(tx *store.Store) error {
 			if err := tx.CheckFences(ctx, leases); err != nil {
@@ -141,19 +158,45 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 			return fn(tx)
 		})
 	}
-	if !run.Launched {
+	queue, err := workerQueue(ctx)
+	if err != nil {
+		return err
+	}
+	env := rollout.Env{Keyring: w.deps.Keyring, Queue: queue}
+	watch, err := stoploss.NewWatch(ctx, st, run, mh.watchedHosts()...)
+	if err != nil {
+		return w.failMultiHost(ctx, run, leases, "the gate set cannot be read: "+err.Error())
+	}
+	// A crossing an earlier attempt recorded (it may have died stopping
+	// the probes): every host's probe is stopped rather than followed.
+	resumed, err := watch.Resume(ctx, st)
+	if err != nil {
+		return err
+	}
+	switch {
+	case resumed != nil:
+		err := fenced(ctx, func(tx *store.Store) error {
+			if err := stoploss.Record(ctx, tx, env, run, resumed); err != nil {
+				return err
+			}
+			return tx.AddRunNote(ctx, run.ID, "warn", "resuming a run its stop-loss stopped: stopping the probe on every host. "+resumed.Explanation)
+		})
+		if err != nil {
+			return err
+		}
+	case !run.Launched:
 		err := fenced(ctx, func(tx *store.Store) error {
 			return tx.SetRunState(ctx, run.ID, store.RunPreparing, fmt.Sprintf("preparing %d hosts (%s): connecting, uploading the probe, launching; they start together", len(mh.rows), mh.names()))
 		})
 		if err != nil {
 			return err
 		}
-	} else {
-		_ = st.AddRunNote(ctx, run.ID, "info", "resuming: following every host's probe from where its events were stored")
+	default:
+		if err := st.AddRunNote(ctx, run.ID, "info", "resuming: following every host's probe from where its events were stored"); err != nil {
+			return err
+		}
 	}
 
-	var mu sync.Mutex
-	var breach *acceptance.StopLossBreach
 	hostRuns := make([]runners.HostRun, len(mh.rows))
 	for i, rh := range mh.rows {
 		host := mh.hosts[i]
@@ -161,16 +204,11 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 		if err != nil {
 			return w.failMultiHost(ctx, run, leases, fmt.Sprintf("host %s: %v", rh.HostName, err))
 		}
-		interim, err := stoploss.ForRun(ctx, st, run)
-		if err != nil {
-			return w.failMultiHost(ctx, run, leases, "the gate set cannot be read: "+err.Error())
-		}
-		monitor := interim.Monitor
 		plan := wire.Plan{
 			SchemaVersion: wire.PlanSchemaVersion, RunID: run.ID, Attempt: 1, Profile: profile,
 			RunTimeout: acceptance.Duration(RunTimeout(profile)), AllowDestructive: host.AllowDestructive,
 			WritePlaces: host.WritePlaces, CreatedLedger: createdLedger,
-			Interim: acceptance.Duration(2 * time.Second), StopLossMetrics: interim.Metrics,
+			Interim: acceptance.Duration(2 * time.Second), StopLossMetrics: watch.Metrics(),
 			Role: rh.Role, Host: rh.HostName, Sync: true,
 		}
 		ord, name := rh.Ordinal, rh.HostName
@@ -225,51 +263,45 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 						u.WaitingAt = &at
 					}
 				}
-				if err := st.AppendHostFollowed(ctx, run.ID, ord, leases, u); err != nil {
+				// The events, where the host waits and a stop-loss crossing
+				// are kept together (step 5: the crossing before the probe is
+				// stopped), as for a one-host run.
+				var crossed *acceptance.StopLossBreach
+				err := st.InTx(ctx, func(tx *store.Store) error {
+					if err := tx.AppendHostFollowed(ctx, run.ID, ord, leases, u); err != nil {
+						return err
+					}
+					if waitState != "" {
+						if err := tx.SetRunHostState(ctx, run.ID, ord, waitState, hostWaitReason(waitState)); err != nil {
+							return err
+						}
+					}
+					var err error
+					crossed, err = watch.Check(ctx, tx, env, name, snapshots)
+					return err
+				})
+				if err != nil {
 					return err
 				}
 				if len(neighbours) > 0 {
-					queue, err := workerQueue(ctx)
-					if err != nil {
-						return err
-					}
-					env := rollout.Env{Keyring: w.deps.Keyring, Queue: queue}
-					err = st.InTx(ctx, func(tx *store.Store) error {
+					err := st.InTx(ctx, func(tx *store.Store) error {
 						return recordNeighboursOf(ctx, tx, env, run, leaseOf(leases, host.ID), hostDir(), "host "+name, neighbours)
 					})
 					if err != nil {
 						return err
 					}
 				}
-				if waitState != "" {
-					reason := "measuring"
-					if waitState == store.RunHostWaiting {
-						reason = "waiting at a barrier for the other hosts"
-					}
-					_ = st.SetRunHostState(ctx, run.ID, ord, waitState, reason)
-				}
-				mu.Lock()
-				defer mu.Unlock()
-				for _, snap := range snapshots {
-					if monitor == nil || breach != nil {
-						break
-					}
-					if b, hit := monitor.Observe(snap); hit {
-						b.Explanation = "on host " + name + ": " + b.Explanation
-						breach = b
-						return fmt.Errorf("%w: %s", runners.ErrAbort, b.Explanation)
-					}
-				}
-				return nil
+				return abortFor(crossed)
 			},
-			Note: func(ctx context.Context, level, msg string) {
-				_ = st.AddRunNote(ctx, run.ID, level, "host "+name+": "+msg)
-			},
+			Note: func(ctx context.Context, level, msg string) { w.note(ctx, run.ID, level, "host "+name+": "+msg) },
 		}
 		hostRuns[i] = runners.HostRun{
 			Name: name, Hooks: hooks, WaitingAt: rh.WaitingAt,
 			Target: runners.RunTarget{Host: target, RunID: run.ID, Attempt: 1, Plan: plan, Launched: rh.Launched, Offset: rh.EventsOffset,
 				DirSuffix: fmt.Sprintf("h%d", host.ID)},
+		}
+		if resumed != nil {
+			hostRuns[i].Target.Abort = resumed.Explanation
 		}
 	}
 
@@ -280,13 +312,14 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 			Released: func(ctx context.Context, b wire.Barrier, n int, spread time.Duration) {
 				msg := fmt.Sprintf("barrier %d released on all %d hosts; the releases landed within %s of each other", b.Index, n, spread.Round(time.Millisecond))
 				if b.Index == 0 {
-					_ = fenced(ctx, func(tx *store.Store) error {
+					err := fenced(ctx, func(tx *store.Store) error {
 						return tx.SetRunState(ctx, run.ID, store.RunRunning, fmt.Sprintf("measuring on %d hosts; they were released from the start barrier together (within %s)", n, spread.Round(time.Millisecond)))
 					})
+					w.fencedWriteFailed(run.ID, "run state", err, lose)
 				}
-				_ = st.AddRunNote(ctx, run.ID, "info", msg)
+				w.note(ctx, run.ID, "info", msg)
 			},
-			Note: func(ctx context.Context, level, msg string) { _ = st.AddRunNote(ctx, run.ID, level, msg) },
+			Note: func(ctx context.Context, level, msg string) { w.note(ctx, run.ID, level, msg) },
 		},
 	})
 	for _, out := range outs {
@@ -302,8 +335,10 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 		// other host was stopped and collected; the results are kept.
 	case errors.As(err, &failure):
 		return stopMultiHost(context.WithoutCancel(ctx), w.deps, run, leases, store.RunFailed, failure.Reason)
-	case errors.Is(err, store.ErrFenced) || errors.Is(context.Cause(ctx), store.ErrFenced):
+	case errors.Is(err, store.ErrFenced):
 		return err
+	case errors.Is(context.Cause(ctx), store.ErrFenced):
+		return context.Cause(ctx) // a fenced write of a hook lost the run
 	case ctx.Err() != nil:
 		requested, cerr := st.CancelRequested(context.WithoutCancel(ctx), run.ID)
 		if cerr != nil {
@@ -316,7 +351,29 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 	default:
 		return err
 	}
-	return w.finishMultiHost(ctx, run, mh, leases, profile, outs, breach, failure)
+	return w.finishMultiHost(ctx, run, mh, leases, profile, outs, watch.Crossed(), failure)
+}
+
+// hostWaitReason says what a host does at or past a barrier.
+func hostWaitReason(state string) string {
+	if state == store.RunHostWaiting {
+		return "waiting at a barrier for the other hosts"
+	}
+	return "measuring"
+}
+
+// fencedWriteFailed deals with a fenced write that a hook cannot return:
+// a run taken over by another worker ends the attempt (lose); any other
+// failure is logged (the write says where the run stands, and the next
+// one says it again).
+func (w *ExecuteRunWorker) fencedWriteFailed(runID int64, what string, err error, lose context.CancelCauseFunc) {
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrFenced):
+		lose(err)
+	default:
+		w.deps.Log.Warn(what+" not stored", "run_id", runID, "err", err)
+	}
 }
 
 // leaseOf is the run's lease of a host.

@@ -214,15 +214,14 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 	if err := json.Unmarshal(profileVersion.Spec, &profile); err != nil {
 		return w.fail(ctx, run, &lease, "the profile version cannot be read: "+err.Error())
 	}
-	interim, err := stoploss.ForRun(ctx, st, run)
+	watch, err := stoploss.NewWatch(ctx, st, run)
 	if err != nil {
 		return w.fail(ctx, run, &lease, "the gate set cannot be read: "+err.Error())
 	}
-	monitor := interim.Monitor
 	// A crossing an earlier attempt recorded (it may have died stopping
 	// the probe), or the one the stored windows make: the probe is stopped
 	// rather than followed.
-	breach, err := interim.Resume(ctx, st, run.ID)
+	breach, err := watch.Resume(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -237,7 +236,7 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 		WritePlaces: host.WritePlaces, CreatedLedger: createdLedger,
 		Interim: acceptance.Duration(2 * time.Second),
 	}
-	plan.StopLossMetrics = interim.Metrics
+	plan.StopLossMetrics = watch.Metrics()
 	rt := runners.RunTarget{Host: target, RunID: run.ID, Attempt: 1, Plan: plan, Launched: run.Launched, Offset: run.EventsOffset}
 
 	fenced := func(fn func(tx *store.Store) error) error {
@@ -301,22 +300,11 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 					neighbours = append(neighbours, *d.neighbour)
 				}
 			}
-			// Step 5: interim results feed the stop-loss check (until it
-			// aborted the run: the probe's last events are stored after).
-			var crossed *acceptance.StopLossBreach
-			for _, snap := range snapshots {
-				if monitor == nil || breach != nil {
-					break
-				}
-				if b, hit := monitor.Observe(snap); hit {
-					crossed = b
-					break
-				}
-			}
 			// What the events say is kept with them, in their transaction: a
 			// worker that dies after it (stopping the probe, say) leaves it
 			// to the next attempt, which follows from after these events.
-			// A crossing is kept before the probe is stopped.
+			// Step 5: a stop-loss crossing is kept before the probe is stopped.
+			var crossed *acceptance.StopLossBreach
 			err := st.InTx(ctx, func(tx *store.Store) error {
 				if err := tx.AppendFollowed(ctx, run.ID, lease, update); err != nil {
 					return err
@@ -326,25 +314,16 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 						return err
 					}
 				}
-				if crossed == nil {
-					return nil
-				}
-				return stoploss.Record(ctx, tx, env, run, crossed)
+				var err error
+				crossed, err = watch.Check(ctx, tx, env, "", snapshots)
+				return err
 			})
 			if err != nil {
 				return err
 			}
-			if crossed != nil {
-				breach = crossed
-				return fmt.Errorf("%w: %s", runners.ErrAbort, crossed.Explanation)
-			}
-			return nil
+			return abortFor(crossed)
 		},
-		Note: func(ctx context.Context, level, msg string) {
-			if err := st.AddRunNote(ctx, run.ID, level, msg); err != nil {
-				w.deps.Log.Warn("run note not stored", "run_id", run.ID, "note", msg, "err", err)
-			}
-		},
+		Note: func(ctx context.Context, level, msg string) { w.note(ctx, run.ID, level, msg) },
 	}
 
 	out, err := w.deps.Runner.Execute(ctx, rt, hooks)
@@ -358,7 +337,24 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 	if err != nil {
 		return w.handleFailure(ctx, job, run, host, lease, out, err)
 	}
-	return w.finish(ctx, run, host, lease, profile, out, breach)
+	return w.finish(ctx, run, host, lease, profile, out, watch.Crossed())
+}
+
+// abortFor is what an Events hook returns after its batch was stored: a
+// stop-loss crossing stops the probe (runners.ErrAbort); none, nothing.
+func abortFor(crossed *acceptance.StopLossBreach) error {
+	if crossed == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", runners.ErrAbort, crossed.Explanation)
+}
+
+// note adds a line to a run's log; one that cannot be stored is logged
+// (the run goes on: a note is not worth failing it for).
+func (w *ExecuteRunWorker) note(ctx context.Context, runID int64, level, msg string) {
+	if err := w.deps.Store.AddRunNote(ctx, runID, level, msg); err != nil {
+		w.deps.Log.Warn("run note not stored", "run_id", runID, "note", msg, "err", err)
+	}
 }
 
 // handleFailure decides between cancelled, failed and "try again".

@@ -116,3 +116,14 @@ func (s *Store) RunEventsOfType(ctx context.Context, runID int64, types ...strin
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[RunEvent])
 }
+
+// RunHostEventsOfType returns the events of the given types that one host
+// of a multi-host run sent (its ordinal in the run), in order.
+func (s *Store) RunHostEventsOfType(ctx context.Context, runID int64, ordinal int, types ...string) ([]RunEvent, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, seq, at, type, level, message, data FROM run_events
+		WHERE run_id = $1 AND host_ordinal = $2 AND type = ANY($3) ORDER BY id`, runID, ordinal, types)
+	if err != nil {
+		return nil, fmt.Errorf("store: run %d host %d events: %w", runID, ordinal, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[RunEvent])
+}

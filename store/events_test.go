@@ -43,6 +43,33 @@ func TestRunEvents(t *testing.T) {
 		return out
 	}
 
+	// Each host of a multi-host run has its own events: a host's read
+	// returns its own, in order, of the types asked, and none of the
+	// other host's or of the run's own log.
+	t.Run("HostEventsAreEachHostsOwn", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		leases := []store.Lease{b.lease}
+		require.NoError(t, b.st.AppendHostFollowed(ctx, b.run, 0, leases, store.HostFollowUpdate{FollowUpdate: store.FollowUpdate{Offset: 10,
+			Events: []store.RunEvent{event(1, "interim", "h0 one"), event(2, "log", "h0 log"), event(3, "interim", "h0 two")}}}))
+		require.NoError(t, b.st.AppendHostFollowed(ctx, b.run, 1, leases, store.HostFollowUpdate{FollowUpdate: store.FollowUpdate{Offset: 10,
+			Events: []store.RunEvent{event(1, "interim", "h1 one")}}}))
+		require.NoError(t, b.st.AddRunNote(ctx, b.run, "info", "the run's own"))
+
+		h0, err := b.st.RunHostEventsOfType(ctx, b.run, 0, "interim")
+		require.NoError(t, err)
+		require.Equal(t, []string{"h0 one", "h0 two"}, messages(h0))
+		h1, err := b.st.RunHostEventsOfType(ctx, b.run, 1, "interim", "log")
+		require.NoError(t, err)
+		require.Equal(t, []string{"h1 one"}, messages(h1))
+		none, err := b.st.RunHostEventsOfType(ctx, b.run, 2, "interim", "log")
+		require.NoError(t, err)
+		require.Empty(t, none)
+		all, err := b.st.RunEventsOfType(ctx, b.run, "interim")
+		require.NoError(t, err)
+		require.Len(t, all, 3, "the run's read has every host's")
+	})
+
 	t.Run("AResumedFollowStoresNothingTwice", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -66,6 +66,18 @@ func (b *testBundle) run(t *testing.T, gates *store.SpecVersion, baseline *int64
 // does (p99 TTFT of each, in ms), their seqs from 1, a window 2 s apart.
 func (b *testBundle) windows(t *testing.T, run store.Run, p99s ...float64) {
 	t.Helper()
+	b.storeWindows(t, run, nil, p99s...)
+}
+
+// hostWindows stores interim windows as host ordinal of a multi-host run
+// sent them.
+func (b *testBundle) hostWindows(t *testing.T, run store.Run, ordinal int, p99s ...float64) {
+	t.Helper()
+	b.storeWindows(t, run, &ordinal, p99s...)
+}
+
+func (b *testBundle) storeWindows(t *testing.T, run store.Run, ordinal *int, p99s ...float64) {
+	t.Helper()
 	ctx := context.Background()
 	lease, _, err := b.st.AcquireLease(ctx, b.host, run.ID, "test", time.Minute)
 	require.NoError(t, err)
@@ -79,7 +91,11 @@ func (b *testBundle) windows(t *testing.T, run store.Run, p99s ...float64) {
 		u.Events = append(u.Events, store.RunEvent{Seq: &seq, At: t0.Add(time.Duration(2*seq) * time.Second), Type: wire.EventInterim, Level: "info", Data: data})
 	}
 	u.Offset = int64(100 * len(p99s))
-	require.NoError(t, b.st.AppendFollowed(ctx, run.ID, lease, u))
+	if ordinal == nil {
+		require.NoError(t, b.st.AppendFollowed(ctx, run.ID, lease, u))
+	} else {
+		require.NoError(t, b.st.AppendHostFollowed(ctx, run.ID, *ordinal, []store.Lease{lease}, store.HostFollowUpdate{FollowUpdate: u}))
+	}
 	require.NoError(t, b.st.ReleaseLease(ctx, lease))
 }
 
@@ -170,25 +186,24 @@ func TestResumeStartsWhereTheEarlierAttemptLeft(t *testing.T) {
 	// the second in a row.
 	run := b.run(t, &gates, nil)
 	b.windows(t, run, 150, 450)
-	in, err := stoploss.ForRun(ctx, b.st, run)
+	fresh, err := stoploss.NewWatch(ctx, b.st, run)
 	require.NoError(t, err)
-	crossed, err := in.Resume(ctx, b.st, run.ID)
+	require.Nil(t, b.check(t, fresh, "", window(3, 480)), "without the replay, one window past the line")
+	w, err := stoploss.NewWatch(ctx, b.st, run)
+	require.NoError(t, err)
+	crossed, err := w.Resume(ctx, b.st)
 	require.NoError(t, err)
 	require.Nil(t, crossed, "one window past the line is not k = 2")
-	breach, hit := in.Monitor.Observe(window(3, 480))
-	require.True(t, hit, "the window before the resume counts")
+	breach := b.check(t, w, "", window(3, 480))
+	require.NotNil(t, breach, "the window before the resume counts")
 	require.Equal(t, []int64{2, 3}, []int64{breach.Breaches[0].Seq, breach.Breaches[1].Seq})
-	fresh, err := stoploss.ForRun(ctx, b.st, run)
-	require.NoError(t, err)
-	_, hit = fresh.Monitor.Observe(window(3, 480))
-	require.False(t, hit, "without the replay, it would not")
 
 	// Two stored windows past the line: the crossing itself.
 	run = b.run(t, &gates, nil)
 	b.windows(t, run, 450, 150, 420, 460)
-	in, err = stoploss.ForRun(ctx, b.st, run)
+	w, err = stoploss.NewWatch(ctx, b.st, run)
 	require.NoError(t, err)
-	crossed, err = in.Resume(ctx, b.st, run.ID)
+	crossed, err = w.Resume(ctx, b.st)
 	require.NoError(t, err)
 	require.NotNil(t, crossed)
 	require.Equal(t, "ttft-p99", crossed.Name)
@@ -199,9 +214,9 @@ func TestResumeStartsWhereTheEarlierAttemptLeft(t *testing.T) {
 	b.windows(t, run, 150)
 	recorded := &acceptance.StopLossBreach{Name: "ttft-p99", Metric: acceptance.MetricTTFT, Line: 400, Consecutive: 2, Explanation: "recorded before the stop"}
 	require.NoError(t, stoploss.Record(ctx, b.st, servicetest.Env(t), run, recorded))
-	in, err = stoploss.ForRun(ctx, b.st, run)
+	w, err = stoploss.NewWatch(ctx, b.st, run)
 	require.NoError(t, err)
-	crossed, err = in.Resume(ctx, b.st, run.ID)
+	crossed, err = w.Resume(ctx, b.st)
 	require.NoError(t, err)
 	require.Equal(t, recorded.Explanation, crossed.Explanation)
 }
