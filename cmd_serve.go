@@ -145,7 +145,7 @@ func serve(ctx context.Context, cfg Config, log *slog.Logger, withWeb bool, read
 		MetricsElsewhere: cfg.MetricsListen != "",
 	}
 	if cfg.Demo {
-		opts.Demo = demo.SignIn()
+		opts.Demo = demoSignIn(demo.SignIn())
 	}
 	ui, err := newRiverUI(ctx, riverClient, log)
 	if err != nil {
@@ -341,4 +341,13 @@ func loadSecret(cfg Config) ([]byte, error) {
 		return nil, fmt.Errorf("config: ACCORD_SECRET_KEY_FILE=%s: needs at least 32 bytes of secret, has %d", cfg.SecretKeyFile, len(secret))
 	}
 	return secret, nil
+}
+
+// demoSignIn is the sign-in page's view of the demo's accounts.
+func demoSignIn(a demo.Accounts) *web.DemoSignIn {
+	d := &web.DemoSignIn{Password: a.Password}
+	for _, u := range a.Accounts {
+		d.Accounts = append(d.Accounts, web.DemoAccount{Email: u.Email, Name: u.Name, Role: u.Role, Org: u.Org})
+	}
+	return d
 }

@@ -516,7 +516,9 @@ func factsDrift(history []store.HostFacts) []web.FactsChange {
 			continue
 		}
 		var fn, fo facts.Facts
-		if json.Unmarshal(newer.Facts, &fn) != nil || json.Unmarshal(older.Facts, &fo) != nil {
+		errNewer, errOlder := json.Unmarshal(newer.Facts, &fn), json.Unmarshal(older.Facts, &fo)
+		if errNewer != nil || errOlder != nil {
+			out = append(out, unreadableDrift(older, newer, errOlder != nil, errNewer != nil))
 			continue
 		}
 		a, b := driftComparable(&fo), driftComparable(&fn)
@@ -536,15 +538,38 @@ func factsDrift(history []store.HostFacts) []web.FactsChange {
 			if a[k] == b[k] {
 				continue
 			}
-			c := web.FactsChange{Key: k, Old: a[k], New: b[k], Before: older.TakenAt.UTC().Format("2006-01-02 15:04"), After: newer.TakenAt.UTC().Format("2006-01-02 15:04")}
-			if older.RunID != nil {
-				c.RunBefore = *older.RunID
-			}
-			if newer.RunID != nil {
-				c.RunAfter = *newer.RunID
-			}
-			out = append(out, c)
+			out = append(out, driftRow(older, newer, k, a[k], b[k]))
 		}
 	}
 	return out
+}
+
+// driftRow is one row of the drift table: a fact's values in two
+// consecutive captures, with their times and runs.
+func driftRow(older, newer store.HostFacts, key, was, now string) web.FactsChange {
+	c := web.FactsChange{Key: key, Old: was, New: now, Before: older.TakenAt.UTC().Format("2006-01-02 15:04"), After: newer.TakenAt.UTC().Format("2006-01-02 15:04")}
+	if older.RunID != nil {
+		c.RunBefore = *older.RunID
+	}
+	if newer.RunID != nil {
+		c.RunAfter = *newer.RunID
+	}
+	return c
+}
+
+// factsUnreadable marks a capture in the drift table whose stored facts
+// do not decode: the step stays in the table, so that a change between
+// the two captures is not hidden.
+const factsUnreadable = "unreadable"
+
+// unreadableDrift is the drift table's row for a step between captures
+// one of which (or both) does not decode.
+func unreadableDrift(older, newer store.HostFacts, olderBad, newerBad bool) web.FactsChange {
+	side := func(bad bool) string {
+		if bad {
+			return factsUnreadable
+		}
+		return "not compared"
+	}
+	return driftRow(older, newer, "facts", side(olderBad), side(newerBad))
 }

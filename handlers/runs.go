@@ -27,6 +27,7 @@ import (
 	"github.com/accordlab/accord/jobs"
 	"github.com/accordlab/accord/runners/parse"
 	"github.com/accordlab/accord/service/runplan"
+	"github.com/accordlab/accord/service/runsubmit"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -223,97 +224,6 @@ func (s *Server) renderNewRun(w http.ResponseWriter, r *http.Request, status int
 	s.render(w, r, status, web.RunNewPage(p, pr.ProgramAccess, f))
 }
 
-// requestedHosts checks the hosts a run request names: one pinned host
-// of the program for a one-host profile; for a profile with roles, hosts
-// for every role within its bounds, each pinned and named once. Problems
-// go into errs (field "host", "roles" or "roles.ROLE"); the hosts are
-// returned in run order (roles in the profile's order), with the run's
-// host rows for a multi-host profile (nil otherwise).
-func (s *Server) requestedHosts(r *http.Request, req RunRequest, profile acceptance.ProfileSpec, errs map[string]string) ([]store.Host, []store.NewRunHost, error) {
-	ctx := r.Context()
-	pr := programFrom(ctx)
-	load := func(field string, id int64) (store.Host, bool, error) {
-		h, err := s.store.GetHost(ctx, pr.ID, id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			errs[field] = fmt.Sprintf("Host %d is not a lab host of this program.", id)
-			return h, false, nil
-		case err != nil:
-			return h, false, err
-		case !h.Pinned():
-			errs[field] = "Confirm the key of host " + h.Name + " first (scan it on the host's page)."
-			return h, false, nil
-		}
-		return h, true, nil
-	}
-	if !profile.MultiHost() {
-		if len(req.Roles) > 0 {
-			errs["roles"] = "This profile runs on one host: choose it as the host, without roles."
-		}
-		h, err := s.store.GetHost(ctx, pr.ID, req.HostID)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			errs["host"] = "Choose a lab host of this program."
-		case err != nil:
-			return nil, nil, err
-		case !h.Pinned():
-			errs["host"] = "Confirm this host's key first (scan it on the host's page)."
-		default:
-			if problem := writeProblem(profile, h); problem != "" {
-				errs["host"] = problem
-			}
-			return []store.Host{h}, nil, nil
-		}
-		return nil, nil, nil
-	}
-	if req.HostID != 0 {
-		errs["host"] = "This profile runs on several hosts by role (" + profile.RoleList() + "): name the hosts of each role (roles), not one host."
-	}
-	for name := range req.Roles {
-		if _, ok := profile.Role(name); !ok {
-			errs["roles."+name] = fmt.Sprintf("The profile has no role %q; its roles are %s.", name, profile.RoleList())
-		}
-	}
-	var hosts []store.Host
-	var runHosts []store.NewRunHost
-	seen := map[int64]string{}
-	for _, role := range profile.Roles {
-		field := "roles." + role.Name
-		ids := req.Roles[role.Name]
-		lo, hi := role.HostLimits()
-		switch {
-		case len(ids) < lo && lo == 1:
-			errs[field] = "Choose a host for role " + role.Name + "."
-		case len(ids) < lo:
-			errs[field] = fmt.Sprintf("Role %s needs at least %d hosts; %d are chosen.", role.Name, lo, len(ids))
-		case len(ids) > hi:
-			errs[field] = fmt.Sprintf("Role %s takes at most %d hosts; %d are chosen.", role.Name, hi, len(ids))
-		}
-		for _, id := range ids {
-			if other, dup := seen[id]; dup {
-				errs[field] = fmt.Sprintf("Host %d is chosen twice (also for role %s): a host plays one part in a run.", id, other)
-				continue
-			}
-			seen[id] = role.Name
-			h, ok, err := load(field, id)
-			if err != nil {
-				return nil, nil, err
-			}
-			if ok {
-				if problem := writeProblem(profile.ForRole(role.Name), h); problem != "" && errs[field] == "" {
-					errs[field] = problem
-				}
-				hosts = append(hosts, h)
-				runHosts = append(runHosts, store.NewRunHost{Role: role.Name, HostID: h.ID})
-			}
-		}
-	}
-	if len(seen) > acceptance.MaxRunHosts {
-		errs["roles"] = fmt.Sprintf("A run takes at most %d hosts; %d are chosen.", acceptance.MaxRunHosts, len(seen))
-	}
-	return hosts, runHosts, nil
-}
-
 // RunRequest is a run submission, from the form or the API (whose JSON
 // document is apiclient.RunRequest).
 type RunRequest struct {
@@ -332,154 +242,20 @@ func (r RunRequest) digest() string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// submitRun validates a run request and inserts the run and its River job
-// in one transaction (step 1 of a run). Field errors come back keyed by
-// form field; readiness lists failed blocking checks awaiting confirmation.
+// submitRun starts the run a request asks for (runsubmit.Submit): the
+// run and its River job in one transaction. Field errors come back keyed
+// by form field; readiness lists failed blocking checks awaiting
+// confirmation.
 func (s *Server) submitRun(r *http.Request, req RunRequest) (int64, map[string]string, []string, error) {
-	pr := programFrom(r.Context())
 	v := viewerFrom(r.Context())
-	ctx := r.Context()
-	errs := map[string]string{}
-	pv, err := s.store.GetSpecVersionByID(ctx, store.KindProfile, pr.ID, req.ProfileVersionID)
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			return 0, nil, nil, err
-		}
-		errs["profile_version"] = "Choose a profile version of this program."
-	}
-	var profile acceptance.ProfileSpec
-	if pv.Spec != nil {
-		if err := json.Unmarshal(pv.Spec, &profile); err != nil {
-			return 0, nil, nil, fmt.Errorf("submit run: decode profile version %d: %w", pv.ID, err)
-		}
-	}
-	hosts, runHosts, err := s.requestedHosts(r, req, profile, errs)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	var gateID *int64
-	if req.GateSetVersionID != 0 {
-		gv, err := s.store.GetSpecVersionByID(ctx, store.KindGateSet, pr.ID, req.GateSetVersionID)
-		if err != nil {
-			if !errors.Is(err, store.ErrNotFound) {
-				return 0, nil, nil, err
-			}
-			errs["gate_set_version"] = "Choose a gate set version of this program."
-		} else if len(errs) == 0 {
-			var gates acceptance.GateSetSpec
-			var profile acceptance.ProfileSpec
-			if json.Unmarshal(gv.Spec, &gates) == nil && json.Unmarshal(pv.Spec, &profile) == nil {
-				if verrs := acceptance.ValidateGateSetForProfile(gates, profile); len(verrs) > 0 {
-					errs["gate_set_version"] = "This gate set does not fit the profile: " + verrs.Error()
-				}
-			}
-			gateID = &gv.ID
-		}
-	}
-	var baseID *int64
-	if req.BaselineRunID != 0 {
-		base, err := s.store.GetRun(ctx, pr.ID, req.BaselineRunID)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			errs["baseline"] = "Choose a run of this program as the baseline."
-		case err != nil:
-			return 0, nil, nil, err
-		case base.State != store.RunDone:
-			errs["baseline"] = "The baseline must be a finished run."
-		default:
-			baseID = &base.ID
-		}
-	}
-	if len(req.Label) > 200 {
-		errs["label"] = "At most 200 characters."
-	}
-	if len(errs) > 0 {
-		return 0, errs, nil, nil
-	}
-	var failing []string
-	for _, host := range hosts {
-		f, err := s.blockingReadinessFailures(ctx, host, pv.Spec)
-		if err != nil {
-			return 0, nil, nil, err
-		}
-		for _, c := range f {
-			if len(hosts) > 1 {
-				c = host.Name + ": " + c
-			}
-			failing = append(failing, c)
-		}
-	}
-	var override json.RawMessage
-	if len(failing) > 0 {
-		if !req.ConfirmReadiness {
-			return 0, nil, failing, nil
-		}
-		override, _ = json.Marshal(map[string]any{"confirmed_by": v.Email, "user_id": v.ID, "failing_checks": failing})
-	}
-	// Results are labelled emulated when a host is an emulator host or
-	// the profile says its storage is emulated.
-	emulated := profile.Storage.Transport == acceptance.TransportEmulated
-	for _, h := range hosts {
-		emulated = emulated || h.Emulated
-	}
-	host := hosts[0]
-	var runID int64
-	err = s.store.InTx(ctx, func(tx *store.Store) error {
-		var err error
-		runID, err = tx.CreateRun(ctx, store.NewRun{
-			ProgramID: pr.ID, ProfileVersionID: pv.ID, GateSetVersionID: gateID, HostID: host.ID, BaselineRunID: baseID,
-			Label: strings.TrimSpace(req.Label), Emulated: emulated, ReadinessOverride: override, Warnings: warningsJSON(req.Warnings), CreatedBy: v.ID,
-			IdempotencyKey: req.IdempotencyKey, RequestDigest: req.digest(),
-		})
-		if err != nil {
-			return err
-		}
-		if runHosts != nil {
-			if err := tx.AddRunHosts(ctx, runID, runHosts); err != nil {
-				return err
-			}
-		}
-		res, err := s.river.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: runID}, nil)
-		if err != nil {
-			return err
-		}
-		if err := tx.SetRunJob(ctx, runID, res.Job.ID); err != nil {
-			return err
-		}
-		details := map[string]any{"profile_version_id": pv.ID, "host": host.Name}
-		if runHosts != nil {
-			byRole := map[string][]string{}
-			for i, h := range runHosts {
-				byRole[h.Role] = append(byRole[h.Role], hosts[i].Name)
-			}
-			details["roles"] = byRole
-		}
-		if override != nil {
-			details["readiness_override"] = failing
-		}
-		if len(req.Warnings) > 0 {
-			details["started_despite_warnings"] = len(req.Warnings)
-		}
-		return tx.Audit(ctx, store.AuditEntry{ActorUserID: &v.ID, ActorLabel: v.Email, Action: "run_submitted", ProgramID: &pr.ID,
-			Target: fmt.Sprintf("run %d", runID), ClientAddr: clientAddr(r), Details: details})
+	env := runsubmit.Env{Queue: jobs.NewQueue(s.river), Readiness: s.blockingReadinessFailures}
+	res, err := runsubmit.Submit(r.Context(), s.store, env, runsubmit.Request{
+		ProgramID: programFrom(r.Context()).ID, ProfileVersionID: req.ProfileVersionID, GateSetVersionID: req.GateSetVersionID,
+		BaselineRunID: req.BaselineRunID, HostID: req.HostID, Roles: req.Roles, Label: req.Label, ConfirmReadiness: req.ConfirmReadiness,
+		Warnings: req.Warnings, IdempotencyKey: req.IdempotencyKey, RequestDigest: req.digest(),
+		By: runsubmit.Actor{UserID: v.ID, Email: v.Email, ClientAddr: clientAddr(r)},
 	})
-	return runID, nil, nil, err
-}
-
-// writeProblem says why the profile's steps may not write where they
-// would on the host (the probe checks again on the host, where it also
-// sees which files exist).
-func writeProblem(profile acceptance.ProfileSpec, host store.Host) string {
-	outside := acceptance.WriteOutside(profile, host.WritePlaces, host.Name)
-	for _, s := range profile.Steps {
-		if s.Kind == acceptance.StepFio && s.Fio != nil && s.Fio.Destructive && !host.AllowDestructive {
-			outside = append(outside, fmt.Sprintf("step %s is destructive, and %s does not allow destructive steps", s.Name, host.Name))
-		}
-	}
-	if len(outside) == 0 {
-		return ""
-	}
-	return "Refused: " + strings.Join(outside, "; ") + ". Declare the places on the host's page."
+	return res.RunID, res.Errors, res.Readiness, err
 }
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
@@ -514,15 +290,6 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, web.ProgramLink(pr.ID, fmt.Sprintf("/runs/%d", runID)))
-}
-
-// warningsJSON is the warnings as a run keeps them (nil: none).
-func warningsJSON(ws []acceptance.RunWarning) json.RawMessage {
-	if len(ws) == 0 {
-		return nil
-	}
-	b, _ := json.Marshal(ws)
-	return b
 }
 
 // loadRun loads {runID} within the program.
@@ -617,12 +384,7 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	if d.ImportReports, err = s.importReports(ctx, run, d.Artifacts); err != nil {
 		return d, err
 	}
-	if sl, err := s.store.RunStopLoss(ctx, run.ID); err == nil && len(sl) > 0 {
-		var b acceptance.StopLossBreach
-		if json.Unmarshal(sl, &b) == nil {
-			d.StopLoss = b.Explanation
-		}
-	}
+	d.StopLoss = s.stopLossNote(ctx, run.ID)
 	if run.Contaminated {
 		neighbours, err := s.store.RunNeighbours(ctx, run.ID)
 		if err != nil {
@@ -642,6 +404,30 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	}
 	d.HasReport = s.hasReport(ctx, run)
 	return d, nil
+}
+
+// stopLossUnreadable is what the run page says of a stop-loss record it
+// cannot read: a run stopped by its stop-loss must not look like one that
+// was never stopped.
+const stopLossUnreadable = "This run has a stop-loss record that could not be read; the server's log has the details."
+
+// stopLossNote is the run page's stop-loss explanation: empty when the
+// run crossed no stop-loss line.
+func (s *Server) stopLossNote(ctx context.Context, runID int64) string {
+	raw, err := s.store.RunStopLoss(ctx, runID)
+	if err != nil {
+		s.log.Warn("run page: reading the stop-loss record", "run_id", runID, "err", err)
+		return stopLossUnreadable
+	}
+	if len(raw) == 0 {
+		return ""
+	}
+	var b acceptance.StopLossBreach
+	if err := json.Unmarshal(raw, &b); err != nil {
+		s.log.Warn("run page: the stop-loss record does not decode", "run_id", runID, "err", err)
+		return stopLossUnreadable
+	}
+	return b.Explanation
 }
 
 // pooledRows are the run's metrics over every repetition, from its chart

@@ -87,14 +87,23 @@ func Register(d Deps) *river.Workers {
 	river.AddWorker(workers, &EvaluateRunWorker{deps: d})
 	river.AddWorker(workers, &SignRunWorker{deps: d})
 	river.AddWorker(workers, &CarryLogsOverWorker{deps: d})
-	registerRollouts(workers, d)
+	// The rollout's: the production watch and webhook deliveries.
+	river.AddWorker(workers, &WatchTickWorker{deps: d})
+	river.AddWorker(workers, &WatchCheckWorker{deps: d, prom: NewPrometheusAPI(d.Egress, d.Log)})
+	river.AddWorker(workers, &DeliverWebhookWorker{deps: d, client: webhookClient(d.Egress)})
 	return workers
 }
 
+// WatchTick is how often River looks for production watches due a check
+// (each watch has its own interval, at least WatchTick): a tick claims the
+// watches due before the next one is half-way, so that each check comes
+// within half a tick of its time, an interval after the one before.
+const WatchTick = 5 * time.Second
+
 // Periodic lists the jobs River schedules by itself (the takeover of runs
-// as often as the lease's lifetime asks).
+// as often as the lease's lifetime asks, the production watch's tick).
 func Periodic(d Deps) []*river.PeriodicJob {
-	return append([]*river.PeriodicJob{
+	return []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(takeoverInterval(d.leaseTTL())), func() (river.JobArgs, *river.InsertOpts) {
 			return TakeOverRunsArgs{}, nil
 		}, &river.PeriodicJobOpts{RunOnStart: true}),
@@ -105,5 +114,13 @@ func Periodic(d Deps) []*river.PeriodicJob {
 			return ReconcileRunsArgs{}, nil
 		}, &river.PeriodicJobOpts{RunOnStart: true}),
 		CarryLogsOverPeriodic(),
-	}, rolloutPeriodic()...)
+		watchTickPeriodic(),
+	}
+}
+
+// watchTickPeriodic schedules the production watch's tick.
+func watchTickPeriodic() *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(WatchTick), func() (river.JobArgs, *river.InsertOpts) {
+		return WatchTickArgs{}, nil
+	}, &river.PeriodicJobOpts{RunOnStart: true})
 }

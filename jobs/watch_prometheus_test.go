@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/accordlab/accord/acceptance"
@@ -259,7 +260,7 @@ func TestWatchHaltsTheStageThroughRiversScheduleAndPrometheus(t *testing.T) {
 	watchID, err := b.store.SetWatch(ctx, b.programID, stage.ID, store.NewWatch{Name: "p99 TTFT of the serving fleet", Endpoint: prom.URL,
 		Query: vllmP99TTFT, Comparator: "<=", Line: 1.0, Unit: "s", Consecutive: k, IntervalSeconds: int(interval / time.Second)})
 	require.NoError(t, err)
-	b.periodic = rolloutPeriodic()
+	b.periodic = []*river.PeriodicJob{watchTickPeriodic()}
 	b.startRiver(t, 20*time.Millisecond)
 
 	deadline := time.Now().Add(2 * time.Minute)

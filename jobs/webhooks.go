@@ -89,56 +89,16 @@ func webhookClient(policy *egress.Policy) *http.Client {
 // (refused, reset, timed out), which makes a port scanner of the log.
 var errCouldNotConnect = errors.New("could not connect")
 
-// Work sends the delivery once; an answer other than 2xx is an error, so
-// that River tries again, until the last attempt marks it failed.
+// Work sends the delivery once (rollout.Deliver); a failed send is an
+// error, so that River tries again, until the last attempt marks it
+// failed. An undeliverable one is cancelled: no retry can help.
 func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[DeliverWebhookArgs]) error {
-	st := w.deps.Store
-	d, err := st.DeliveryByID(ctx, job.Args.DeliveryID)
-	if errors.Is(err, store.ErrNotFound) {
+	attempt := rollout.DeliveryAttempt{DeliveryID: job.Args.DeliveryID, Last: job.Attempt >= job.MaxAttempts}
+	err := rollout.Deliver(ctx, w.deps.Store, w.deps.Sealer, attempt, w.send)
+	if errors.Is(err, rollout.ErrUndeliverable) {
 		return river.JobCancel(err)
 	}
-	if err != nil {
-		return err
-	}
-	if d.State != store.DeliveryPending {
-		return nil
-	}
-	hook, err := st.GetWebhook(ctx, d.ProgramID, d.WebhookID)
-	if errors.Is(err, store.ErrNotFound) {
-		return river.JobCancel(err)
-	}
-	if err != nil {
-		return err
-	}
-	if !hook.Active {
-		return st.RecordDeliveryAttempt(ctx, d.ID, time.Now(), nil, "the webhook was disabled", store.DeliveryFailed)
-	}
-	secret, err := w.deps.Sealer.Open(hook.SealedSecret, rollout.WebhookSealLabel(hook.ID))
-	if err != nil {
-		if rerr := st.RecordDeliveryAttempt(ctx, d.ID, time.Now(), nil, "the webhook's secret does not open with this server's secret", store.DeliveryFailed); rerr != nil {
-			return rerr
-		}
-		return river.JobCancel(err)
-	}
-	status, sendErr := w.send(ctx, hook.URL, d, string(secret))
-	state := store.DeliveryPending
-	errText := ""
-	switch {
-	case sendErr == nil:
-		state = store.DeliveryDelivered
-	case job.Attempt >= job.MaxAttempts:
-		state, errText = store.DeliveryFailed, sendErr.Error()
-	default:
-		errText = sendErr.Error()
-	}
-	// The attempt is recorded whatever happens to the job.
-	if err := st.RecordDeliveryAttempt(context.WithoutCancel(ctx), d.ID, time.Now(), status, errText, state); err != nil {
-		return err
-	}
-	if sendErr != nil {
-		return fmt.Errorf("webhook %d delivery %d: %w", hook.ID, d.ID, sendErr)
-	}
-	return nil
+	return err
 }
 
 // send posts the body; it returns the HTTP status (nil when there was no

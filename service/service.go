@@ -5,9 +5,10 @@
 //	service/evaluation  a run judged by its gate set against its baseline
 //	service/stoploss    a run's stop-loss lines: the interim check, the final check, the record of a crossing
 //	service/report      a judged run signed: statements, report bundle
-//	service/rollout     rollout state from the plan and the signed decision log; decisions, webhooks, production watches
-//	service/labhost     a lab host's row → an SSH target
+//	service/rollout     rollout state from the plan and the signed decision log; decisions, webhooks (and their delivery), production watches
+//	service/labhost     a lab host's row → an SSH target; a host check (its facts taken)
 //	service/runplan     before a run: whether its gate set can judge it (the pre-run check), and the run form's proposal
+//	service/runsubmit   a run started: the request checked, the run and its River job inserted in one transaction
 //
 // The service layer calls store, acceptance, attest and runners; it never
 // imports handlers, jobs or web. Follow-up jobs go through Queue, which

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,8 +21,8 @@ import (
 	"github.com/accordlab/accord/runners/sshrun"
 	"github.com/accordlab/accord/service/labhost"
 	"github.com/accordlab/accord/service/runplan"
+	"github.com/accordlab/accord/service/runsubmit"
 	"github.com/accordlab/accord/store"
-	"github.com/accordlab/accord/web"
 )
 
 // The demo installation seeded in dev mode. Seeding is idempotent: what
@@ -136,16 +135,9 @@ func Seed(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *rive
 		}
 		if len(runs) == 0 {
 			// The first baseline run, through the way every run goes.
-			runID, err := tx.CreateRun(ctx, store.NewRun{ProgramID: programID, ProfileVersionID: baselineProfile, GateSetVersionID: &gateSet,
-				HostID: hostID, Label: BaselineLabel, Emulated: true, CreatedBy: users[demoUsers[1].Email]})
+			runID, err := submitDemoRun(ctx, tx, rc, runsubmit.Request{ProgramID: programID, ProfileVersionID: baselineProfile, GateSetVersionID: gateSet,
+				HostID: hostID, Label: BaselineLabel, By: demoEngineer(users[demoUsers[1].Email])})
 			if err != nil {
-				return err
-			}
-			res, err := rc.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: runID}, nil)
-			if err != nil {
-				return err
-			}
-			if err := tx.SetRunJob(ctx, runID, res.Job.ID); err != nil {
 				return err
 			}
 			runs = []store.Run{{ID: runID, Label: BaselineLabel}}
@@ -178,15 +170,28 @@ func Seed(ctx context.Context, st *store.Store, sealer *runners.Sealer, rc *rive
 	return nil
 }
 
-// SignIn is what the sign-in page lists of the demo's accounts.
-func SignIn() *web.DemoSignIn {
-	d := &web.DemoSignIn{Password: Password}
+// Accounts is what the demo tells who signs in: the password every
+// account shares and the accounts (the sign-in page's web.DemoSignIn,
+// converted by the caller, so that the demo does not import web).
+type Accounts struct {
+	Password string
+	Accounts []Account
+}
+
+// Account is one of the demo's accounts.
+type Account struct {
+	Email, Name, Role, Org string
+}
+
+// SignIn lists the demo's accounts for the sign-in page.
+func SignIn() Accounts {
+	d := Accounts{Password: Password}
 	for _, u := range demoUsers {
 		role := string(u.Role)
 		if u.Admin {
 			role = "site admin"
 		}
-		d.Accounts = append(d.Accounts, web.DemoAccount{Email: u.Email, Name: u.Name, Role: role, Org: u.Org})
+		d.Accounts = append(d.Accounts, Account{Email: u.Email, Name: u.Name, Role: role, Org: u.Org})
 	}
 	return d
 }
@@ -482,12 +487,6 @@ func (c *demoCandidate) submit(ctx context.Context, st *store.Store, rc *river.C
 	if err != nil {
 		return 0, err
 	}
-	var kept json.RawMessage
-	if len(warnings) > 0 {
-		if kept, err = json.Marshal(warnings); err != nil {
-			return 0, err
-		}
-	}
 	var id int64
 	err = st.InTx(ctx, func(tx *store.Store) error {
 		runs, err := tx.ListRuns(ctx, c.programID, store.RunFilter{Limit: 500})
@@ -499,16 +498,30 @@ func (c *demoCandidate) submit(ctx context.Context, st *store.Store, rc *river.C
 				return nil
 			}
 		}
-		gates, baseline := c.gateSetVersionID, c.baselineRunID
-		if id, err = tx.CreateRun(ctx, store.NewRun{ProgramID: c.programID, ProfileVersionID: c.profileVersionID, GateSetVersionID: &gates,
-			HostID: c.hostID, BaselineRunID: &baseline, Label: CandidateLabel, Emulated: true, Warnings: kept, CreatedBy: c.requestedBy}); err != nil {
-			return err
-		}
-		res, err := rc.InsertTx(ctx, tx.Tx(), jobs.ExecuteRunArgs{RunID: id}, nil)
-		if err != nil {
-			return err
-		}
-		return tx.SetRunJob(ctx, id, res.Job.ID)
+		id, err = submitDemoRun(ctx, tx, rc, runsubmit.Request{ProgramID: c.programID, ProfileVersionID: c.profileVersionID,
+			GateSetVersionID: c.gateSetVersionID, BaselineRunID: c.baselineRunID, HostID: c.hostID, Label: CandidateLabel,
+			Warnings: warnings, By: demoEngineer(c.requestedBy)})
+		return err
 	})
 	return id, err
+}
+
+// demoEngineer is the vendor engineer who starts the demo's runs.
+func demoEngineer(userID int64) runsubmit.Actor {
+	return runsubmit.Actor{UserID: userID, Email: demoUsers[1].Email}
+}
+
+// submitDemoRun starts a demo run the way every run starts
+// (runsubmit.Submit); a request the checks refuse is an error, since the
+// demo made everything it names. The demo's lab host is its own: no
+// readiness check stands in its way.
+func submitDemoRun(ctx context.Context, tx *store.Store, rc *river.Client[pgx.Tx], req runsubmit.Request) (int64, error) {
+	res, err := runsubmit.Submit(ctx, tx, runsubmit.Env{Queue: jobs.NewQueue(rc)}, req)
+	if err != nil {
+		return 0, err
+	}
+	if !res.Started() {
+		return 0, fmt.Errorf("run %q refused: %v", req.Label, res.Errors)
+	}
+	return res.RunID, nil
 }

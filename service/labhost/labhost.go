@@ -1,6 +1,7 @@
 // Package labhost reaches a lab host as its row describes it: the SSH
-// target with its unsealed key, pinned host keys and jump chain, and the
-// label that binds a sealed key to its row.
+// target with its unsealed key, pinned host keys and jump chain, the
+// label that binds a sealed key to its row, and the host check that
+// connects and takes its facts.
 package labhost
 
 import (
