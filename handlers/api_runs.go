@@ -202,7 +202,7 @@ func (s *Server) apiShowEvaluation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ev, err := s.store.LatestEvaluation(r.Context(), run.ID)
+	ev, err := s.store.RunLatestEvaluation(r.Context(), run.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		writeJSON(w, http.StatusNotFound, apiError{Error: "this run has no evaluation (yet)", RequestID: requestID(r.Context())})
 		return
@@ -236,7 +236,7 @@ func (s *Server) apiListMeasurements(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rows, err := s.store.MeasurementSummaries(r.Context(), run.ID)
+	rows, err := s.store.RunMeasurementSummaries(r.Context(), run.ID)
 	if err != nil {
 		s.serverError(w, r, err)
 		return
@@ -244,7 +244,7 @@ func (s *Server) apiListMeasurements(w http.ResponseWriter, r *http.Request) {
 	// A multi-host run's rows are its hosts combined; ?hosts=1 adds each
 	// host's own, marked with the host.
 	if r.URL.Query().Get("hosts") == "1" {
-		own, err := s.store.HostMeasurementSummaries(r.Context(), run.ID)
+		own, err := s.store.RunHostMeasurementSummaries(r.Context(), run.ID)
 		if err != nil {
 			s.serverError(w, r, err)
 			return

@@ -437,7 +437,7 @@ func blockTable(t *testing.T, body, id string) [][]string {
 // repetitions pooled, from the stored samples.
 func pooled(t *testing.T, st *store.Store, runID int64, metric, step, level string, q float64) float64 {
 	t.Helper()
-	ms, err := st.LoadMeasurements(context.Background(), runID)
+	ms, err := st.RunMeasurements(context.Background(), runID)
 	require.NoError(t, err)
 	var samples []stats.Sample
 	for _, m := range ms {
@@ -523,7 +523,7 @@ func TestRunPageChartsFromIngest(t *testing.T) {
 	require.Equal(t, "scatter", or.Series[0].Type)
 	n := 0
 	for _, lv := range []string{"c=1", "c=4"} {
-		ms, err := cb.store.MeasurementSummaries(context.Background(), cand)
+		ms, err := cb.store.RunMeasurementSummaries(context.Background(), cand)
 		require.NoError(t, err)
 		for _, m := range ms {
 			if m.Metric == acceptance.MetricTTFT && m.Level == lv {
@@ -808,7 +808,7 @@ func TestOnePaletteOnRunCompareAndReport(t *testing.T) {
 
 	// The signed report's figures.
 	require.Eventually(t, func() bool {
-		_, err := cb.store.LatestRunReport(ctx, cand)
+		_, err := cb.store.RunLatestReport(ctx, cand)
 		return err == nil
 	}, time.Minute, 100*time.Millisecond, "run %d is signed", cand)
 	report := string(fileOf(t, cb.download(t, cb.viewer, cb.url(fmt.Sprintf("/runs/%d/report.tar.gz", cand))), "report.html"))
@@ -927,7 +927,7 @@ func TestRunPagePooledAndBaselineFiguresFirst(t *testing.T) {
 
 	// TTFT to the first content token has TTFT's figures in every
 	// repetition of both runs here: shown once, named.
-	ms, err := cb.store.MeasurementSummaries(context.Background(), cand)
+	ms, err := cb.store.RunMeasurementSummaries(context.Background(), cand)
 	require.NoError(t, err)
 	figs := map[string]store.Summary{}
 	for _, m := range ms {

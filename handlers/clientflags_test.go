@@ -51,7 +51,7 @@ func TestClientFlagOnRunPageAndReport(t *testing.T) {
 // at a level of the run's latest evaluation.
 func criterionSeries(t *testing.T, st *store.Store, run int64, criterion, level string) (acceptance.Verdict, string, string) {
 	t.Helper()
-	stored, err := st.LatestEvaluation(context.Background(), run)
+	stored, err := st.RunLatestEvaluation(context.Background(), run)
 	require.NoError(t, err)
 	var ev acceptance.Evaluation
 	require.NoError(t, json.Unmarshal(stored.Result, &ev))

@@ -67,7 +67,7 @@ func TestCoSignaturesClaimNobodyElse(t *testing.T) {
 	}
 	unchanged := func() {
 		t.Helper()
-		rep, err := pb.store.LatestRunReport(ctx, run)
+		rep, err := pb.store.RunLatestReport(ctx, run)
 		require.NoError(t, err)
 		require.Equal(t, 1, rep.Version, "no new bundle version")
 		require.Empty(t, rep.Cosigners)

@@ -179,7 +179,7 @@ func TestGPUPathAndFabricCountersEndToEnd(t *testing.T) {
 
 	// The measurements: the data path measured here, the counters' rates
 	// and the drive's wear, as the ingest stored them.
-	ms, err := cb.store.LoadMeasurements(ctx, baseline)
+	ms, err := cb.store.RunMeasurements(ctx, baseline)
 	require.NoError(t, err)
 	got := map[string]acceptance.Measurement{}
 	for _, m := range ms {
@@ -198,7 +198,7 @@ func TestGPUPathAndFabricCountersEndToEnd(t *testing.T) {
 	require.InDelta(t, 40e9/3.84e12*24, got[acceptance.MetricDriveWritesPerDay+"||nvme0|1"].Values[0], 1e-12)
 
 	// The verdicts.
-	ev, err := cb.store.LatestEvaluation(ctx, baseline)
+	ev, err := cb.store.RunLatestEvaluation(ctx, baseline)
 	require.NoError(t, err)
 	var res acceptance.Evaluation
 	require.NoError(t, json.Unmarshal(ev.Result, &res))
@@ -255,7 +255,7 @@ func TestGPUPathAndFabricCountersEndToEnd(t *testing.T) {
 	// A candidate on a host with another Ascend driver: its relative
 	// criterion is INCOMPARABLE, with the driver named on both sides.
 	candidate := cb.labRun(t, labRunOpts{profileVersion: pv.ID, gates: true, gateVersion: gv.ID, baseline: &baseline, editFolder: edit, tools: ascendInferenceHost(t)})
-	ev, err = cb.store.LatestEvaluation(ctx, candidate)
+	ev, err = cb.store.RunLatestEvaluation(ctx, candidate)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(ev.Result, &res))
 	require.False(t, res.Comparability.Comparable)

@@ -87,7 +87,7 @@ func TestVendorTransferToolAsACommandStep(t *testing.T) {
 	gv := saveSpec(t, cb.store, cb.programID, store.KindGateSet, g.Name, acceptance.GateSetCanonicalJSON, acceptance.GateSetDigest, g)
 	runID := cb.labRun(t, labRunOpts{profileVersion: pv.ID, gates: true, gateVersion: gv.ID, tools: transferToolHost(t)})
 
-	ms, err := cb.store.LoadMeasurements(ctx, runID)
+	ms, err := cb.store.RunMeasurements(ctx, runID)
 	require.NoError(t, err)
 	got := map[string]acceptance.Measurement{}
 	for _, m := range ms {
@@ -110,7 +110,7 @@ func TestVendorTransferToolAsACommandStep(t *testing.T) {
 		require.False(t, ok, "no CPU time given: no figure, rather than a zero")
 	}
 
-	ev, err := cb.store.LatestEvaluation(ctx, runID)
+	ev, err := cb.store.RunLatestEvaluation(ctx, runID)
 	require.NoError(t, err)
 	var res acceptance.Evaluation
 	require.NoError(t, json.Unmarshal(ev.Result, &res))
@@ -163,7 +163,7 @@ func TestAnotherGPUModelIsIncomparable(t *testing.T) {
 	baseline := cb.labRun(t, labRunOpts{profileVersion: pv.ID, gates: true, gateVersion: gv.ID, tools: mi100})
 	candidate := cb.labRun(t, labRunOpts{profileVersion: pv.ID, gates: true, gateVersion: gv.ID, baseline: &baseline, tools: rx6700})
 
-	ev, err := cb.store.LatestEvaluation(ctx, candidate)
+	ev, err := cb.store.RunLatestEvaluation(ctx, candidate)
 	require.NoError(t, err)
 	var res acceptance.Evaluation
 	require.NoError(t, json.Unmarshal(ev.Result, &res))
@@ -287,7 +287,7 @@ func TestLabHostRunWithVendorTools(t *testing.T) {
 	stored, err := pb.store.RunFacts(ctx, runID)
 	require.NoError(t, err)
 	require.JSONEq(t, string(raw), string(stored.Facts))
-	ms, err := pb.store.LoadMeasurements(ctx, runID)
+	ms, err := pb.store.RunMeasurements(ctx, runID)
 	require.NoError(t, err)
 	var power []float64
 	for _, m := range ms {

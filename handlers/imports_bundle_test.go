@@ -26,7 +26,7 @@ func (cb *chartsBundle) importBundle(t *testing.T, run, pv int64) int64 {
 	ctx := context.Background()
 	cb.evaluate(t, run)
 	require.Eventually(t, func() bool {
-		_, err := cb.store.LatestRunReport(ctx, run)
+		_, err := cb.store.RunLatestReport(ctx, run)
 		return err == nil
 	}, time.Minute, 50*time.Millisecond, "run %d is signed", run)
 	bundle := cb.download(t, cb.viewer, cb.url("/runs/")+itoa64(run)+"/report.tar.gz")
@@ -64,7 +64,7 @@ func (pb *programBundle) importReportsOf(t *testing.T, run int64) []parse.Report
 
 func metricSet(t *testing.T, s *store.Store, run int64) map[string]int {
 	t.Helper()
-	rows, err := s.MeasurementSummaries(context.Background(), run)
+	rows, err := s.RunMeasurementSummaries(context.Background(), run)
 	require.NoError(t, err)
 	out := map[string]int{}
 	for _, r := range rows {

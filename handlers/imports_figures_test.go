@@ -32,7 +32,7 @@ func TestImportedRunShowsToolFiguresByToolDefinition(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	var runID int64
 	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&runID))
-	rows, err := pb.store.MeasurementSummaries(context.Background(), runID)
+	rows, err := pb.store.RunMeasurementSummaries(context.Background(), runID)
 	require.NoError(t, err)
 	var clat *acceptance.ToolFigure
 	for _, r := range rows {

@@ -59,7 +59,7 @@ func TestImportResultFile(t *testing.T) {
 	require.Equal(t, 1, pb.countRuns(t))
 	var runID int64
 	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&runID))
-	ms, err := pb.store.MeasurementSummaries(context.Background(), runID)
+	ms, err := pb.store.RunMeasurementSummaries(context.Background(), runID)
 	require.NoError(t, err)
 	metrics := map[string]bool{}
 	for _, m := range ms {
@@ -247,7 +247,7 @@ func TestImportOfABigRecordsFileIsStreamedFromItsSpool(t *testing.T) {
 		}
 	}
 	require.True(t, kept, "the uploaded file is an artifact: %+v", arts)
-	ms, err := pb.store.MeasurementSummaries(context.Background(), runID)
+	ms, err := pb.store.RunMeasurementSummaries(context.Background(), runID)
 	require.NoError(t, err)
 	var ttft *store.MeasurementRow
 	for i := range ms {

@@ -179,7 +179,7 @@ func TestKeyRevocationWhoseCarryOverFailsIsRetried(t *testing.T) {
 		require.NoError(t, err)
 	}
 	headKey := func() string {
-		c, err := rb.store.GetDecisionChain(ctx, rb.programID)
+		c, err := rb.store.ProgramDecisionChain(ctx, rb.programID)
 		require.NoError(t, err)
 		return c.Checkpoint.Signatures[0].KeyID
 	}

@@ -190,7 +190,7 @@ func (s *Server) streamRunEvents(w http.ResponseWriter, r *http.Request) {
 		cursor = v
 	} else if v, err := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64); err == nil && v >= 0 {
 		cursor = v // the page shows the run up to here already
-	} else if v, err := s.store.LastRunEventID(r.Context(), run.ID); err == nil {
+	} else if v, err := s.store.RunLastEventID(r.Context(), run.ID); err == nil {
 		cursor = v
 	}
 	numbers, err := s.loadLiveNumbers(r.Context(), run, cursor)

@@ -179,14 +179,14 @@ func TestMultiHostRunResultsByHost(t *testing.T) {
 		return rows
 	}
 	plain := measurements("")
-	stored, err := lab.store.MeasurementSummaries(ctx, runID)
+	stored, err := lab.store.RunMeasurementSummaries(ctx, runID)
 	require.NoError(t, err)
 	require.Len(t, plain, len(stored))
 	for _, m := range plain {
 		require.NotContains(t, m, "host", "the combined rows name no host")
 	}
 	withHosts := measurements("?hosts=1")
-	own, err := lab.store.HostMeasurementSummaries(ctx, runID)
+	own, err := lab.store.RunHostMeasurementSummaries(ctx, runID)
 	require.NoError(t, err)
 	require.Len(t, withHosts, len(stored)+len(own))
 	byHost := map[string]int{}

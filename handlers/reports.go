@@ -28,7 +28,7 @@ const maxBundleUpload = 1 << 30
 // hasReport reports whether the run's results are signed (a bundle can be
 // downloaded).
 func (s *Server) hasReport(ctx context.Context, run store.Run) bool {
-	_, err := s.store.LatestRunReport(ctx, run.ID)
+	_, err := s.store.RunLatestReport(ctx, run.ID)
 	return err == nil
 }
 
@@ -39,7 +39,7 @@ func (s *Server) downloadReport(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rep, err := s.store.LatestRunReport(r.Context(), run.ID)
+	rep, err := s.store.RunLatestReport(r.Context(), run.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		if isAPI(r) {
 			writeJSON(w, http.StatusNotFound, apiError{Error: "this run has no signed report yet (it is signed once it is judged, or once it is done when it has no gate set)", RequestID: requestID(r.Context())})
@@ -99,7 +99,7 @@ func (s *Server) renderReportPage(w http.ResponseWriter, r *http.Request, status
 		s.serverError(w, r, err)
 		return
 	}
-	rep, err := s.store.LatestRunReport(r.Context(), run.ID)
+	rep, err := s.store.RunLatestReport(r.Context(), run.ID)
 	switch {
 	case err == nil:
 		d.Report = &rep
@@ -137,7 +137,7 @@ func (s *Server) cosignReport(w http.ResponseWriter, r *http.Request) {
 		s.renderReportPage(w, r, http.StatusUnprocessableEntity, run, "Choose your signature file (MANIFEST.sha256.NAME.sig) to upload.")
 		return
 	}
-	if _, err := s.store.LatestRunReport(r.Context(), run.ID); err != nil {
+	if _, err := s.store.RunLatestReport(r.Context(), run.ID); err != nil {
 		s.notFoundOr(w, r, err)
 		return
 	}

@@ -183,7 +183,7 @@ func TestReportPageCheckCommandsRunAsShown(t *testing.T) {
 	_, page := pb.get(t, pb.viewer, base+"/report")
 	lines := strings.Split(elementText(t, page, "verify-commands"), "\n")
 	file := "accord-run-" + itoa64(run) + "-report-v1.tar.gz"
-	rep, err := pb.store.LatestRunReport(context.Background(), run)
+	rep, err := pb.store.RunLatestReport(context.Background(), run)
 	require.NoError(t, err)
 	require.Equal(t, attest.CheckCommands(file, itoa64(run), rep.ManifestSHA256), lines)
 	require.Equal(t, []string{"tar xzf " + file, "cd accord-run-" + itoa64(run)}, lines[:2])

@@ -334,7 +334,7 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	}
 	// The page shows the run up to its newest event; its stream sends the
 	// ones after.
-	if d.LiveAfter, err = s.store.LastRunEventID(ctx, run.ID); err != nil {
+	if d.LiveAfter, err = s.store.RunLastEventID(ctx, run.ID); err != nil {
 		return d, err
 	}
 	if d.Log, err = s.store.RunLogTail(ctx, run.ID, 200); err != nil {
@@ -359,7 +359,7 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 		}
 		d.Hosts = hostViews(hosts)
 	}
-	if ev, err := s.store.LatestEvaluation(ctx, run.ID); err == nil {
+	if ev, err := s.store.RunLatestEvaluation(ctx, run.ID); err == nil {
 		var e acceptance.Evaluation
 		if err := json.Unmarshal(ev.Result, &e); err != nil {
 			return d, fmt.Errorf("decode evaluation of run %d: %w", run.ID, err)
@@ -368,7 +368,7 @@ func (s *Server) runPageData(r *http.Request, run store.Run) (web.RunPageData, e
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return d, err
 	}
-	rows, err := s.store.MeasurementSummaries(ctx, run.ID)
+	rows, err := s.store.RunMeasurementSummaries(ctx, run.ID)
 	if err != nil {
 		return d, err
 	}
@@ -576,7 +576,7 @@ func (s *Server) downloadMetricsCSV(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ms, err := s.store.LoadMeasurements(r.Context(), run.ID)
+	ms, err := s.store.RunMeasurements(r.Context(), run.ID)
 	if err != nil {
 		s.serverError(w, r, err)
 		return

@@ -53,7 +53,7 @@ func TestRunChartsPrecomputedAtIngest(t *testing.T) {
 
 	var summary []chartdata.SeriesStats
 	require.NoError(t, json.Unmarshal(docs[chartdata.KeySummary], &summary))
-	ms, err := b.store.MeasurementSummaries(ctx, runID)
+	ms, err := b.store.RunMeasurementSummaries(ctx, runID)
 	require.NoError(t, err)
 	var ttftN int64
 	for _, m := range ms {

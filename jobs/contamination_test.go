@@ -44,7 +44,7 @@ func TestRunsMeasuringTogetherAreContaminated(t *testing.T) {
 		require.Nil(t, neighbours[0].OtherRunID, "a run of another installation")
 		require.Equal(t, store.SeenByThisRun, neighbours[0].SeenBy)
 
-		ev, err := side.b.store.LatestEvaluation(ctx, run.ID)
+		ev, err := side.b.store.RunLatestEvaluation(ctx, run.ID)
 		require.NoError(t, err)
 		require.Equal(t, "INCONCLUSIVE", ev.Overall)
 		require.Contains(t, string(ev.Canonical), `"contamination":["another Accord installation's run in `+side.other)

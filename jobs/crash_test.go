@@ -165,7 +165,7 @@ func TestTakeoverAfterACrashTakesAboutAMinute(t *testing.T) {
 		workers = append(workers, b.startWorker(t, "worker-"+strconv.Itoa(i+1), ttlEnv))
 		runID := b.submit(t, inserter, profile, nil, nil)
 		b.waitFor(t, runID, 60*time.Second, "it runs", func(r store.Run) bool { return r.State == store.RunRunning && r.EventsOffset > 0 })
-		lease, err := b.store.LeaseOf(ctx, b.hostID)
+		lease, err := b.store.HostLease(ctx, b.hostID)
 		require.NoError(t, err)
 		var holder *workerProcess
 		for _, w := range workers {
@@ -183,7 +183,7 @@ func TestTakeoverAfterACrashTakesAboutAMinute(t *testing.T) {
 		}, 120*time.Second, 100*time.Millisecond, "the run is taken over")
 		var resumed time.Time
 		require.Eventually(t, func() bool {
-			l, err := b.store.LeaseOf(ctx, b.hostID)
+			l, err := b.store.HostLease(ctx, b.hostID)
 			if err != nil || l.Token == lease.Token || l.RunID != runID {
 				return false
 			}
@@ -259,7 +259,7 @@ func TestSupersededJobLeavesTheRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before.State, after.State)
 	require.Equal(t, before.Reason, after.Reason)
-	_, err = b.store.LeaseOf(ctx, b.hostID)
+	_, err = b.store.HostLease(ctx, b.hostID)
 	require.ErrorIs(t, err, store.ErrNotFound, "no lease was taken")
 }
 

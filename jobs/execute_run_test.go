@@ -63,7 +63,7 @@ func TestRunCompletesWithArtifactsMeasurementsAndVerdict(t *testing.T) {
 		return nil
 	})
 
-	ms, err := b.store.MeasurementSummaries(ctx, runID)
+	ms, err := b.store.RunMeasurementSummaries(ctx, runID)
 	require.NoError(t, err)
 	metrics := map[string]store.MeasurementRow{}
 	for _, m := range ms {
@@ -74,7 +74,7 @@ func TestRunCompletesWithArtifactsMeasurementsAndVerdict(t *testing.T) {
 	require.Greater(t, metrics["read_clat"].Summary.N, int64(100))
 	require.Equal(t, "fio", metrics["read_clat"].Source.Tool)
 
-	ev, err := b.store.LatestEvaluation(ctx, runID)
+	ev, err := b.store.RunLatestEvaluation(ctx, runID)
 	require.NoError(t, err)
 	require.Equal(t, "PASS", ev.Overall)
 	facts, err := b.store.RunFacts(ctx, runID)
@@ -82,7 +82,7 @@ func TestRunCompletesWithArtifactsMeasurementsAndVerdict(t *testing.T) {
 	require.True(t, json.Valid(facts.Facts))
 
 	// The lease was given back.
-	_, err = b.store.LeaseOf(ctx, b.hostID)
+	_, err = b.store.HostLease(ctx, b.hostID)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// Every state said what was happening in it, in its own words.

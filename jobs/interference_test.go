@@ -114,7 +114,7 @@ func TestAggressorReadingTheKVFileSlowsTheVictim(t *testing.T) {
 	run := b.waitFor(t, runID, 180*time.Second, "run", settled)
 	require.Equal(t, store.RunDone, run.State, run.Reason)
 
-	rows, err := b.store.MeasurementSummaries(ctx, runID)
+	rows, err := b.store.RunMeasurementSummaries(ctx, runID)
 	require.NoError(t, err)
 	p50 := map[string]float64{}
 	for _, m := range rows {
@@ -136,7 +136,7 @@ func TestAggressorReadingTheKVFileSlowsTheVictim(t *testing.T) {
 	// alone waits for CPU too: 2.4× was the least seen (31 ms against 76).
 	require.Greater(t, noisy, 2*alone)
 
-	ev, err := b.store.LatestEvaluation(ctx, runID)
+	ev, err := b.store.RunLatestEvaluation(ctx, runID)
 	require.NoError(t, err)
 	require.Equal(t, "FAIL", ev.Overall, string(ev.Result))
 	var res acceptance.Evaluation

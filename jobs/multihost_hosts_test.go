@@ -115,7 +115,7 @@ func TestMultiHostComparabilityNamesTheHost(t *testing.T) {
 	require.Equal(t, store.RunDone, run.State, run.Reason)
 	require.Equal(t, string(acceptance.Incomparable), run.Verdict)
 
-	stored, err := b.store.LatestEvaluation(ctx, cand)
+	stored, err := b.store.RunLatestEvaluation(ctx, cand)
 	require.NoError(t, err)
 	var ev acceptance.Evaluation
 	require.NoError(t, json.Unmarshal(stored.Result, &ev))

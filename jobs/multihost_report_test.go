@@ -34,7 +34,7 @@ func requireMultiHostBundle(t *testing.T, b *testBundle, runID int64) {
 	var rep store.RunReport
 	require.Eventually(t, func() bool {
 		var err error
-		rep, err = b.store.LatestRunReport(ctx, runID)
+		rep, err = b.store.RunLatestReport(ctx, runID)
 		return err == nil
 	}, 90*time.Second, 200*time.Millisecond, "the run gets a signed report")
 	rc, err := b.store.Artifacts().Open(ctx, rep.BundleSHA256)
@@ -92,9 +92,9 @@ func requireMultiHostBundle(t *testing.T, b *testBundle, runID int64) {
 	}
 
 	// The signed figures: the hosts combined, then each host's own.
-	own, err := b.store.HostMeasurementSummaries(ctx, runID)
+	own, err := b.store.RunHostMeasurementSummaries(ctx, runID)
 	require.NoError(t, err)
-	combined, err := b.store.MeasurementSummaries(ctx, runID)
+	combined, err := b.store.RunMeasurementSummaries(ctx, runID)
 	require.NoError(t, err)
 	rows, err := json.Marshal(stmt.Predicate.Metrics)
 	require.NoError(t, err)

@@ -168,7 +168,7 @@ func TestMultiHostRunPasses(t *testing.T) {
 	require.Contains(t, released[0], "barrier 0 released on all 3 hosts")
 
 	// Each host ran its role's steps, in its own folder.
-	own, err := b.store.HostMeasurements(ctx, runID)
+	own, err := b.store.RunHostMeasurements(ctx, runID)
 	require.NoError(t, err)
 	perHost := map[string]map[string]float64{} // host → metric → value (rates)
 	for _, m := range own {
@@ -187,7 +187,7 @@ func TestMultiHostRunPasses(t *testing.T) {
 
 	// Combined: IOPS summed over the readers; latency merged from both
 	// readers' histograms.
-	combined, err := b.store.LoadMeasurements(ctx, runID)
+	combined, err := b.store.RunMeasurements(ctx, runID)
 	require.NoError(t, err)
 	var readIOPS *acceptance.Measurement
 	var clatN, hostClatN int64

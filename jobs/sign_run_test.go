@@ -32,7 +32,7 @@ func TestJudgedRunIsSignedAndItsReportVerifies(t *testing.T) {
 	var rep store.RunReport
 	require.Eventually(t, func() bool {
 		var err error
-		rep, err = b.store.LatestRunReport(ctx, runID)
+		rep, err = b.store.RunLatestReport(ctx, runID)
 		return err == nil
 	}, 60*time.Second, 200*time.Millisecond, "the run gets a signed report")
 	atts, err := b.store.RunAttestations(ctx, runID)

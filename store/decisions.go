@@ -71,9 +71,9 @@ func (s *Store) LockDecisionChain(ctx context.Context, programID int64) (Decisio
 	return c, nil
 }
 
-// GetDecisionChain returns a program's chain head (ErrNotFound before its
+// ProgramDecisionChain returns a program's chain head (ErrNotFound before its
 // first decision).
-func (s *Store) GetDecisionChain(ctx context.Context, programID int64) (DecisionChain, error) {
+func (s *Store) ProgramDecisionChain(ctx context.Context, programID int64) (DecisionChain, error) {
 	c, err := scanChain(s.db.QueryRow(ctx, `SELECT `+chainColumns+` FROM decision_chains WHERE program_id = $1`, programID))
 	if err != nil {
 		return c, notFound(err, fmt.Sprintf("decision chain of program %d", programID))

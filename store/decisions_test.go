@@ -77,7 +77,7 @@ func TestDecisionLog(t *testing.T) {
 		b := setup(t)
 		_, err := store.New(b.st.Pool).LockDecisionChain(ctx, b.program)
 		require.ErrorContains(t, err, "needs a transaction")
-		_, err = b.st.GetDecisionChain(ctx, b.program)
+		_, err = b.st.ProgramDecisionChain(ctx, b.program)
 		require.ErrorIs(t, err, store.ErrNotFound)
 
 		at := time.Date(2026, 11, 30, 9, 0, 0, 123456789, time.FixedZone("CET", 3600))
@@ -104,7 +104,7 @@ func TestDecisionLog(t *testing.T) {
 		ds, err := b.st.ListDecisions(ctx, b.program)
 		require.NoError(t, err)
 		require.Len(t, ds, 3)
-		chain, err := b.st.GetDecisionChain(ctx, b.program)
+		chain, err := b.st.ProgramDecisionChain(ctx, b.program)
 		require.NoError(t, err)
 		require.Equal(t, int64(3), chain.HeadSeq)
 		require.Equal(t, ds[2].Hash, chain.HeadHash)
@@ -205,7 +205,7 @@ func TestDecisionsAppendedConcurrently(t *testing.T) {
 		require.EqualValues(t, i+1, d.Record.Seq)
 		records[i], envs[i] = d.Record, d.Envelope
 	}
-	chain, err := st.GetDecisionChain(ctx, p.ID)
+	chain, err := st.ProgramDecisionChain(ctx, p.ID)
 	require.NoError(t, err)
 	require.EqualValues(t, n, chain.HeadSeq)
 	keys, err := kr.KeySet()

@@ -86,9 +86,9 @@ func (s *Store) RunEventsAfter(ctx context.Context, runID, afterID int64, types 
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[RunEvent])
 }
 
-// LastRunEventID is the id of a run's newest event (0 when it has none):
+// RunLastEventID is the id of a run's newest event (0 when it has none):
 // a page that shows the run up to it follows its stream from there.
-func (s *Store) LastRunEventID(ctx context.Context, runID int64) (int64, error) {
+func (s *Store) RunLastEventID(ctx context.Context, runID int64) (int64, error) {
 	var id int64
 	if err := s.db.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM run_events WHERE run_id = $1`, runID).Scan(&id); err != nil {
 		return 0, fmt.Errorf("store: run %d events: %w", runID, err)

@@ -229,8 +229,8 @@ func (s *Store) CheckFence(ctx context.Context, l Lease) error {
 	return nil
 }
 
-// LeaseOf returns the current lease of a host (ErrNotFound when free).
-func (s *Store) LeaseOf(ctx context.Context, hostID int64) (Lease, error) {
+// HostLease returns the current lease of a host (ErrNotFound when free).
+func (s *Store) HostLease(ctx context.Context, hostID int64) (Lease, error) {
 	var l Lease
 	err := s.db.QueryRow(ctx, `SELECT host_id, run_id, token, holder, expires_at FROM host_leases WHERE host_id = $1`, hostID).
 		Scan(&l.HostID, &l.RunID, &l.Token, &l.Holder, &l.ExpiresAt)

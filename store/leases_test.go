@@ -71,7 +71,7 @@ func TestHostLeaseFencing(t *testing.T) {
 	require.ErrorIs(t, st.CheckFence(ctx, l2), store.ErrFenced)
 	require.NoError(t, st.CheckFence(ctx, l3))
 	require.NoError(t, st.ReleaseLease(ctx, l3))
-	_, err = st.LeaseOf(ctx, host)
+	_, err = st.HostLease(ctx, host)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 

@@ -64,7 +64,7 @@ type MeasurementRow struct {
 	ToolSummary map[string]float64
 	Source      acceptance.Source
 	Summary     Summary
-	// Host is the lab host of a multi-host run's own row (HostMeasurementSummaries).
+	// Host is the lab host of a multi-host run's own row (RunHostMeasurementSummaries).
 	Host string
 }
 
@@ -148,16 +148,16 @@ const upsertMeasurement = `INSERT INTO measurements (run_id, metric, step, level
 // saveBatchBytes bounds the samples SaveMeasurements sends at once.
 const saveBatchBytes = 16 << 20
 
-// LoadMeasurements returns a run's measurements with their samples, for
-// evaluation: of a multi-host run, its hosts combined (HostMeasurements
+// RunMeasurements returns a run's measurements with their samples, for
+// evaluation: of a multi-host run, its hosts combined (RunHostMeasurements
 // has each host's own).
-func (s *Store) LoadMeasurements(ctx context.Context, runID int64) ([]acceptance.Measurement, error) {
+func (s *Store) RunMeasurements(ctx context.Context, runID int64) ([]acceptance.Measurement, error) {
 	return s.loadMeasurements(ctx, runID, false)
 }
 
-// HostMeasurements returns each host's own measurements of a multi-host
+// RunHostMeasurements returns each host's own measurements of a multi-host
 // run (Host set), with their samples; none for a one-host run.
-func (s *Store) HostMeasurements(ctx context.Context, runID int64) ([]acceptance.Measurement, error) {
+func (s *Store) RunHostMeasurements(ctx context.Context, runID int64) ([]acceptance.Measurement, error) {
 	return s.loadMeasurements(ctx, runID, true)
 }
 
@@ -215,15 +215,15 @@ func (s *Store) loadMeasurements(ctx context.Context, runID int64, hosts bool) (
 	return ms, nil
 }
 
-// MeasurementSummaries returns a run's measurements without samples (of a
+// RunMeasurementSummaries returns a run's measurements without samples (of a
 // multi-host run, its hosts combined).
-func (s *Store) MeasurementSummaries(ctx context.Context, runID int64) ([]MeasurementRow, error) {
+func (s *Store) RunMeasurementSummaries(ctx context.Context, runID int64) ([]MeasurementRow, error) {
 	return s.measurementSummaries(ctx, runID, false)
 }
 
-// HostMeasurementSummaries returns each host's own measurements of a
+// RunHostMeasurementSummaries returns each host's own measurements of a
 // multi-host run without samples, host by host.
-func (s *Store) HostMeasurementSummaries(ctx context.Context, runID int64) ([]MeasurementRow, error) {
+func (s *Store) RunHostMeasurementSummaries(ctx context.Context, runID int64) ([]MeasurementRow, error) {
 	return s.measurementSummaries(ctx, runID, true)
 }
 

@@ -41,7 +41,7 @@ func TestMeasurements(t *testing.T) {
 				Source: acceptance.Source{Tool: "accord-probe"}},
 		}
 		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, in))
-		out, err := b.st.LoadMeasurements(ctx, b.run)
+		out, err := b.st.RunMeasurements(ctx, b.run)
 		require.NoError(t, err)
 		require.Equal(t, acceptance.MeasurementsDigest(in), acceptance.MeasurementsDigest(out))
 		for _, m := range out {
@@ -64,9 +64,9 @@ func TestMeasurements(t *testing.T) {
 		}
 		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, in))
 		want := []string{"c=1", "c=4", "c=16", "c=128"}
-		ms, err := b.st.LoadMeasurements(ctx, b.run)
+		ms, err := b.st.RunMeasurements(ctx, b.run)
 		require.NoError(t, err)
-		rows, err := b.st.MeasurementSummaries(ctx, b.run)
+		rows, err := b.st.RunMeasurementSummaries(ctx, b.run)
 		require.NoError(t, err)
 		var loaded, summarized []string
 		for i := range ms {
@@ -88,7 +88,7 @@ func TestMeasurements(t *testing.T) {
 			// A histogram: 90 requests at 5 ms, 10 at 50 ms.
 			{Metric: acceptance.MetricITL, Step: "serve", Repetition: 1, Values: []float64{5, 50}, Counts: []int64{90, 10}, Source: acceptance.Source{Tool: "accord-probe"}},
 		}))
-		rows, err := b.st.MeasurementSummaries(ctx, b.run)
+		rows, err := b.st.RunMeasurementSummaries(ctx, b.run)
 		require.NoError(t, err)
 		require.Len(t, rows, 2)
 		require.Equal(t, acceptance.MetricITL, rows[0].Metric, "ordered by step, level, metric")
@@ -109,7 +109,7 @@ func TestMeasurements(t *testing.T) {
 		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, []acceptance.Measurement{m}))
 		m.Values, m.ToolSummary = []float64{7}, nil
 		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, []acceptance.Measurement{m}))
-		out, err := b.st.LoadMeasurements(ctx, b.run)
+		out, err := b.st.RunMeasurements(ctx, b.run)
 		require.NoError(t, err)
 		require.Len(t, out, 1)
 		require.Equal(t, []float64{7}, out[0].Values)
@@ -125,7 +125,7 @@ func TestMeasurements(t *testing.T) {
 		} {
 			require.ErrorContains(t, b.st.SaveMeasurements(ctx, b.run, []acceptance.Measurement{m}), "summarize")
 		}
-		out, err := b.st.LoadMeasurements(ctx, b.run)
+		out, err := b.st.RunMeasurements(ctx, b.run)
 		require.NoError(t, err)
 		require.Empty(t, out)
 		s, err := store.Summarize(acceptance.Measurement{})

@@ -69,8 +69,8 @@ func (s *Store) AddRunReport(ctx context.Context, r RunReport) (RunReport, error
 	return r, s.notifyRun(ctx, r.RunID)
 }
 
-// LatestRunReport returns the newest bundle of a run.
-func (s *Store) LatestRunReport(ctx context.Context, runID int64) (RunReport, error) {
+// RunLatestReport returns the newest bundle of a run.
+func (s *Store) RunLatestReport(ctx context.Context, runID int64) (RunReport, error) {
 	rows, err := s.db.Query(ctx, `SELECT id, run_id, version, bundle_sha256, size, manifest_sha256, key_id, cosigners, created_by, created_at
 		FROM run_reports WHERE run_id = $1 ORDER BY version DESC LIMIT 1`, runID)
 	if err != nil {

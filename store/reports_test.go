@@ -52,7 +52,7 @@ func TestReports(t *testing.T) {
 	t.Run("BundlesAreVersionedPerRun", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		_, err := b.st.LatestRunReport(ctx, b.run)
+		_, err := b.st.RunLatestReport(ctx, b.run)
 		require.ErrorIs(t, err, store.ErrNotFound)
 		signer := b.f.member(t, b.st, "cosigner", store.RoleApprover)
 		first, err := b.st.AddRunReport(ctx, store.RunReport{RunID: b.run, BundleSHA256: b.bundle, Size: 10, ManifestSHA256: "m1", KeyID: "k1"})
@@ -67,7 +67,7 @@ func TestReports(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, theirs.Version, "each run counts its own")
 
-		latest, err := b.st.LatestRunReport(ctx, b.run)
+		latest, err := b.st.RunLatestReport(ctx, b.run)
 		require.NoError(t, err)
 		require.Equal(t, second.ID, latest.ID)
 		require.Equal(t, []string{"SHA256:cosigner"}, latest.Cosigners)

@@ -521,8 +521,8 @@ func (s *Store) SaveEvaluation(ctx context.Context, e StoredEvaluation) (int64, 
 	return id, s.SetRunVerdict(ctx, e.RunID, e.Overall)
 }
 
-// LatestEvaluation returns a run's newest evaluation.
-func (s *Store) LatestEvaluation(ctx context.Context, runID int64) (StoredEvaluation, error) {
+// RunLatestEvaluation returns a run's newest evaluation.
+func (s *Store) RunLatestEvaluation(ctx context.Context, runID int64) (StoredEvaluation, error) {
 	rows, err := s.db.Query(ctx, `SELECT id, run_id, baseline_run_id, gate_set_version_id, overall, result, canonical, digest, engine_version, created_at
 		FROM evaluations WHERE run_id = $1 ORDER BY id DESC LIMIT 1`, runID)
 	if err != nil {

@@ -264,14 +264,14 @@ func TestRuns(t *testing.T) {
 		b := setup(t)
 		gv := newGateSetVersion(t, b.st, b.f.ID, "ttft")
 		id := b.f.run(t, b.st)
-		_, err := b.st.LatestEvaluation(ctx, id)
+		_, err := b.st.RunLatestEvaluation(ctx, id)
 		require.ErrorIs(t, err, store.ErrNotFound)
 		for _, overall := range []string{"FAIL", "PASS"} {
 			_, err := b.st.SaveEvaluation(ctx, store.StoredEvaluation{RunID: id, GateSetVersionID: gv.ID, Overall: overall,
 				Result: json.RawMessage(`{"verdict":"` + overall + `"}`), Canonical: []byte(overall), Digest: "sha256:" + overall, EngineVersion: "1"})
 			require.NoError(t, err)
 		}
-		ev, err := b.st.LatestEvaluation(ctx, id)
+		ev, err := b.st.RunLatestEvaluation(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, "PASS", ev.Overall)
 		require.Equal(t, []byte("PASS"), ev.Canonical)
@@ -308,11 +308,11 @@ func TestRuns(t *testing.T) {
 		_, _, err := b.st.AcquireLease(ctx, b.f.Host, holder, "worker", time.Minute)
 		require.NoError(t, err)
 		require.NoError(t, b.st.ReleaseRunLease(ctx, b.f.Host, other))
-		l, err := b.st.LeaseOf(ctx, b.f.Host)
+		l, err := b.st.HostLease(ctx, b.f.Host)
 		require.NoError(t, err)
 		require.Equal(t, holder, l.RunID)
 		require.NoError(t, b.st.ReleaseRunLease(ctx, b.f.Host, holder))
-		_, err = b.st.LeaseOf(ctx, b.f.Host)
+		_, err = b.st.HostLease(ctx, b.f.Host)
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 }

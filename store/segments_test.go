@@ -59,7 +59,7 @@ func TestSegments(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, b.in))
-		out, err := b.st.LoadMeasurements(ctx, b.run)
+		out, err := b.st.RunMeasurements(ctx, b.run)
 		require.NoError(t, err)
 		require.Len(t, out, 1)
 		require.Len(t, out[0].Segments, 5)
@@ -79,7 +79,7 @@ func TestSegments(t *testing.T) {
 		require.InEpsilon(t, want.Mean(), got.Mean(), 1e-12)
 		require.NoError(t, got.Err())
 
-		rows, err := b.st.MeasurementSummaries(ctx, b.run)
+		rows, err := b.st.RunMeasurementSummaries(ctx, b.run)
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
 		sum := rows[0].Summary
@@ -89,7 +89,7 @@ func TestSegments(t *testing.T) {
 
 		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, []acceptance.Measurement{{Metric: acceptance.MetricTTFT, Step: "chat", Repetition: 1,
 			Values: b.values, Source: acceptance.Source{Tool: "accord-probe"}}}))
-		out, err = b.st.LoadMeasurements(ctx, b.run)
+		out, err = b.st.RunMeasurements(ctx, b.run)
 		require.NoError(t, err)
 		require.Nil(t, out[0].Segments)
 		require.Len(t, out[0].Values, 5000)
@@ -102,7 +102,7 @@ func TestSegments(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, b.in))
-		out, err := b.st.LoadMeasurements(ctx, b.run)
+		out, err := b.st.RunMeasurements(ctx, b.run)
 		require.NoError(t, err)
 		reader := out[0].Segments[0].Reader
 		mem := b.in[0].Segments[0].Reader
@@ -131,12 +131,12 @@ func TestSegments(t *testing.T) {
 		require.NoError(t, b.st.SaveMeasurements(ctx, b.run, b.in))
 		_, err := b.st.Tx().Exec(ctx, `UPDATE measurement_segments SET segment = 7 WHERE segment = 2`)
 		require.NoError(t, err)
-		_, err = b.st.LoadMeasurements(ctx, b.run)
+		_, err = b.st.RunMeasurements(ctx, b.run)
 		require.ErrorContains(t, err, "out of order")
 
 		_, err = b.st.Tx().Exec(ctx, `DELETE FROM measurement_segments WHERE segment >= 2`)
 		require.NoError(t, err)
-		_, err = b.st.LoadMeasurements(ctx, b.run)
+		_, err = b.st.RunMeasurements(ctx, b.run)
 		require.ErrorContains(t, err, "has 2 of its 5 segments")
 	})
 
@@ -152,7 +152,7 @@ func TestSegments(t *testing.T) {
 		err := b.st.SaveMeasurements(ctx, b.run, b.in)
 		require.ErrorContains(t, err, "7992 bytes for 1000 values")
 		require.Zero(t, countSegmentRows(t, b.st))
-		out, err := b.st.LoadMeasurements(ctx, b.run)
+		out, err := b.st.RunMeasurements(ctx, b.run)
 		require.NoError(t, err)
 		require.Empty(t, out)
 	})

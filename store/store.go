@@ -1,23 +1,31 @@
 // Package store is Accord's PostgreSQL access, one file per aggregate. Every
 // method takes a context; "not found" is ErrNotFound, never a nil result.
-// Program-scoped reads take the program's id and filter by it, so another
-// program's object is simply not found; the handlers establish that the
-// caller is a member of that program first (ProgramFor, in their
-// inProgram middleware). The reads that take the user's id list what a
-// user may see (ProgramsFor, RecentRunsFor). The reads by id alone
-// (RunByID, ProgramByID, UserByID) are for ids Accord itself holds (a
-// job's run, a session's user, a row just created), never for an id from
-// a request.
 //
-// Getters are named by what they filter on:
+// Who may read what: a program's rows are read through the program's id
+// (GetRun(ctx, programID, runID): another program's run is simply not
+// found), and the handlers establish first that the caller is a member of
+// that program (ProgramFor, in their inProgram middleware). The parts of
+// one run, host or program are then read by that object's id (RunFacts,
+// HostFactsHistory, ProgramCounts): the caller holds the object already,
+// from a program-checked read or, in a worker, from an id Accord itself
+// holds (RunByID: a job's run). No read by an id alone takes an id from a
+// request.
+//
+// Getters are named by what they read:
 //
 //	GetX(ctx, programID, id)   one row of a program, by its id, filtered by the program
 //	                           (GetSpecVersion by spec and number beside GetSpecVersionByID)
+//	RunX, HostX, ProgramX      a part of one run, host or program, by its id (RunFacts,
+//	(ctx, id, …)               RunMeasurements, RunLatestEvaluation, HostLease,
+//	                           ProgramDecisionChain); the caller holds the object
 //	XFor(ctx, userID, …)       what a user may see, filtered by membership
 //	XByKey(ctx, key)           one row by a key that is not a program's scope: an id Accord
 //	                           holds (RunByID, WatchByID, DeliveryByID) or a natural key
 //	                           (UserByEmail, RunByIdempotencyKey, RunArtifactByPath)
 //	ListX(ctx, …)              the rows of a kind (of a program when given its id)
+//
+// The rest are queries named for what they find (RunsInExecution,
+// LatestJudgedRun, ProbesLeftBehind) and writes named for what they do.
 package store
 
 import (

@@ -56,7 +56,7 @@ func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64
 		return acceptance.Evaluation{}, 0, err
 	}
 	in := acceptance.EvaluationInput{Gates: gates, ProfileDigest: pv.Digest, GateDigest: gv.Digest}
-	if in.Candidate, err = st.LoadMeasurements(ctx, run.ID); err != nil {
+	if in.Candidate, err = st.RunMeasurements(ctx, run.ID); err != nil {
 		return acceptance.Evaluation{}, 0, err
 	}
 	// Another run measured on the host meanwhile: the run cannot pass.
@@ -76,7 +76,7 @@ func Evaluate(ctx context.Context, st *store.Store, env rollout.Env, runID int64
 		return acceptance.Evaluation{}, 0, err
 	}
 	if run.BaselineRunID != nil {
-		if in.Baseline, err = st.LoadMeasurements(ctx, *run.BaselineRunID); err != nil {
+		if in.Baseline, err = st.RunMeasurements(ctx, *run.BaselineRunID); err != nil {
 			return acceptance.Evaluation{}, 0, err
 		}
 		if in.BaselineFacts, in.BaselineHosts, err = storedFacts(ctx, st, *run.BaselineRunID); errors.Is(err, errUnreadableFacts) {

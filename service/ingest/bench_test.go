@@ -73,10 +73,10 @@ func BenchmarkImportAndEvaluateTenMillion(b *testing.B) {
 		ms = nil
 		in := acceptance.EvaluationInput{Gates: gates, CandidateFacts: map[string]string{}, BaselineFacts: map[string]string{}}
 		var err error
-		if in.Candidate, err = st.LoadMeasurements(ctx, cand); err != nil {
+		if in.Candidate, err = st.RunMeasurements(ctx, cand); err != nil {
 			b.Fatal(err)
 		}
-		if in.Baseline, err = st.LoadMeasurements(ctx, base); err != nil {
+		if in.Baseline, err = st.RunMeasurements(ctx, base); err != nil {
 			b.Fatal(err)
 		}
 		phase("load")

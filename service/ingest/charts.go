@@ -37,7 +37,7 @@ func Charts(ctx context.Context, st *store.Store, profile acceptance.ProfileSpec
 	in.Records = readRecords(ctx, files, in.Steps)
 	if baselineRunID != nil {
 		var err error
-		if in.Baseline, err = st.LoadMeasurements(ctx, *baselineRunID); err != nil {
+		if in.Baseline, err = st.RunMeasurements(ctx, *baselineRunID); err != nil {
 			return nil, fmt.Errorf("charts: baseline run %d: %w", *baselineRunID, err)
 		}
 	}

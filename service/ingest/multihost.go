@@ -106,7 +106,7 @@ func MultiHostCharts(ctx context.Context, st *store.Store, profile acceptance.Pr
 	in := chartdata.Input{Profile: profile, Measurements: combined, BaselineRunID: baselineRunID}
 	if baselineRunID != nil {
 		var err error
-		if in.Baseline, err = st.LoadMeasurements(ctx, *baselineRunID); err != nil {
+		if in.Baseline, err = st.RunMeasurements(ctx, *baselineRunID); err != nil {
 			return nil, fmt.Errorf("charts: baseline run %d: %w", *baselineRunID, err)
 		}
 	}

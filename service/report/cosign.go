@@ -119,7 +119,7 @@ func CoSign(ctx context.Context, st *store.Store, req CoSignRequest) (store.Repo
 	if slices.ContainsFunc(existing, func(c store.ReportCosignature) bool { return c.UserID == u.ID }) {
 		return out, refuse("you have already co-signed this report")
 	}
-	rep, err := st.LatestRunReport(ctx, run.ID)
+	rep, err := st.RunLatestReport(ctx, run.ID)
 	if err != nil {
 		return out, err
 	}

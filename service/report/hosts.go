@@ -58,7 +58,7 @@ func hostsOfRun(ctx context.Context, st *store.Store, run store.Run, artifacts [
 	if err != nil {
 		return nil, err
 	}
-	rows, err := st.HostMeasurementSummaries(ctx, run.ID)
+	rows, err := st.RunHostMeasurementSummaries(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}

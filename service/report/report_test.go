@@ -120,7 +120,7 @@ func TestSignStoresABundleThatVerifies(t *testing.T) {
 	rep, err := report.Signer{Store: b.st, Keyring: kr, Render: render}.Sign(ctx, run.ID)
 	require.NoError(t, err)
 	require.Equal(t, "<!doctype html><title>Run "+strconv.FormatInt(run.ID, 10)+"</title><p>chat: PASS</p>", string(rendered))
-	stored, err := b.st.LatestRunReport(ctx, run.ID)
+	stored, err := b.st.RunLatestReport(ctx, run.ID)
 	require.NoError(t, err)
 	require.Equal(t, rep.BundleSHA256, stored.BundleSHA256)
 	atts, err := b.st.RunAttestations(ctx, run.ID)

@@ -305,7 +305,7 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 	if run.Label != "" {
 		in.title += " (" + run.Label + ")"
 	}
-	ev, err := st.LatestEvaluation(ctx, run.ID)
+	ev, err := st.RunLatestEvaluation(ctx, run.ID)
 	switch {
 	case err == nil:
 		var e acceptance.Evaluation
@@ -357,7 +357,7 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 			return in, err
 		}
 	}
-	rows, err := st.MeasurementSummaries(ctx, run.ID)
+	rows, err := st.RunMeasurementSummaries(ctx, run.ID)
 	if err != nil {
 		return in, err
 	}
@@ -490,7 +490,7 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 func baselineContents(ctx context.Context, st *store.Store, runID int64) (*BaselineContents, error) {
 	b := &BaselineContents{RunID: runID}
 	var err error
-	if b.Measurements, err = st.MeasurementSummaries(ctx, runID); err != nil {
+	if b.Measurements, err = st.RunMeasurementSummaries(ctx, runID); err != nil {
 		return nil, err
 	}
 	run, err := st.RunByID(ctx, runID)

@@ -66,7 +66,7 @@ func ReadGates(ctx context.Context, st *store.Store, stage store.RolloutStage) (
 				ev.Problem = fmt.Sprintf("run #%d is %s without a verdict", run.ID, run.State)
 			}
 			if ev.Problem == "" {
-				e, err := st.LatestEvaluation(ctx, run.ID)
+				e, err := st.RunLatestEvaluation(ctx, run.ID)
 				if err != nil && !errors.Is(err, store.ErrNotFound) {
 					return g, err
 				}

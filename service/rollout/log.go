@@ -29,7 +29,7 @@ func ProgramLog(ctx context.Context, st *store.Store, programID int64, signer *a
 		return nil, nil, err
 	}
 	var latest *dsse.Envelope
-	chain, err := st.GetDecisionChain(ctx, programID)
+	chain, err := st.ProgramDecisionChain(ctx, programID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
@@ -67,7 +67,7 @@ func sameEnvelope(a, b *dsse.Envelope) bool {
 // LogHead is a program's published log head: its latest checkpoint, or a
 // checkpoint over the empty chain signed now by the active key.
 func LogHead(ctx context.Context, st *store.Store, kr *attest.Keyring, programID int64, now time.Time) (*attest.LogHead, error) {
-	chain, err := st.GetDecisionChain(ctx, programID)
+	chain, err := st.ProgramDecisionChain(ctx, programID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func carryOver(ctx context.Context, st *store.Store, kr *attest.Keyring, program
 	signedByRevoked := func(c store.DecisionChain) bool {
 		return c.Checkpoint != nil && len(c.Checkpoint.Signatures) > 0 && slices.Contains(revoked, c.Checkpoint.Signatures[0].KeyID)
 	}
-	switch c, err := st.GetDecisionChain(ctx, programID); {
+	switch c, err := st.ProgramDecisionChain(ctx, programID); {
 	case errors.Is(err, store.ErrNotFound):
 		return false, nil // no decisions: nothing to carry
 	case err != nil:

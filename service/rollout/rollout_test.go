@@ -126,7 +126,7 @@ func TestDecisionsAreSignedChainedAndRaiseTheirEvents(t *testing.T) {
 
 	ds, err = b.st.ListDecisions(ctx, b.program.ID)
 	require.NoError(t, err)
-	chain, err := b.st.GetDecisionChain(ctx, b.program.ID)
+	chain, err := b.st.ProgramDecisionChain(ctx, b.program.ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), chain.HeadSeq)
 	require.NoError(t, rollout.VerifyStoredLog(b.env.Keyring, b.program.ID, ds, chain))

@@ -115,7 +115,7 @@ func baseline(ctx context.Context, st *store.Store, programID, runID int64) (*ac
 
 // samples counts a run's samples per metric and series, over its repetitions.
 func samples(ctx context.Context, st *store.Store, runID int64) (map[string]map[acceptance.SeriesKey]int64, error) {
-	rows, err := st.MeasurementSummaries(ctx, runID)
+	rows, err := st.RunMeasurementSummaries(ctx, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func loadLines(ctx context.Context, st *store.Store, run store.Run) (*acceptance
 	}
 	var points []acceptance.BaselinePoint
 	if run.BaselineRunID != nil {
-		base, err := st.LoadMeasurements(ctx, *run.BaselineRunID)
+		base, err := st.RunMeasurements(ctx, *run.BaselineRunID)
 		if err != nil {
 			return nil, nil, err
 		}
