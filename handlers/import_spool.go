@@ -57,12 +57,11 @@ func (s *importSpool) sink(ctx context.Context, name string, size int64, r io.Re
 	if s.total+size > maxImportTotal {
 		return &importTooLarge{what: fmt.Sprintf("its raw outputs come to more than %d MiB, the most an import takes", maxImportTotal>>20)}
 	}
-	s.total += size
 	h := sha256.New()
 	f := sshrun.File{Name: name, Size: size}
 	if s.inMemory+size <= importSpoolMemory {
 		var buf bytes.Buffer
-		if _, err := io.Copy(io.MultiWriter(&buf, h), io.LimitReader(r, size)); err != nil {
+		if err := copyExactly(io.MultiWriter(&buf, h), r, name, size); err != nil {
 			return err
 		}
 		f.Data = buf.Bytes()
@@ -73,17 +72,30 @@ func (s *importSpool) sink(ctx context.Context, name string, size int64, r io.Re
 		if err != nil {
 			return fmt.Errorf("import: spool %s: %w", name, err)
 		}
-		_, err = io.Copy(io.MultiWriter(out, h), io.LimitReader(r, size))
+		err = copyExactly(io.MultiWriter(out, h), r, name, size)
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
+			_ = os.Remove(f.Path) // a failed file keeps no name
+
 			return err
 		}
 	}
 	f.SHA256 = hex.EncodeToString(h.Sum(nil))
 	s.files = append(s.files, f)
+	s.total += size
 	return nil
+}
+
+// copyExactly copies the size bytes r announced: fewer is an error, and
+// more are not read.
+func copyExactly(w io.Writer, r io.Reader, name string, size int64) error {
+	n, err := io.Copy(w, io.LimitReader(r, size))
+	if err == nil && n != size {
+		err = fmt.Errorf("import: %s: %d bytes where %d were announced", name, n, size)
+	}
+	return err
 }
 
 // collection is the spooled artifacts as a run folder, sorted by name.

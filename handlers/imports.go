@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"mime/multipart"
 	"net/http"
 	"path"
@@ -155,6 +156,9 @@ func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Rep
 	}
 	defer f.Close()
 	format, step := parse.Format(r.FormValue("format")), cmp.Or(strings.TrimSpace(r.FormValue("step")), "imported")
+	if format != "" && !slices.Contains(parse.Formats, format) {
+		return 0, parse.Report{}, fmt.Sprintf("Unknown format %q: choose one of the list (or none, to have it detected).", format), nil
+	}
 	name := path.Base(strings.ReplaceAll(header.Filename, "\\", "/"))
 	if name == "." || name == "/" || name == "" {
 		name = "result.json"
@@ -165,6 +169,9 @@ func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Rep
 	}
 	defer spool.remove() //nolint:errcheck
 	artifact := ingest.ImportedDir + fileSafeName(name)
+	if artifact == ImportReportArtifact { // the import's own report goes there
+		artifact = ingest.ImportedDir + "uploaded-" + fileSafeName(name)
+	}
 	if err := spool.sink(r.Context(), artifact, header.Size, f); err != nil {
 		var tooLarge *importTooLarge
 		if errors.As(err, &tooLarge) {
@@ -174,7 +181,10 @@ func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Rep
 	}
 	res, err := ingest.ImportFile(ingest.CollectionFiles(spool.collection()), format, artifact, parse.Options{Step: step, Repetition: 1, Name: name})
 	var undetected *parse.DetectError
+	var unreadable *fs.PathError
 	switch {
+	case errors.As(err, &unreadable): // the spool's file, not the upload's content
+		return 0, parse.Report{}, "", err
 	case errors.As(err, &undetected):
 		return 0, parse.Report{}, "The file's format was not recognised: " + undetected.Error() + ". Choose it in the list.", nil
 	case err != nil && format == "":

@@ -258,3 +258,36 @@ func TestImportOfABigRecordsFileIsStreamedFromItsSpool(t *testing.T) {
 	require.NotNil(t, ttft, "TTFT imported")
 	require.EqualValues(t, perCopy*copies, ttft.Summary.N, "every answered request of every copy read")
 }
+
+// An upload named like the import's own report is kept beside it, under
+// another name, byte for byte; a format that is not one Accord reads is
+// refused by name, and nothing is kept.
+func TestImportKeepsAnUploadNamedLikeItsReport(t *testing.T) {
+	t.Parallel()
+	pb := setupProgram(t)
+	pv := strconv.FormatInt(pb.profileVersionID(t), 10)
+	good, err := os.ReadFile("../runners/parse/testdata/vllm-bench-serve-detailed.json")
+	require.NoError(t, err)
+
+	res, page := pb.postMultipartNamed(t, pb.engineer, pb.url("/runs/import/result"), map[string]string{"profile_version": pv, "format": "spreadsheet"},
+		"file", "result.json", good)
+	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
+	require.Contains(t, html.UnescapeString(page), `Unknown format "spreadsheet"`)
+	require.Zero(t, pb.countRuns(t))
+
+	res, page = pb.postMultipartNamed(t, pb.engineer, pb.url("/runs/import/result"), map[string]string{"profile_version": pv, "step": "serve"},
+		"file", "import-report.json", good)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, page)
+	var runID int64
+	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&runID))
+	arts, err := pb.store.RunArtifacts(context.Background(), runID)
+	require.NoError(t, err)
+	sum := sha256.Sum256(good)
+	paths := map[string]string{}
+	for _, a := range arts {
+		paths[a.Path] = a.SHA256
+	}
+	require.Equal(t, hex.EncodeToString(sum[:]), paths["imported/uploaded-import-report.json"], "the upload, under its own name: %v", paths)
+	require.Contains(t, paths, ImportReportArtifact, "and the import's report")
+	require.NotEqual(t, paths[ImportReportArtifact], paths["imported/uploaded-import-report.json"])
+}

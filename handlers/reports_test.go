@@ -89,13 +89,24 @@ func fileOf(t *testing.T, bundle []byte, suffix string) []byte {
 
 func (pb *programBundle) postMultipart(t *testing.T, c *http.Client, path string, fields map[string]string, files map[string][]byte) (*http.Response, string) {
 	t.Helper()
+	return pb.postMultipartFiles(t, c, path, fields, files, func(field string) string { return field + ".bin" })
+}
+
+// postMultipartNamed posts one file under the file name given.
+func (pb *programBundle) postMultipartNamed(t *testing.T, c *http.Client, path string, fields map[string]string, field, filename string, data []byte) (*http.Response, string) {
+	t.Helper()
+	return pb.postMultipartFiles(t, c, path, fields, map[string][]byte{field: data}, func(string) string { return filename })
+}
+
+func (pb *programBundle) postMultipartFiles(t *testing.T, c *http.Client, path string, fields map[string]string, files map[string][]byte, filename func(field string) string) (*http.Response, string) {
+	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
 	for k, v := range fields {
 		require.NoError(t, mw.WriteField(k, v))
 	}
 	for k, v := range files {
-		fw, err := mw.CreateFormFile(k, k+".bin")
+		fw, err := mw.CreateFormFile(k, filename(k))
 		require.NoError(t, err)
 		_, _ = fw.Write(v)
 	}

@@ -281,6 +281,7 @@ func (w *ExecuteRunWorker) executeMultiHost(ctx context.Context, job *river.Job[
 					return err
 				})
 				if err != nil {
+					watch.Retract(crossed)
 					return err
 				}
 				if len(neighbours) > 0 {

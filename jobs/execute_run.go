@@ -319,6 +319,7 @@ func (w *ExecuteRunWorker) execute(ctx context.Context, job *river.Job[ExecuteRu
 				return err
 			})
 			if err != nil {
+				watch.Retract(crossed)
 				return err
 			}
 			return abortFor(crossed)

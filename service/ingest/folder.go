@@ -110,9 +110,9 @@ func importRecords(files Files, format parse.Format, name string, opts parse.Opt
 		return parse.Result{}, err
 	}
 	defer r.Close()
-	opts.Name = name
+	opts.Name = cmp.Or(opts.Name, name)
 	if segments > 1 {
-		opts.Name = fmt.Sprintf("%s (and its %d further segments)", name, segments-1)
+		opts.Name = fmt.Sprintf("%s (and its %d further segments)", opts.Name, segments-1)
 		// Each segment is bounded, not their sum: the limit is the whole
 		// stream's, the collection's per-file limit each segment's.
 		opts.MaxBytes = max(opts.MaxBytes, size)

@@ -295,17 +295,33 @@ func (w *Watch) Crossed() *acceptance.StopLossBreach {
 // (Record), the transaction that stores the batch: the caller then stops
 // the probe. It returns nil when they cross no line, or when the run
 // crossed before (the windows a stopped probe still sends must not stop
-// it again). Should tx fail, the caller's attempt ends, and the next one
-// judges the windows again from the stored events on.
+// it again). Should tx fail, the caller retracts the crossing (Retract)
+// and ends its attempt; the next one judges the windows again.
 func (w *Watch) Check(ctx context.Context, tx *store.Store, env rollout.Env, host string, snaps []acceptance.InterimSnapshot) (*acceptance.StopLossBreach, error) {
 	b := w.observe(host, snaps)
 	if b == nil {
 		return nil, nil
 	}
 	if err := Record(ctx, tx, env, w.run, b); err != nil {
+		w.Retract(b)
 		return nil, err
 	}
 	return b, nil
+}
+
+// Retract takes back a crossing Check returned whose transaction did not
+// commit: it is not the run's crossing (the windows that made it were not
+// stored), so the attempt's end must not act on it. The next attempt
+// judges those windows again as the probe sends them.
+func (w *Watch) Retract(b *acceptance.StopLossBreach) {
+	if b == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.crossed == b {
+		w.crossed = nil
+	}
 }
 
 // observe feeds host's monitor and returns the run's first crossing, once.

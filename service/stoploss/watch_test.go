@@ -83,8 +83,9 @@ func TestWatchRecordsInTheCallersTransaction(t *testing.T) {
 	w, err := stoploss.NewWatch(ctx, b.st, run, labHosts("lab-1", "lab-2")...)
 	require.NoError(t, err)
 	failed := errors.New("the batch's events could not be stored")
+	var crossed *acceptance.StopLossBreach
 	err = b.st.InTx(ctx, func(tx *store.Store) error {
-		crossed, err := w.Check(ctx, tx, servicetest.Env(t), "lab-2", []acceptance.InterimSnapshot{window(1, 450), window(2, 460)})
+		crossed, err = w.Check(ctx, tx, servicetest.Env(t), "lab-2", []acceptance.InterimSnapshot{window(1, 450), window(2, 460)})
 		require.NoError(t, err)
 		require.NotNil(t, crossed)
 		raw, err := tx.RunStopLoss(ctx, run.ID)
@@ -94,6 +95,9 @@ func TestWatchRecordsInTheCallersTransaction(t *testing.T) {
 	})
 	require.ErrorIs(t, err, failed)
 	require.Nil(t, b.recorded(t, run.ID), "rolled back with the batch")
+	require.Equal(t, crossed, w.Crossed(), "until the caller retracts it")
+	w.Retract(crossed)
+	require.Nil(t, w.Crossed(), "retracted: the attempt's end does not act on it")
 }
 
 // A resumed watch of a multi-host run replays each host's stored windows
