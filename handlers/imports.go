@@ -192,6 +192,7 @@ func (s *Server) importResult(r *http.Request, t importTarget) (int64, parse.Rep
 	case err != nil:
 		return 0, parse.Report{}, "The file could not be imported as " + string(format) + ": " + err.Error(), nil
 	}
+	defer ingest.Release(res.Measurements)
 	rep := res.Report
 	reportJSON, err := rep.JSON()
 	if err != nil {
