@@ -19,8 +19,9 @@ run: build
 # The long tier: the end-to-end tests, which take the demo lab's real runs
 # to their verdicts (through the browser, accord submit, a server crash),
 # and acceptance's Monte-Carlo simulations. About 130 of the suite's 650
-# CPU-seconds: without them make test takes about 5 minutes on the 2-core
-# machine (4 min 35 s to 5 min 21 s, four runs). test-long runs them in
+# CPU-seconds on a busy morning: without them make test takes 3 to 5
+# minutes on the 2-core machine (2 min 52 s to 3 min 42 s on a quiet
+# afternoon, 4 min 35 s to 5 min 21 s on a busy morning). test-long runs them in
 # every package that has one (found by name), so that a long test added
 # anywhere runs there.
 LONG_NAMES := Test(EndToEnd|Simulation)

@@ -30,8 +30,7 @@ func TestImportedRunShowsToolFiguresByToolDefinition(t *testing.T) {
 	res, _ := pb.postMultipart(t, pb.engineer, pb.url("/runs/import/result"), map[string]string{"profile_version": pv, "step": "kv"},
 		map[string][]byte{"file": data})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
-	var runID int64
-	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&runID))
+	runID := pb.importedRunID(t)
 	rows, err := pb.store.RunMeasurementSummaries(context.Background(), runID)
 	require.NoError(t, err)
 	var clat *acceptance.ToolFigure
@@ -66,8 +65,7 @@ func TestImportReportOnPageArtifactAndAPI(t *testing.T) {
 	res, _ := pb.postMultipart(t, pb.engineer, pb.url("/runs/import/result"), map[string]string{"profile_version": pv, "step": "kv"},
 		map[string][]byte{"file": data})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
-	var runID int64
-	require.NoError(t, pb.pool.QueryRow(ctx, `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&runID))
+	runID := pb.importedRunID(t)
 
 	// The artifact.
 	arts, err := pb.store.RunArtifacts(ctx, runID)

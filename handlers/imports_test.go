@@ -32,6 +32,14 @@ func (pb *programBundle) profileVersionID(t *testing.T) int64 {
 	return pv.ID
 }
 
+// importedRunID is the id of the program's one imported run.
+func (pb *programBundle) importedRunID(t *testing.T) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&id))
+	return id
+}
+
 func (pb *programBundle) countRuns(t *testing.T) int {
 	var n int
 	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT count(*) FROM runs WHERE kind = 'imported'`).Scan(&n))
@@ -57,8 +65,7 @@ func TestImportResultFile(t *testing.T) {
 		map[string][]byte{"file": good})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	require.Equal(t, 1, pb.countRuns(t))
-	var runID int64
-	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&runID))
+	runID := pb.importedRunID(t)
 	ms, err := pb.store.RunMeasurementSummaries(context.Background(), runID)
 	require.NoError(t, err)
 	metrics := map[string]bool{}
@@ -123,8 +130,7 @@ func TestImportSignedReport(t *testing.T) {
 		map[string]string{"profile_version": pv, "key": string(attest.MarshalAllowedSigners(keys))}, map[string][]byte{"bundle": bundle})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	require.Equal(t, 1, pb.countRuns(t))
-	var runID int64
-	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&runID))
+	runID := pb.importedRunID(t)
 	arts, err := pb.store.RunArtifacts(context.Background(), runID)
 	require.NoError(t, err)
 	require.NotEmpty(t, arts, "the verified raw outputs are kept")
@@ -233,8 +239,7 @@ func TestImportOfABigRecordsFileIsStreamedFromItsSpool(t *testing.T) {
 	res, page := pb.postMultipart(t, pb.engineer, pb.url("/runs/import/result"), map[string]string{"profile_version": pv, "step": "chat"},
 		map[string][]byte{"file": big})
 	require.Equal(t, http.StatusSeeOther, res.StatusCode, page)
-	var runID int64
-	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&runID))
+	runID := pb.importedRunID(t)
 	arts, err := pb.store.RunArtifacts(context.Background(), runID)
 	require.NoError(t, err)
 	sum := sha256.Sum256(big)
@@ -278,8 +283,7 @@ func TestImportKeepsAnUploadNamedLikeItsReport(t *testing.T) {
 	res, page = pb.postMultipartNamed(t, pb.engineer, pb.url("/runs/import/result"), map[string]string{"profile_version": pv, "step": "serve"},
 		"file", "import-report.json", good)
 	require.Equal(t, http.StatusSeeOther, res.StatusCode, page)
-	var runID int64
-	require.NoError(t, pb.pool.QueryRow(context.Background(), `SELECT id FROM runs WHERE kind = 'imported'`).Scan(&runID))
+	runID := pb.importedRunID(t)
 	arts, err := pb.store.RunArtifacts(context.Background(), runID)
 	require.NoError(t, err)
 	sum := sha256.Sum256(good)

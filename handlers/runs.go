@@ -28,6 +28,7 @@ import (
 	"github.com/accordlab/accord/runners/parse"
 	"github.com/accordlab/accord/service/runplan"
 	"github.com/accordlab/accord/service/runsubmit"
+	"github.com/accordlab/accord/service/stoploss"
 	"github.com/accordlab/accord/store"
 	"github.com/accordlab/accord/web"
 )
@@ -414,20 +415,15 @@ const stopLossUnreadable = "This run has a stop-loss record that could not be re
 // stopLossNote is the run page's stop-loss explanation: empty when the
 // run crossed no stop-loss line.
 func (s *Server) stopLossNote(ctx context.Context, runID int64) string {
-	raw, err := s.store.RunStopLoss(ctx, runID)
-	if err != nil {
+	breach, err := stoploss.Recorded(ctx, s.store, runID)
+	switch {
+	case err != nil:
 		s.log.Warn("run page: reading the stop-loss record", "run_id", runID, "err", err)
 		return stopLossUnreadable
-	}
-	if len(raw) == 0 {
+	case breach == nil:
 		return ""
 	}
-	var b acceptance.StopLossBreach
-	if err := json.Unmarshal(raw, &b); err != nil {
-		s.log.Warn("run page: the stop-loss record does not decode", "run_id", runID, "err", err)
-		return stopLossUnreadable
-	}
-	return b.Explanation
+	return breach.Explanation
 }
 
 // pooledRows are the run's metrics over every repetition, from its chart

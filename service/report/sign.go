@@ -27,6 +27,7 @@ import (
 	"github.com/accordlab/accord/attest"
 	"github.com/accordlab/accord/runners/probe/wire"
 	"github.com/accordlab/accord/service/rollout"
+	"github.com/accordlab/accord/service/stoploss"
 	"github.com/accordlab/accord/store"
 )
 
@@ -385,16 +386,12 @@ func gatherReport(ctx context.Context, st *store.Store, runID int64) (reportInpu
 	if err != nil {
 		return in, err
 	}
-	sl, err := st.RunStopLoss(ctx, run.ID)
+	breach, err := stoploss.Recorded(ctx, st, run.ID)
 	if err != nil {
 		return in, err
 	}
-	if len(sl) > 0 {
-		var b acceptance.StopLossBreach
-		if err := json.Unmarshal(sl, &b); err != nil {
-			return in, fmt.Errorf("stop-loss of run %d: %w", run.ID, err)
-		}
-		in.data.StopLoss = b.Explanation
+	if breach != nil {
+		in.data.StopLoss = breach.Explanation
 	}
 	host := run.HostName
 	if len(in.data.Hosts) > 0 {

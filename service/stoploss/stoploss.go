@@ -105,8 +105,9 @@ func Snapshot(e store.RunEvent) (acceptance.InterimSnapshot, bool) {
 	return in.Snapshot(seq, e.At), true
 }
 
-// recorded is the crossing kept on the run (nil: none).
-func recorded(ctx context.Context, st *store.Store, runID int64) (*acceptance.StopLossBreach, error) {
+// Recorded is the crossing kept on the run (nil: none); a record that
+// does not decode is an error, never "no crossing".
+func Recorded(ctx context.Context, st *store.Store, runID int64) (*acceptance.StopLossBreach, error) {
 	raw, err := st.RunStopLoss(ctx, runID)
 	if err != nil || len(raw) == 0 {
 		return nil, err
@@ -221,7 +222,7 @@ func (w *Watch) Metrics() []string { return w.metrics }
 // A crossing found by the replay is not recorded yet: the caller records
 // it (Record) before it stops the probe.
 func (w *Watch) Resume(ctx context.Context, st *store.Store) (*acceptance.StopLossBreach, error) {
-	b, err := recorded(ctx, st, w.run.ID)
+	b, err := Recorded(ctx, st, w.run.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -186,11 +186,9 @@ func TestResumeStartsWhereTheEarlierAttemptLeft(t *testing.T) {
 	// the second in a row.
 	run := b.run(t, &gates, nil)
 	b.windows(t, run, 150, 450)
-	fresh, err := stoploss.NewWatch(ctx, b.st, run)
-	require.NoError(t, err)
+	fresh := b.watch(t, run)
 	require.Nil(t, b.check(t, fresh, "", window(3, 480)), "without the replay, one window past the line")
-	w, err := stoploss.NewWatch(ctx, b.st, run)
-	require.NoError(t, err)
+	w := b.watch(t, run)
 	crossed, err := w.Resume(ctx, b.st)
 	require.NoError(t, err)
 	require.Nil(t, crossed, "one window past the line is not k = 2")
@@ -201,8 +199,7 @@ func TestResumeStartsWhereTheEarlierAttemptLeft(t *testing.T) {
 	// Two stored windows past the line: the crossing itself.
 	run = b.run(t, &gates, nil)
 	b.windows(t, run, 450, 150, 420, 460)
-	w, err = stoploss.NewWatch(ctx, b.st, run)
-	require.NoError(t, err)
+	w = b.watch(t, run)
 	crossed, err = w.Resume(ctx, b.st)
 	require.NoError(t, err)
 	require.NotNil(t, crossed)
@@ -214,8 +211,7 @@ func TestResumeStartsWhereTheEarlierAttemptLeft(t *testing.T) {
 	b.windows(t, run, 150)
 	recorded := &acceptance.StopLossBreach{Name: "ttft-p99", Metric: acceptance.MetricTTFT, Line: 400, Consecutive: 2, Explanation: "recorded before the stop"}
 	require.NoError(t, stoploss.Record(ctx, b.st, servicetest.Env(t), run, recorded))
-	w, err = stoploss.NewWatch(ctx, b.st, run)
-	require.NoError(t, err)
+	w = b.watch(t, run)
 	crossed, err = w.Resume(ctx, b.st)
 	require.NoError(t, err)
 	require.Equal(t, recorded.Explanation, crossed.Explanation)

@@ -52,8 +52,7 @@ func TestWatchJudgesEachHostOnItsOwnWindows(t *testing.T) {
 	ctx := context.Background()
 	gates := b.program.GateSet(t, b.st, ttftGuard(2))
 	run := b.run(t, &gates, nil)
-	w, err := stoploss.NewWatch(ctx, b.st, run, labHosts("lab-1", "lab-2")...)
-	require.NoError(t, err)
+	w := b.watch(t, run, "lab-1", "lab-2")
 	require.Equal(t, []string{acceptance.MetricTTFT}, w.Metrics())
 	resumed, err := w.Resume(ctx, b.st)
 	require.NoError(t, err)
@@ -80,11 +79,11 @@ func TestWatchRecordsInTheCallersTransaction(t *testing.T) {
 	ctx := context.Background()
 	gates := b.program.GateSet(t, b.st, ttftGuard(2))
 	run := b.run(t, &gates, nil)
-	w, err := stoploss.NewWatch(ctx, b.st, run, labHosts("lab-1", "lab-2")...)
-	require.NoError(t, err)
+	w := b.watch(t, run, "lab-1", "lab-2")
 	failed := errors.New("the batch's events could not be stored")
 	var crossed *acceptance.StopLossBreach
-	err = b.st.InTx(ctx, func(tx *store.Store) error {
+	err := b.st.InTx(ctx, func(tx *store.Store) error {
+		var err error
 		crossed, err = w.Check(ctx, tx, servicetest.Env(t), "lab-2", []acceptance.InterimSnapshot{window(1, 450), window(2, 460)})
 		require.NoError(t, err)
 		require.NotNil(t, crossed)
@@ -115,8 +114,7 @@ func TestWatchResumesWhereTheEarlierAttemptLeft(t *testing.T) {
 	run := b.run(t, &gates, nil)
 	b.hostWindows(t, run, 0, 150, 450)
 	b.hostWindows(t, run, 1, 450, 150)
-	w, err := stoploss.NewWatch(ctx, b.st, run, labHosts("lab-1", "lab-2")...)
-	require.NoError(t, err)
+	w := b.watch(t, run, "lab-1", "lab-2")
 	resumed, err := w.Resume(ctx, b.st)
 	require.NoError(t, err)
 	require.Nil(t, resumed, "no host has two windows in a row past the line")
@@ -130,8 +128,7 @@ func TestWatchResumesWhereTheEarlierAttemptLeft(t *testing.T) {
 	stored := b.run(t, &gates, nil)
 	b.hostWindows(t, stored, 0, 150, 150)
 	b.hostWindows(t, stored, 1, 150, 420, 460)
-	w, err = stoploss.NewWatch(ctx, b.st, stored, labHosts("lab-1", "lab-2")...)
-	require.NoError(t, err)
+	w = b.watch(t, stored, "lab-1", "lab-2")
 	resumed, err = w.Resume(ctx, b.st)
 	require.NoError(t, err)
 	require.NotNil(t, resumed, "lab-2's stored windows crossed")
@@ -142,8 +139,7 @@ func TestWatchResumesWhereTheEarlierAttemptLeft(t *testing.T) {
 	many := b.run(t, &gates, nil)
 	earlier := &acceptance.StopLossBreach{Name: "ttft-p99", Metric: acceptance.MetricTTFT, Line: 400, Consecutive: 2, Explanation: "on host lab-2: recorded before the stop"}
 	require.NoError(t, stoploss.Record(ctx, b.st, servicetest.Env(t), many, earlier))
-	w, err = stoploss.NewWatch(ctx, b.st, many, labHosts("lab-1", "lab-2")...)
-	require.NoError(t, err)
+	w = b.watch(t, many, "lab-1", "lab-2")
 	resumed, err = w.Resume(ctx, b.st)
 	require.NoError(t, err)
 	require.Equal(t, earlier.Explanation, resumed.Explanation)
@@ -151,13 +147,17 @@ func TestWatchResumesWhereTheEarlierAttemptLeft(t *testing.T) {
 	require.Equal(t, earlier.Explanation, w.Crossed().Explanation)
 }
 
-// labHosts are the hosts of a multi-host run, in order.
-func labHosts(names ...string) []stoploss.Host {
-	hosts := make([]stoploss.Host, len(names))
-	for i, n := range names {
-		hosts[i] = stoploss.Host{Ordinal: i, Name: n}
+// watch is the stop-loss watch of run: of a one-host run when no host is
+// named, else of a multi-host run whose hosts are named in order.
+func (b *testBundle) watch(t *testing.T, run store.Run, hosts ...string) *stoploss.Watch {
+	t.Helper()
+	watched := make([]stoploss.Host, len(hosts))
+	for i, n := range hosts {
+		watched[i] = stoploss.Host{Ordinal: i, Name: n}
 	}
-	return hosts
+	w, err := stoploss.NewWatch(context.Background(), b.st, run, watched...)
+	require.NoError(t, err)
+	return w
 }
 
 // Hosts checked at the same time make one crossing between them.
@@ -168,8 +168,7 @@ func TestWatchCrossesOnceWithHostsAtTheSameTime(t *testing.T) {
 	gates := b.program.GateSet(t, b.st, ttftGuard(2))
 	run := b.run(t, &gates, nil)
 	hosts := []string{"lab-1", "lab-2", "lab-3", "lab-4"}
-	w, err := stoploss.NewWatch(ctx, b.st, run, labHosts(hosts...)...)
-	require.NoError(t, err)
+	w := b.watch(t, run, hosts...)
 	// Only the crossing touches the store (the test's is one transaction,
 	// which two crossings at once would not share quietly).
 	var wg sync.WaitGroup
@@ -203,9 +202,7 @@ func TestWatchCrossesOnceWithHostsAtTheSameTime(t *testing.T) {
 func TestWatchWithoutLinesJudgesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := context.Background()
-	w, err := stoploss.NewWatch(ctx, b.st, b.run(t, nil, nil), labHosts("lab-1")...)
-	require.NoError(t, err)
+	w := b.watch(t, b.run(t, nil, nil), "lab-1")
 	require.Empty(t, w.Metrics())
 	require.Nil(t, b.check(t, w, "lab-1", window(1, 5000), window(2, 5000)))
 	require.Nil(t, b.check(t, w, "unknown", window(1, 5000), window(2, 5000)))
