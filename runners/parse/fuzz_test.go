@@ -3,6 +3,7 @@ package parse
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -292,5 +293,29 @@ func FuzzDetect(f *testing.F) {
 		}
 		checkMeasurements(t, ms)
 		checkReport(t, format, data, Options{Result: fuzzResult()})
+	})
+}
+
+// A stream read with its format detected (an uploaded result file, a run
+// folder's file) agrees with Detect on the whole input: a format that
+// cannot be told is a DetectError exactly when Detect fails, and
+// anything imported is well formed.
+func FuzzImportReaderDetects(f *testing.F) {
+	addTestdata(f, "fio-2.1.10-jsonplus-randrw-normal-text.txt", "vllm-bench-serve-detailed.json", "aiperf-profile_export.jsonl",
+		"genai-perf-profile_export_genai_perf.json")
+	f.Add([]byte(recordSeeds[0] + "\n" + recordSeeds[1] + "\n"))
+	f.Add([]byte(`{"truncated": `))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 60<<10 { // detection reads a 64 KiB head; Detect reads all
+			return
+		}
+		_, detectErr := Detect(data)
+		res, err := ImportReaderWithReport("", bytes.NewReader(data), int64(len(data)), Options{Result: fuzzResult()})
+		var undetected *DetectError
+		require.Equal(t, detectErr != nil, errors.As(err, &undetected), "Detect: %v; streamed: %v", detectErr, err)
+		if err == nil {
+			checkMeasurements(t, res.Measurements)
+		}
 	})
 }
